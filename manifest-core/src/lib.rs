@@ -23,6 +23,7 @@
 
 pub mod bundle;
 pub mod digest;
+pub mod document;
 pub mod fileref;
 pub mod hash;
 pub mod json;

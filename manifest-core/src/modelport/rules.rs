@@ -240,28 +240,25 @@ fn check_detection_outputs(outputs: &[Option<OutputSpec>], out: &mut Problems) {
 
 fn check_golden(d: &Draft, golden: &Golden, out: &mut Problems) {
     let at = Pointer::root().key("golden");
-    let tensors = |list: Option<&[Option<InputSpec>]>| -> Option<BTreeMap<String, (DType, Vec<Dim>)>> {
-        Some(
-            complete(list)?
-                .into_iter()
-                .map(|t| (t.name.clone(), (t.dtype, t.shape.clone())))
-                .collect(),
-        )
-    };
-    let outputs = complete(d.outputs.as_deref()).map(|list| {
-        list.into_iter()
-            .map(|t| (t.name.clone(), (t.dtype, t.shape.clone())))
-            .collect::<BTreeMap<_, _>>()
-    });
+    // Name → (dtype, shape) of the first tensor with that name (duplicates are reported apart).
+    fn by_name<'a>(list: impl IntoIterator<Item = (&'a String, DType, &'a Vec<Dim>)>) -> BTreeMap<&'a str, (DType, &'a [Dim])> {
+        let mut map = BTreeMap::new();
+        for (name, dtype, shape) in list {
+            map.entry(name.as_str()).or_insert((dtype, shape.as_slice()));
+        }
+        map
+    }
+    let inputs = complete(d.inputs.as_deref()).map(|l| by_name(l.into_iter().map(|t| (&t.name, t.dtype, &t.shape))));
+    let outputs = complete(d.outputs.as_deref()).map(|l| by_name(l.into_iter().map(|t| (&t.name, t.dtype, &t.shape))));
     let sides = [
-        ("inputs", "input", &golden.inputs, tensors(d.inputs.as_deref())),
+        ("inputs", "input", &golden.inputs, inputs),
         ("outputs", "output", &golden.outputs, outputs),
     ];
     for (side, what, files, model) in sides {
         let Some(model) = model else { continue };
         for (name, file) in files {
             let p = at.key(side).key(name);
-            match model.get(name) {
+            match model.get(name.as_str()) {
                 None => {
                     let msg = format!("golden {what} `{name}` is not a model {what}");
                     out.push(&p, ProblemKind::Conflict, msg);

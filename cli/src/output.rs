@@ -1,0 +1,44 @@
+//! Printing helpers shared by the commands.
+
+use gpuport_manifest_core::document::DocumentReport;
+
+/// `98.4 MB (98,362,432 bytes)`.
+pub fn bytes(n: u64) -> String {
+    let (value, unit) = match n {
+        0..1_000 => return format!("{n} bytes"),
+        1_000..1_000_000 => (n as f64 / 1e3, "kB"),
+        1_000_000..1_000_000_000 => (n as f64 / 1e6, "MB"),
+        _ => (n as f64 / 1e9, "GB"),
+    };
+    format!("{value:.1} {unit} ({} bytes)", grouped(n))
+}
+
+/// `98362432` → `98,362,432`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Prints a validation report for people: a ✓/✗ line per document, then each problem.
+pub fn print_report(report: &DocumentReport, summary: Option<&str>) {
+    let kind = report.kind.map(|k| format!(" ({k})")).unwrap_or_default();
+    if report.is_valid() {
+        let summary = summary.map(|s| format!(": {s}")).unwrap_or_default();
+        println!("✓ {}{kind}{summary}", report.path.display());
+    } else {
+        println!("✗ {}{kind}: {} problem(s)", report.path.display(), report.problems.len());
+        for p in &report.problems {
+            println!("    {p}");
+        }
+    }
+    for f in &report.ignored_fields {
+        println!("    note: {f}: unknown field of a newer minor version, ignored");
+    }
+}
