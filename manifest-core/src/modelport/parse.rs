@@ -543,6 +543,9 @@ pub(crate) struct Draft {
     pub description: Option<Option<String>>,
     pub source: Option<Option<String>>,
     pub variants: Option<Vec<Option<Variant>>>,
+    /// Each variant's runtime, read even when another field of that variant is broken, so the
+    /// task rules still see it.
+    pub variant_runtimes: Vec<(usize, Runtime)>,
     pub inputs: Option<Vec<Option<InputSpec>>>,
     pub outputs: Option<Vec<Option<OutputSpec>>>,
     pub llm: Option<Option<LlmConfig>>,
@@ -617,6 +620,20 @@ pub(crate) fn read_draft(r: &mut Reader, obj: &crate::read::Obj<'_>) -> Draft {
             None => None,
         },
     };
+    let variant_runtimes = Reader::optional(obj, "variants")
+        .and_then(|(v, _)| v.as_array())
+        .map(|items| {
+            items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| {
+                    let name = v.get("runtime")?.as_str()?;
+                    let runtime = <Runtime as crate::read::Choice>::ALL.iter().find(|r| crate::read::Choice::name(**r) == name)?;
+                    Some((i, *runtime))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let inputs = read_elements(r, obj, "inputs", read_input);
     let outputs = read_elements(r, obj, "outputs", |r, v, p| read_output(r, v, p, task));
     let llm = opt(r, obj, "llm", read_llm);
@@ -631,6 +648,7 @@ pub(crate) fn read_draft(r: &mut Reader, obj: &crate::read::Obj<'_>) -> Draft {
         description,
         source,
         variants,
+        variant_runtimes,
         inputs,
         outputs,
         llm,

@@ -67,7 +67,7 @@ fn check_task(d: &Draft, task: Task, out: &mut Problems) {
     let root = Pointer::root();
     let llm_present = !matches!(d.llm, Some(None));
     let golden_present = !matches!(d.golden, Some(None));
-    let runtimes = complete_or_partial(d.variants.as_deref()).map(|(i, v)| (i, v.runtime));
+    let runtimes = d.variant_runtimes.iter().copied();
     if task.is_tensor_task() {
         if llm_present {
             let msg = format!("task `{task}` must not have an `llm` section");
