@@ -56,10 +56,9 @@ def program(tasks, param_id, programs, resources):
     }
 
 
-# The spec abbreviates parameter_schema_id for these two examples: their weights are not part of
-# the example, so the documents carry the id of the weights' parameter list as the spec's
-# resources imply nothing more. We use the id of an empty parameter list, cid([]), and validate
-# these documents with --no-files only.
+# The spec abbreviates parameter_schema_id for these two examples and their weights are not part
+# of them, so these documents carry the id of an empty parameter list and are validated with
+# --no-files only (docs/spec/hashes.md says so too).
 NO_WEIGHTS = cid([])
 
 gemma_tasks = {

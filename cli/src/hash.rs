@@ -46,9 +46,15 @@ pub fn run(what: HashKind, path: &Path) -> u8 {
     let package = match read_package(&value) {
         Ok(p) => Some(p.document),
         Err(problems) => {
-            let blocking: Vec<_> = problems.iter().filter(|p| p.kind != ProblemKind::Mismatch).collect();
+            let blocking: Vec<_> = problems
+                .iter()
+                .filter(|p| p.kind != ProblemKind::Mismatch)
+                .collect();
             if !blocking.is_empty() {
-                eprintln!("{}: the package must be valid apart from its ids:", file.display());
+                eprintln!(
+                    "{}: the package must be valid apart from its ids:",
+                    file.display()
+                );
                 for p in blocking {
                     eprintln!("    {p}");
                 }
@@ -75,10 +81,10 @@ pub fn run(what: HashKind, path: &Path) -> u8 {
         Some(p) => p,
         None => {
             let mut fixed = value.clone();
-            if let Some(tasks) = value.get("tasks") {
-                if let Ok(id) = interface_id(tasks) {
-                    fixed["interface_id"] = id.into();
-                }
+            if let Some(tasks) = value.get("tasks")
+                && let Ok(id) = interface_id(tasks)
+            {
+                fixed["interface_id"] = id.into();
             }
             match read_package(&fixed) {
                 Ok(p) => p.document,

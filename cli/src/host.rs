@@ -9,8 +9,15 @@ pub const EXECUTORS: &[Runtime] = &[];
 
 /// The registered runtimes: `overrides` when given, else [`EXECUTORS`].
 pub fn registered(overrides: &[Runtime]) -> Vec<RuntimeSupport> {
-    let list = if overrides.is_empty() { EXECUTORS } else { overrides };
-    list.iter().copied().map(RuntimeSupport::any_backend).collect()
+    let list = if overrides.is_empty() {
+        EXECUTORS
+    } else {
+        overrides
+    };
+    list.iter()
+        .copied()
+        .map(RuntimeSupport::any_backend)
+        .collect()
 }
 
 /// Total RAM of this machine in MiB, when the OS tells it (Linux `/proc/meminfo`). Read by hand:

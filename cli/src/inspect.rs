@@ -20,7 +20,10 @@ pub fn run(path: &Path, runtime_names: &[String], ram_mb: Option<u64>) -> u8 {
             Some(r) => runtimes.push(*r),
             None => {
                 let known: Vec<&str> = Runtime::ALL.iter().map(|r| r.name()).collect();
-                eprintln!("error: unknown runtime `{name}` (known: {})", known.join(", "));
+                eprintln!(
+                    "error: unknown runtime `{name}` (known: {})",
+                    known.join(", ")
+                );
                 return EXIT_USAGE;
             }
         }
@@ -63,9 +66,17 @@ fn file_line(root: &Path, f: &FileRef) -> String {
                 Ok(_) => "WRONG SIZE",
                 Err(_) => "missing",
             };
-            format!("{p}  {}  sha256 {}…  {state}", bytes(f.size), &f.sha256[..12])
+            format!(
+                "{p}  {}  sha256 {}…  {state}",
+                bytes(f.size),
+                &f.sha256[..12]
+            )
         }
-        FileLocation::Url(u) => format!("{u}  {}  sha256 {}…  remote", bytes(f.size), &f.sha256[..12]),
+        FileLocation::Url(u) => format!(
+            "{u}  {}  sha256 {}…  remote",
+            bytes(f.size),
+            &f.sha256[..12]
+        ),
     }
 }
 
@@ -74,7 +85,11 @@ fn preprocess_line(p: &ImagePreprocess) -> String {
         ResizeTarget::ShorterSide(n) => format!("shorter side → {n}"),
         ResizeTarget::Size([h, w]) => format!("{h}×{w}"),
     };
-    let aa = if p.resize.antialias { "antialiased" } else { "no antialias" };
+    let aa = if p.resize.antialias {
+        "antialiased"
+    } else {
+        "no antialias"
+    };
     let crop = p
         .center_crop
         .map(|[h, w]| format!(", center crop {h}×{w}"))
@@ -86,7 +101,11 @@ fn preprocess_line(p: &ImagePreprocess) -> String {
 }
 
 fn modelport(m: &Manifest, root: &Path, runtimes: &[Runtime], ram_mb: Option<u64>) {
-    let name = m.name.as_deref().map(|n| format!(" — {n}")).unwrap_or_default();
+    let name = m
+        .name
+        .as_deref()
+        .map(|n| format!(" — {n}"))
+        .unwrap_or_default();
     println!("{} {}{name}", m.id, m.version);
     println!("  schema    {}", m.schema);
     println!("  task      {}", m.task);
@@ -101,7 +120,11 @@ fn modelport(m: &Manifest, root: &Path, runtimes: &[Runtime], ram_mb: Option<u64
     let selection = select_variant(&m.variants, &registered, ram_mb);
     let host_desc = format!(
         "runtimes [{}], RAM {}",
-        registered.iter().map(|r| r.runtime.name()).collect::<Vec<_>>().join(", "),
+        registered
+            .iter()
+            .map(|r| r.runtime.name())
+            .collect::<Vec<_>>()
+            .join(", "),
         ram_mb.map_or("unknown".to_owned(), |r| format!("{r} MiB"))
     );
     match selection.chosen {
@@ -109,16 +132,38 @@ fn modelport(m: &Manifest, root: &Path, runtimes: &[Runtime], ram_mb: Option<u64
         None => println!("variants (chosen here: none; {host_desc})"),
     }
     for (i, v) in m.variants.iter().enumerate() {
-        let mark = if selection.chosen == Some(i) { "*" } else { " " };
-        let backend = v.backend.as_deref().map(|b| format!("/{b}")).unwrap_or_default();
-        let ram = v.min_ram_mb.map(|r| format!(", min RAM {r} MiB")).unwrap_or_default();
-        let why = selection.skipped.iter().find(|s| s.index == i).map(|s| match &s.reason {
-            SkipReason::NoAdapter { runtime } => format!("  [skipped: no executor for {runtime}]"),
-            SkipReason::BackendUnsupported { backend } => format!("  [skipped: backend {backend} unsupported]"),
-            SkipReason::NotEnoughRam { min_ram_mb, device_ram_mb } => {
-                format!("  [skipped: needs {min_ram_mb} MiB, device has {device_ram_mb}]")
-            }
-        });
+        let mark = if selection.chosen == Some(i) {
+            "*"
+        } else {
+            " "
+        };
+        let backend = v
+            .backend
+            .as_deref()
+            .map(|b| format!("/{b}"))
+            .unwrap_or_default();
+        let ram = v
+            .min_ram_mb
+            .map(|r| format!(", min RAM {r} MiB"))
+            .unwrap_or_default();
+        let why = selection
+            .skipped
+            .iter()
+            .find(|s| s.index == i)
+            .map(|s| match &s.reason {
+                SkipReason::NoAdapter { runtime } => {
+                    format!("  [skipped: no executor for {runtime}]")
+                }
+                SkipReason::BackendUnsupported { backend } => {
+                    format!("  [skipped: backend {backend} unsupported]")
+                }
+                SkipReason::NotEnoughRam {
+                    min_ram_mb,
+                    device_ram_mb,
+                } => {
+                    format!("  [skipped: needs {min_ram_mb} MiB, device has {device_ram_mb}]")
+                }
+            });
         println!(
             "  {mark} {}  {}{backend} {}{ram}{}",
             v.id,
@@ -169,7 +214,9 @@ fn modelport(m: &Manifest, root: &Path, runtimes: &[Runtime], ram_mb: Option<u64
             d.top_p,
             d.max_tokens,
             d.top_k.map(|k| format!(", top_k {k}")).unwrap_or_default(),
-            d.repeat_penalty.map(|r| format!(", repeat_penalty {r}")).unwrap_or_default()
+            d.repeat_penalty
+                .map(|r| format!(", repeat_penalty {r}"))
+                .unwrap_or_default()
         );
     }
     if let Some(g) = &m.golden {
@@ -207,19 +254,38 @@ fn mlc_package(p: &ModelPackage, root: &Path) {
                 ),
                 Processor::ImageDecode(im) => format!(
                     "image_decode {} {} {} {}×{}, {} embeddings",
-                    im.format, im.layout, im.resize.mode, im.resize.height, im.resize.width, im.num_embeddings
+                    im.format,
+                    im.layout,
+                    im.resize.mode,
+                    im.resize.height,
+                    im.resize.width,
+                    im.num_embeddings
                 ),
             };
-            let adapter = i.adapter.as_deref().map(|a| format!(" → adapter `{a}`")).unwrap_or_default();
+            let adapter = i
+                .adapter
+                .as_deref()
+                .map(|a| format!(" → adapter `{a}`"))
+                .unwrap_or_default();
             println!("    {input}: {what}{adapter}");
         }
     }
     match mlc::check_package_files(root, p, false) {
         Ok(files) => {
             println!("weights: {} parameters", files.params.len());
-            println!("  total            {}", bytes(files.estimated_device_memory_bytes));
-            println!("  largest binding  {}", bytes(files.max_storage_buffer_binding_size));
-            let state = if files.parameter_schema_id == p.weights.parameter_schema_id { "matches" } else { "DOES NOT MATCH" };
+            println!(
+                "  total            {}",
+                bytes(files.estimated_device_memory_bytes)
+            );
+            println!(
+                "  largest binding  {}",
+                bytes(files.max_storage_buffer_binding_size)
+            );
+            let state = if files.parameter_schema_id == p.weights.parameter_schema_id {
+                "matches"
+            } else {
+                "DOES NOT MATCH"
+            };
             println!("  parameter schema {} ({state})", files.parameter_schema_id);
         }
         Err(problems) => {
@@ -232,7 +298,10 @@ fn mlc_package(p: &ModelPackage, root: &Path) {
 }
 
 fn mlc_program(p: &CompiledProgram) {
-    println!("MLC compiled program (schema_version {})", mlc::SCHEMA_VERSION);
+    println!(
+        "MLC compiled program (schema_version {})",
+        mlc::SCHEMA_VERSION
+    );
     println!("  interface_id         {}", p.interface_id);
     println!("  parameter_schema_id  {}", p.parameter_schema_id);
     for (name, prog) in &p.programs {
@@ -241,13 +310,23 @@ fn mlc_program(p: &CompiledProgram) {
             println!("  {role:<16} → {f}");
         }
         for (adapter, f) in &prog.adapters {
-            let dtype = prog.adapter_dtypes.get(adapter).map(|d| format!(" (input as {d})")).unwrap_or_default();
+            let dtype = prog
+                .adapter_dtypes
+                .get(adapter)
+                .map(|d| format!(" (input as {d})"))
+                .unwrap_or_default();
             println!("  adapter {adapter:<8} → {f}{dtype}");
         }
     }
     let r = &p.resources;
     println!("resources");
     println!("  features        [{}]", r.required_features.join(", "));
-    println!("  largest binding {}", bytes(r.max_storage_buffer_binding_size));
-    println!("  parameters      {}", bytes(r.estimated_device_memory_bytes));
+    println!(
+        "  largest binding {}",
+        bytes(r.max_storage_buffer_binding_size)
+    );
+    println!(
+        "  parameters      {}",
+        bytes(r.estimated_device_memory_bytes)
+    );
 }

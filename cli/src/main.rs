@@ -20,7 +20,11 @@ const EXIT_INVALID: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "gpuport", version, about = "Run model bundles on any GPU through WebGPU")]
+#[command(
+    name = "gpuport",
+    version,
+    about = "Run model bundles on any GPU through WebGPU"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -18,7 +18,7 @@ pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -33,7 +33,11 @@ pub fn print_report(report: &DocumentReport, summary: Option<&str>) {
         let summary = summary.map(|s| format!(": {s}")).unwrap_or_default();
         println!("✓ {}{kind}{summary}", report.path.display());
     } else {
-        println!("✗ {}{kind}: {} problem(s)", report.path.display(), report.problems.len());
+        println!(
+            "✗ {}{kind}: {} problem(s)",
+            report.path.display(),
+            report.problems.len()
+        );
         for p in &report.problems {
             println!("    {p}");
         }

@@ -8,7 +8,10 @@ use crate::output::print_report;
 use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
 pub fn run(path: &Path, json: bool, check_files: bool, program: Option<PathBuf>) -> u8 {
-    let options = ValidateOptions { check_files, program };
+    let options = ValidateOptions {
+        check_files,
+        program,
+    };
     let reports = match validate_path(path, &options) {
         Ok(r) => r,
         Err(e) => {

@@ -68,9 +68,11 @@ pub fn check_files(root: &Path, files: &[(Pointer, &FileRef)]) -> Problems {
     }
     let mut digests: HashMap<PathBuf, Result<String, String>> = HashMap::new();
     for (at, rel, real, f) in to_hash {
-        let digest = digests
-            .entry(real.clone())
-            .or_insert_with(|| sha256_file(&real).map(|(h, _)| h).map_err(|e| e.to_string()));
+        let digest = digests.entry(real.clone()).or_insert_with(|| {
+            sha256_file(&real)
+                .map(|(h, _)| h)
+                .map_err(|e| e.to_string())
+        });
         match digest {
             Ok(h) if *h == f.sha256 => {}
             Ok(h) => {

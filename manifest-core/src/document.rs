@@ -155,7 +155,9 @@ fn read_text(path: &Path) -> Result<String, OpenError> {
 pub fn open(path: &Path) -> Result<(DocumentReport, Option<Opened>), OpenError> {
     let file = locate(path)?;
     let text = read_text(&file)?;
-    let root = file.parent().map_or_else(|| PathBuf::from("."), Path::to_owned);
+    let root = file
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_owned);
     let mut report = DocumentReport {
         path: file.clone(),
         kind: None,
@@ -172,8 +174,10 @@ pub fn open(path: &Path) -> Result<(DocumentReport, Option<Opened>), OpenError> 
     };
     report.kind = kind_of(&value, &file);
     let opened = match report.kind {
-        Some(DocumentKind::ModelportManifest) => keep(&mut report, modelport::read_manifest(&value))
-            .map(|manifest| Opened::Modelport { manifest, root }),
+        Some(DocumentKind::ModelportManifest) => {
+            keep(&mut report, modelport::read_manifest(&value))
+                .map(|manifest| Opened::Modelport { manifest, root })
+        }
         Some(DocumentKind::MlcPackage) => keep(&mut report, mlc::read_package(&value))
             .map(|package| Opened::Package { package, root }),
         Some(DocumentKind::MlcProgram) => {
@@ -185,7 +189,9 @@ pub fn open(path: &Path) -> Result<(DocumentReport, Option<Opened>), OpenError> 
                 mlc::PACKAGE_SCHEMA,
                 mlc::PROGRAM_SCHEMA
             );
-            report.problems.push(&Pointer::root().key("schema"), ProblemKind::Missing, msg);
+            report
+                .problems
+                .push(&Pointer::root().key("schema"), ProblemKind::Missing, msg);
             None
         }
     };
@@ -207,13 +213,18 @@ fn keep<T>(report: &mut DocumentReport, r: Result<modelport::Parsed<T>, Problems
 
 /// Validates `path` as `gpuport validate` does: the document, then (optionally) its files, then
 /// (optionally) a compiled program matched against it. One report per document read.
-pub fn validate_path(path: &Path, options: &ValidateOptions) -> Result<Vec<DocumentReport>, OpenError> {
+pub fn validate_path(
+    path: &Path,
+    options: &ValidateOptions,
+) -> Result<Vec<DocumentReport>, OpenError> {
     let (mut report, opened) = open(path)?;
     let mut reports = Vec::new();
     let mut package_files: Option<PackageFiles> = None;
     match &opened {
         Some(Opened::Modelport { manifest, root }) if options.check_files => {
-            report.problems.extend(crate::bundle::check_files(root, &manifest.files()));
+            report
+                .problems
+                .extend(crate::bundle::check_files(root, &manifest.files()));
         }
         Some(Opened::Package { package, root }) if options.check_files => {
             match mlc::check_package_files(root, package, true) {
@@ -227,17 +238,33 @@ pub fn validate_path(path: &Path, options: &ValidateOptions) -> Result<Vec<Docum
     reports.push(report);
     if let Some(program_path) = &options.program {
         if !is_package {
-            return Err(OpenError::ProgramWithoutPackage { path: path.to_owned() });
+            return Err(OpenError::ProgramWithoutPackage {
+                path: path.to_owned(),
+            });
         }
         let (mut program_report, program) = open(program_path)?;
-        if program_report.kind.is_some_and(|k| k != DocumentKind::MlcProgram) {
-            let msg = format!("`--program` must be a compiled-program document (`schema`: `{}`)", mlc::PROGRAM_SCHEMA);
-            program_report.problems.push(&Pointer::root().key("schema"), ProblemKind::Value, msg);
+        if program_report
+            .kind
+            .is_some_and(|k| k != DocumentKind::MlcProgram)
+        {
+            let msg = format!(
+                "`--program` must be a compiled-program document (`schema`: `{}`)",
+                mlc::PROGRAM_SCHEMA
+            );
+            program_report
+                .problems
+                .push(&Pointer::root().key("schema"), ProblemKind::Value, msg);
         }
-        if let (Some(Opened::Package { package, .. }), Some(Opened::Program(program))) = (&opened, &program) {
-            program_report.problems.extend(mlc::match_package_program(package, program));
+        if let (Some(Opened::Package { package, .. }), Some(Opened::Program(program))) =
+            (&opened, &program)
+        {
+            program_report
+                .problems
+                .extend(mlc::match_package_program(package, program));
             if let Some(files) = &package_files {
-                program_report.problems.extend(mlc::check_resources(program, files));
+                program_report
+                    .problems
+                    .extend(mlc::check_resources(program, files));
             }
         }
         reports.push(program_report);

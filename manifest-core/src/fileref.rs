@@ -59,9 +59,14 @@ pub fn check_relative_path(path: &str) -> Result<(), String> {
     if path.chars().any(char::is_control) {
         return Err("must not contain control characters".into());
     }
-    if let Some(bad) = path.split('/').find(|s| s.is_empty() || *s == "." || *s == "..") {
+    if let Some(bad) = path
+        .split('/')
+        .find(|s| s.is_empty() || *s == "." || *s == "..")
+    {
         let shown = if bad.is_empty() { "empty" } else { bad };
-        return Err(format!("`{path}` must not contain an {shown} segment (`.`, `..` and empty segments are refused)"));
+        return Err(format!(
+            "`{path}` must not contain an {shown} segment (`.`, `..` and empty segments are refused)"
+        ));
     }
     Ok(())
 }
@@ -124,15 +129,25 @@ pub(crate) fn read_file_ref(r: &mut Reader, v: &Value, at: &Pointer) -> Option<F
             }
         }
         (Some(_), Some(_)) => {
-            r.problem(at, ProblemKind::Conflict, "set exactly one of `path` or `url`, not both");
+            r.problem(
+                at,
+                ProblemKind::Conflict,
+                "set exactly one of `path` or `url`, not both",
+            );
             None
         }
         (None, None) => {
-            r.problem(at, ProblemKind::Missing, "set exactly one of `path` or `url`");
+            r.problem(
+                at,
+                ProblemKind::Missing,
+                "set exactly one of `path` or `url`",
+            );
             None
         }
     };
-    let size = r.required(&obj, "size").and_then(|(v, p)| r.positive(v, &p));
+    let size = r
+        .required(&obj, "size")
+        .and_then(|(v, p)| r.positive(v, &p));
     let sha256 = r.required(&obj, "sha256").and_then(|(v, p)| {
         let s = r.string(v, &p)?;
         if is_sha256_hex(s) {
@@ -155,7 +170,13 @@ mod tests {
 
     #[test]
     fn path_rules() {
-        for ok in ["a", "onnx-fp32/model.onnx", "golden/x.bin", "a..b/c", ".hidden"] {
+        for ok in [
+            "a",
+            "onnx-fp32/model.onnx",
+            "golden/x.bin",
+            "a..b/c",
+            ".hidden",
+        ] {
             assert!(check_relative_path(ok).is_ok(), "{ok}");
         }
         for bad in [

@@ -51,12 +51,16 @@ fn check_safe(v: &Value) -> Result<(), CanonicalError> {
 /// RFC 8785 canonical JSON text of `value`.
 pub fn canonical_json(value: &Value) -> Result<String, CanonicalError> {
     check_safe(value)?;
-    serde_json_canonicalizer::to_string(value).map_err(|e| CanonicalError::Canonicalizer(e.to_string()))
+    serde_json_canonicalizer::to_string(value)
+        .map_err(|e| CanonicalError::Canonicalizer(e.to_string()))
 }
 
 /// `"sha256:" + hex(sha256(JCS(value)))`.
 pub fn canonical_id(value: &Value) -> Result<String, CanonicalError> {
-    Ok(format!("sha256:{}", sha256_hex(canonical_json(value)?.as_bytes())))
+    Ok(format!(
+        "sha256:{}",
+        sha256_hex(canonical_json(value)?.as_bytes())
+    ))
 }
 
 /// The package's `interface_id`: the canonical id of its `tasks` object, exactly as written.
@@ -79,13 +83,15 @@ pub struct ParamSchema {
 pub fn parameter_schema_id(params: &[ParamSchema]) -> Result<String, CanonicalError> {
     let mut sorted: Vec<&ParamSchema> = params.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
-    let value = serde_json::to_value(&sorted).map_err(|e| CanonicalError::Canonicalizer(e.to_string()))?;
+    let value =
+        serde_json::to_value(&sorted).map_err(|e| CanonicalError::Canonicalizer(e.to_string()))?;
     canonical_id(&value)
 }
 
 /// Whether `s` looks like `sha256:` followed by 64 lowercase hex digits.
 pub fn is_canonical_id(s: &str) -> bool {
-    s.strip_prefix("sha256:").is_some_and(crate::fileref::is_sha256_hex)
+    s.strip_prefix("sha256:")
+        .is_some_and(crate::fileref::is_sha256_hex)
 }
 
 #[cfg(test)]
@@ -140,8 +146,16 @@ mod tests {
 
     #[test]
     fn parameter_order_does_not_matter() {
-        let a = ParamSchema { name: "a".into(), shape: vec![2, 3], dtype: "float16".into() };
-        let b = ParamSchema { name: "b".into(), shape: vec![4], dtype: "uint32".into() };
+        let a = ParamSchema {
+            name: "a".into(),
+            shape: vec![2, 3],
+            dtype: "float16".into(),
+        };
+        let b = ParamSchema {
+            name: "b".into(),
+            shape: vec![4],
+            dtype: "uint32".into(),
+        };
         let id = parameter_schema_id(&[a.clone(), b.clone()]).unwrap();
         assert_eq!(id, parameter_schema_id(&[b, a]).unwrap());
         // Pinned: sha256 of [{"dtype":"float16","name":"a","shape":[2,3]},{"dtype":"uint32","name":"b","shape":[4]}]

@@ -13,7 +13,11 @@ pub fn parse_strict(text: &str) -> Result<Value, Problems> {
         .map(|v| v.0)
         .map_err(|e| {
             let mut p = Problems::default();
-            p.push(&Pointer::root(), ProblemKind::Syntax, format!("not valid JSON: {e}"));
+            p.push(
+                &Pointer::root(),
+                ProblemKind::Syntax,
+                format!("not valid JSON: {e}"),
+            );
             p
         })
 }
@@ -85,12 +89,18 @@ mod tests {
     fn refuses_duplicate_keys_with_position() {
         let err = parse_strict("{\"a\": 1,\n \"a\": 2}").unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("duplicate key `a`") && text.contains("line 2"), "{text}");
+        assert!(
+            text.contains("duplicate key `a`") && text.contains("line 2"),
+            "{text}"
+        );
     }
 
     #[test]
     fn parses_like_serde_json() {
         let text = r#"{"a": [1, -2, 3.5, "x", null, true, {"b": {}}]}"#;
-        assert_eq!(parse_strict(text).unwrap(), serde_json::from_str::<Value>(text).unwrap());
+        assert_eq!(
+            parse_strict(text).unwrap(),
+            serde_json::from_str::<Value>(text).unwrap()
+        );
     }
 }

@@ -131,7 +131,11 @@ impl Problems {
 
     /// `Ok(value)` when nothing was found, else every problem.
     pub fn into_result<T>(self, value: T) -> Result<T, Problems> {
-        if self.is_empty() { Ok(value) } else { Err(self) }
+        if self.is_empty() {
+            Ok(value)
+        } else {
+            Err(self)
+        }
     }
 }
 

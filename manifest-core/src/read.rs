@@ -109,7 +109,11 @@ impl Reader {
     }
 
     /// A required member: records `Missing` when absent.
-    pub(crate) fn required<'v>(&mut self, obj: &Obj<'v>, key: &str) -> Option<(&'v Value, Pointer)> {
+    pub(crate) fn required<'v>(
+        &mut self,
+        obj: &Obj<'v>,
+        key: &str,
+    ) -> Option<(&'v Value, Pointer)> {
         match obj.map.get(key) {
             Some(v) => Some((v, obj.at.key(key))),
             None => {
@@ -168,7 +172,11 @@ impl Reader {
             },
             _ => {
                 let i = self.integer(v, at)?;
-                self.problem(at, ProblemKind::Value, format!("must be greater than 0, found {i}"));
+                self.problem(
+                    at,
+                    ProblemKind::Value,
+                    format!("must be greater than 0, found {i}"),
+                );
                 None
             }
         }
@@ -180,7 +188,11 @@ impl Reader {
             return Some(n);
         }
         let i = self.integer(v, at)?;
-        self.problem(at, ProblemKind::Value, format!("must be 0 or more, found {i}"));
+        self.problem(
+            at,
+            ProblemKind::Value,
+            format!("must be 0 or more, found {i}"),
+        );
         None
     }
 
@@ -199,7 +211,11 @@ impl Reader {
         if range.contains(x) {
             Some(x)
         } else {
-            self.problem(at, ProblemKind::Value, format!("must be {range}, found {x}"));
+            self.problem(
+                at,
+                ProblemKind::Value,
+                format!("must be {range}, found {x}"),
+            );
             None
         }
     }

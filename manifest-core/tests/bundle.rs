@@ -1,5 +1,7 @@
 //! Bundle file checks: existence, containment (including symlinks), size, SHA-256.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::path::Path;
@@ -48,7 +50,14 @@ fn missing_wrong_size_and_wrong_digest_are_reported_with_pointers() {
     std::fs::remove_file(dir.path().join("labels.txt")).unwrap();
     let p = check(dir.path(), &m);
     let got: Vec<&str> = p.iter().map(|p| p.pointer.as_str()).collect();
-    assert_eq!(got, ["/outputs/0/postprocess/labels/path", "/variants/0/file/sha256"], "{p}");
+    assert_eq!(
+        got,
+        [
+            "/outputs/0/postprocess/labels/path",
+            "/variants/0/file/sha256"
+        ],
+        "{p}"
+    );
     assert!(p.iter().all(|p| p.kind == ProblemKind::File));
 
     std::fs::write(dir.path().join("onnx/model.onnx"), b"short").unwrap();
@@ -63,7 +72,11 @@ fn symlinks_out_of_the_bundle_are_refused_and_inside_ones_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let m = bundle(dir.path(), b"model bytes", b"cat\ndog\n");
     // A symlink to a file inside the bundle is fine.
-    std::fs::rename(dir.path().join("labels.txt"), dir.path().join("real-labels.txt")).unwrap();
+    std::fs::rename(
+        dir.path().join("labels.txt"),
+        dir.path().join("real-labels.txt"),
+    )
+    .unwrap();
     std::os::unix::fs::symlink("real-labels.txt", dir.path().join("labels.txt")).unwrap();
     assert!(check(dir.path(), &m).is_empty());
     // The same bytes outside the bundle, reached through a symlinked folder, are refused.
@@ -88,7 +101,10 @@ fn a_folder_where_a_file_belongs_is_refused() {
 #[test]
 fn url_files_are_not_fetched() {
     let doc: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(support::repo_root().join("examples/modelport/text-generation.json")).unwrap(),
+        &std::fs::read_to_string(
+            support::repo_root().join("examples/modelport/text-generation.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     let m = read_manifest(&doc).unwrap().document;

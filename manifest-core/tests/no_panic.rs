@@ -1,10 +1,14 @@
 //! Property tests: no input makes a parser panic, and valid documents survive random edits
 //! without panicking (the fuzzing the CI can run on stable Rust).
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use gpuport_manifest_core::json::parse_strict;
-use gpuport_manifest_core::mlc::{parse_package, parse_program, read_package, read_program_document};
+use gpuport_manifest_core::mlc::{
+    parse_package, parse_program, read_package, read_program_document,
+};
 use gpuport_manifest_core::modelport::{parse_manifest, read_manifest};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -15,10 +19,20 @@ fn any_json() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         "[a-z/._:-]{0,12}".prop_map(Value::String),
-        prop_oneof![Just("modelport/0.1"), Just("modelport/0.2"), Just("mlc.model-package"), Just("tokenizer"), Just("image_decode"), Just("detr"), Just("-1")]
-            .prop_map(|s| Value::String(s.into())),
+        prop_oneof![
+            Just("modelport/0.1"),
+            Just("modelport/0.2"),
+            Just("mlc.model-package"),
+            Just("tokenizer"),
+            Just("image_decode"),
+            Just("detr"),
+            Just("-1")
+        ]
+        .prop_map(|s| Value::String(s.into())),
     ];
     leaf.prop_recursive(5, 64, 8, |inner| {
         prop_oneof![
@@ -26,9 +40,15 @@ fn any_json() -> impl Strategy<Value = Value> {
             prop::collection::btree_map(
                 prop_oneof![
                     "[a-z_]{1,10}",
-                    Just("schema".to_owned()), Just("variants".to_owned()), Just("file".to_owned()),
-                    Just("path".to_owned()), Just("tasks".to_owned()), Just("processor".to_owned()),
-                    Just("postprocess".to_owned()), Just("type".to_owned()), Just("kind".to_owned()),
+                    Just("schema".to_owned()),
+                    Just("variants".to_owned()),
+                    Just("file".to_owned()),
+                    Just("path".to_owned()),
+                    Just("tasks".to_owned()),
+                    Just("processor".to_owned()),
+                    Just("postprocess".to_owned()),
+                    Just("type".to_owned()),
+                    Just("kind".to_owned()),
                 ],
                 inner,
                 0..6,
@@ -42,8 +62,17 @@ fn any_json() -> impl Strategy<Value = Value> {
 fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
     out.push(at.clone());
     match v {
-        Value::Object(m) => m.iter().for_each(|(k, x)| pointers(x, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out)),
-        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| pointers(x, format!("{at}/{i}"), out)),
+        Value::Object(m) => m.iter().for_each(|(k, x)| {
+            pointers(
+                x,
+                format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                out,
+            )
+        }),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| pointers(x, format!("{at}/{i}"), out)),
         _ => {}
     }
 }
@@ -57,7 +86,10 @@ fn seeds() -> Vec<Value> {
         "mlc/gemma4-audio/mlc-model-manifest.json",
         "mlc/llava-image/program.json",
     ];
-    files.iter().map(|f| serde_json::from_str(&std::fs::read_to_string(root.join(f)).unwrap()).unwrap()).collect()
+    files
+        .iter()
+        .map(|f| serde_json::from_str(&std::fs::read_to_string(root.join(f)).unwrap()).unwrap())
+        .collect()
 }
 
 fn read_all(v: &Value) {

@@ -5,6 +5,8 @@
 //! Needs `modelport` on PATH (`pip install -r tools/requirements-test.txt`). Without it the test
 //! says it is skipped; with `GPUPORT_REQUIRE_REFERENCES=1` (set by `.ci/run`) it fails instead.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::collections::BTreeMap;
@@ -12,21 +14,9 @@ use std::process::Command;
 
 use gpuport_manifest_core::document::{ValidateOptions, validate_path};
 
-fn reference_available() -> bool {
-    let ok = Command::new("modelport").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("GPUPORT_REQUIRE_REFERENCES").is_none(),
-            "`modelport` (modelport-cli 0.1.0) is required here but not on PATH"
-        );
-        eprintln!("SKIPPED: `modelport` is not on PATH; install tools/requirements-test.txt to run the reference comparison");
-    }
-    ok
-}
-
 #[test]
 fn verdicts_agree_with_modelport_validate() {
-    if !reference_available() {
+    if !support::modelport_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -34,7 +24,11 @@ fn verdicts_agree_with_modelport_validate() {
     let mut files = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         let path = dir.path().join(format!("case{i:03}.json"));
-        std::fs::write(&path, serde_json::to_string_pretty(&support::document(case)).unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&support::document(case)).unwrap(),
+        )
+        .unwrap();
         files.push(path);
     }
     let out = Command::new("modelport")
@@ -50,7 +44,11 @@ fn verdicts_agree_with_modelport_validate() {
     for line in stdout.lines() {
         for (mark, verdict) in [("✓ ", "valid"), ("✗ ", "invalid")] {
             if let Some(rest) = line.strip_prefix(mark) {
-                let path = rest.split_whitespace().next().unwrap_or_default().to_owned();
+                let path = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
                 reference.insert(path, verdict);
             }
         }
@@ -58,18 +56,43 @@ fn verdicts_agree_with_modelport_validate() {
     let mut failures = Vec::new();
     let options = ValidateOptions::default();
     for (case, file) in cases.iter().zip(&files) {
-        let theirs = reference.get(file.to_str().unwrap()).copied().unwrap_or("missing from output");
+        let theirs = reference
+            .get(file.to_str().unwrap())
+            .copied()
+            .unwrap_or("missing from output");
         let reports = validate_path(file, &options).unwrap();
-        let ours = if reports.iter().all(|r| r.is_valid()) { "valid" } else { "invalid" };
+        let ours = if reports.iter().all(|r| r.is_valid()) {
+            "valid"
+        } else {
+            "invalid"
+        };
         if theirs != case.reference {
-            failures.push(format!("{}: reference says {theirs}, the corpus records {}", case.name, case.reference));
+            failures.push(format!(
+                "{}: reference says {theirs}, the corpus records {}",
+                case.name, case.reference
+            ));
         }
-        let expected_ours = if case.expect.is_empty() { "valid" } else { "invalid" };
+        let expected_ours = if case.expect.is_empty() {
+            "valid"
+        } else {
+            "invalid"
+        };
         if ours != expected_ours {
-            failures.push(format!("{}: gpuport says {ours}, expected {expected_ours}", case.name));
+            failures.push(format!(
+                "{}: gpuport says {ours}, expected {expected_ours}",
+                case.name
+            ));
         }
     }
-    assert!(failures.is_empty(), "{}\n--- modelport output ---\n{stdout}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{}\n--- modelport output ---\n{stdout}",
+        failures.join("\n")
+    );
     let differences = cases.iter().filter(|c| c.difference.is_some()).count();
-    eprintln!("{} cases; verdicts agree on {}; {differences} intended differences", cases.len(), cases.len() - differences);
+    eprintln!(
+        "{} cases; verdicts agree on {}; {differences} intended differences",
+        cases.len(),
+        cases.len() - differences
+    );
 }

@@ -24,7 +24,13 @@ pub fn match_package_program(package: &ModelPackage, program: &CompiledProgram) 
         out.push(&root.key("parameter_schema_id"), ProblemKind::Mismatch, msg);
     }
     for (task_name, task) in &package.tasks {
-        let task_at = format!("/tasks/{}", Pointer::root().key(task_name).as_str().trim_start_matches('/'));
+        let task_at = format!(
+            "/tasks/{}",
+            Pointer::root()
+                .key(task_name)
+                .as_str()
+                .trim_start_matches('/')
+        );
         let Some(p) = program.programs.get(&task.executor) else {
             let names: Vec<&str> = program.programs.keys().map(String::as_str).collect();
             let msg = format!(
@@ -37,11 +43,15 @@ pub fn match_package_program(package: &ModelPackage, program: &CompiledProgram) 
         };
         let program_at = root.key("programs").key(&task.executor);
         if p.kind != ProgramKind::TokenGeneration {
-            let msg = format!("the package's {task_at} produces text, which needs a `token_generation` program");
+            let msg = format!(
+                "the package's {task_at} produces text, which needs a `token_generation` program"
+            );
             out.push(&program_at.key("kind"), ProblemKind::Mismatch, msg);
         }
         for (input_name, input) in &task.inputs {
-            let Some(adapter) = &input.adapter else { continue };
+            let Some(adapter) = &input.adapter else {
+                continue;
+            };
             if !p.adapters.contains_key(adapter) {
                 let names: Vec<&str> = p.adapters.keys().map(String::as_str).collect();
                 let msg = format!(
@@ -74,7 +84,8 @@ pub fn check_resources(program: &CompiledProgram, files: &PackageFiles) -> Probl
     ];
     for (key, declared, computed) in pairs {
         if declared != computed {
-            let msg = format!("program says {declared}, but the package's parameters give {computed}");
+            let msg =
+                format!("program says {declared}, but the package's parameters give {computed}");
             out.push(&at.key(key), ProblemKind::Mismatch, msg);
         }
     }

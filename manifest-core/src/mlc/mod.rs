@@ -24,20 +24,22 @@ pub const SCHEMA_VERSION: u64 = 1;
 
 /// Checks `schema` and `schema_version`.
 fn read_header(r: &mut Reader, obj: &Obj<'_>, expected: &str) {
-    if let Some((v, p)) = r.required(obj, "schema") {
-        if let Some(s) = r.string(v, &p) {
-            if s != expected {
-                r.problem(&p, ProblemKind::Value, format!("must be `{expected}`, found `{s}`"));
-            }
-        }
+    if let Some((v, p)) = r.required(obj, "schema")
+        && let Some(s) = r.string(v, &p)
+        && s != expected
+    {
+        r.problem(
+            &p,
+            ProblemKind::Value,
+            format!("must be `{expected}`, found `{s}`"),
+        );
     }
-    if let Some((v, p)) = r.required(obj, "schema_version") {
-        if let Some(n) = r.natural(v, &p) {
-            if n != SCHEMA_VERSION {
-                let msg = format!("version {n} is not supported (this reader implements {SCHEMA_VERSION})");
-                r.problem(&p, ProblemKind::Unsupported, msg);
-            }
-        }
+    if let Some((v, p)) = r.required(obj, "schema_version")
+        && let Some(n) = r.natural(v, &p)
+        && n != SCHEMA_VERSION
+    {
+        let msg = format!("version {n} is not supported (this reader implements {SCHEMA_VERSION})");
+        r.problem(&p, ProblemKind::Unsupported, msg);
     }
 }
 
@@ -65,7 +67,12 @@ pub struct PackageFiles {
     pub estimated_device_memory_bytes: u64,
 }
 
-fn read_json_inside(dir: &Path, rel: &str, at: &Pointer, problems: &mut Problems) -> Option<(Value, std::path::PathBuf)> {
+fn read_json_inside(
+    dir: &Path,
+    rel: &str,
+    at: &Pointer,
+    problems: &mut Problems,
+) -> Option<(Value, std::path::PathBuf)> {
     let path = match resolve_inside(dir, rel) {
         Ok(p) => p,
         Err(msg) => {
@@ -76,7 +83,11 @@ fn read_json_inside(dir: &Path, rel: &str, at: &Pointer, problems: &mut Problems
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) => {
-            problems.push(at, ProblemKind::File, format!("`{rel}` cannot be read: {e}"));
+            problems.push(
+                at,
+                ProblemKind::File,
+                format!("`{rel}` cannot be read: {e}"),
+            );
             return None;
         }
     };
@@ -92,12 +103,20 @@ fn read_json_inside(dir: &Path, rel: &str, at: &Pointer, problems: &mut Problems
 /// Reads the chat config and weights manifest of the package folder `dir`, checks every data
 /// shard is inside the folder with its recorded size, resolves the parameters and computes their
 /// schema id and resources. `check_declared` compares the computed id with the package's.
-pub fn check_package_files(dir: &Path, package: &ModelPackage, check_declared: bool) -> Result<PackageFiles, Problems> {
+pub fn check_package_files(
+    dir: &Path,
+    package: &ModelPackage,
+    check_declared: bool,
+) -> Result<PackageFiles, Problems> {
     let mut problems = Problems::default();
     let dir = match std::fs::canonicalize(dir) {
         Ok(d) => d,
         Err(e) => {
-            problems.push(&Pointer::root(), ProblemKind::File, format!("{}: {e}", dir.display()));
+            problems.push(
+                &Pointer::root(),
+                ProblemKind::File,
+                format!("{}: {e}", dir.display()),
+            );
             return Err(problems);
         }
     };
@@ -106,10 +125,17 @@ pub fn check_package_files(dir: &Path, package: &ModelPackage, check_declared: b
     let weights_at = root.key("weights").key("manifest");
     let chat_config = read_json_inside(&dir, &package.chat_config, &config_at, &mut problems);
     if chat_config.as_ref().is_some_and(|(v, _)| !v.is_object()) {
-        problems.push(&config_at, ProblemKind::File, "the chat config must be a JSON object");
+        problems.push(
+            &config_at,
+            ProblemKind::File,
+            "the chat config must be a JSON object",
+        );
     }
-    let weights = resolve_inside(&dir, &package.weights.manifest)
-        .and_then(|p| std::fs::read_to_string(&p).map_err(|e| e.to_string()).map(|t| (t, p)));
+    let weights = resolve_inside(&dir, &package.weights.manifest).and_then(|p| {
+        std::fs::read_to_string(&p)
+            .map_err(|e| e.to_string())
+            .map(|t| (t, p))
+    });
     let (text, weights_path) = match weights {
         Ok(x) => x,
         Err(msg) => {
@@ -121,7 +147,10 @@ pub fn check_package_files(dir: &Path, package: &ModelPackage, check_declared: b
         Ok(m) => m,
         Err(inner) => {
             for p in &inner {
-                let msg = format!("`{}` {}: {}", package.weights.manifest, p.pointer, p.message);
+                let msg = format!(
+                    "`{}` {}: {}",
+                    package.weights.manifest, p.pointer, p.message
+                );
                 problems.push(&weights_at, p.kind, msg);
             }
             return Err(problems);
@@ -137,7 +166,12 @@ pub fn check_package_files(dir: &Path, package: &ModelPackage, check_declared: b
             Ok(p) => match std::fs::metadata(&p) {
                 Ok(m) if m.is_file() && m.len() == shard.nbytes => {}
                 Ok(m) => {
-                    let msg = format!("shard `{}` is {} bytes, the weights manifest says {}", shard.data_path, m.len(), shard.nbytes);
+                    let msg = format!(
+                        "shard `{}` is {} bytes, the weights manifest says {}",
+                        shard.data_path,
+                        m.len(),
+                        shard.nbytes
+                    );
                     problems.push(&weights_at, ProblemKind::File, msg);
                 }
                 Err(e) => {
@@ -167,8 +201,13 @@ pub fn check_package_files(dir: &Path, package: &ModelPackage, check_declared: b
         }
     };
     if check_declared && id != package.weights.parameter_schema_id {
-        let msg = format!("does not match the weights manifest: its parameters' canonical id is {id}");
-        problems.push(&root.key("weights").key("parameter_schema_id"), ProblemKind::Mismatch, msg);
+        let msg =
+            format!("does not match the weights manifest: its parameters' canonical id is {id}");
+        problems.push(
+            &root.key("weights").key("parameter_schema_id"),
+            ProblemKind::Mismatch,
+            msg,
+        );
     }
     let (max, total) = parameter_resources(&params);
     problems.into_result(PackageFiles {

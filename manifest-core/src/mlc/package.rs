@@ -178,14 +178,26 @@ fn token_id(r: &mut Reader, v: &Value, at: &Pointer) -> Option<u32> {
     match u32::try_from(n) {
         Ok(id) => Some(id),
         Err(_) => {
-            r.problem(at, ProblemKind::Value, format!("token id {n} does not fit in 32 bits"));
+            r.problem(
+                at,
+                ProblemKind::Value,
+                format!("token id {n} does not fit in 32 bits"),
+            );
             None
         }
     }
 }
 
 fn read_prompt(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Prompt> {
-    let obj = r.object(v, at, &["prefix_token_ids", "placeholder_token_id", "suffix_token_ids"])?;
+    let obj = r.object(
+        v,
+        at,
+        &[
+            "prefix_token_ids",
+            "placeholder_token_id",
+            "suffix_token_ids",
+        ],
+    )?;
     let ids = |r: &mut Reader, key: &str| match Reader::optional(&obj, key) {
         None => Some(Vec::new()),
         Some((v, p)) => r.list(v, &p, token_id),
@@ -216,7 +228,11 @@ fn read_processor(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Processor> 
                 return None;
             }
             None => {
-                r.problem(&at.key("kind"), ProblemKind::Missing, "missing required field `kind`");
+                r.problem(
+                    &at.key("kind"),
+                    ProblemKind::Missing,
+                    "missing required field `kind`",
+                );
                 return None;
             }
         },
@@ -227,24 +243,37 @@ fn read_processor(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Processor> 
             return None;
         }
     };
-    let kind_at = if v.is_string() { at.clone() } else { at.key("kind") };
+    let kind_at = if v.is_string() {
+        at.clone()
+    } else {
+        at.key("kind")
+    };
     match (kind, v.is_string()) {
         ("tokenizer", true) => Some(Processor::Tokenizer),
         ("tokenizer", false) => r.object(v, at, &["kind"]).map(|_| Processor::Tokenizer),
         ("audio_decode", false) => {
-            let fields = ["kind", "format", "sample_rate_hz", "channels", "min_samples", "max_samples"];
+            let fields = [
+                "kind",
+                "format",
+                "sample_rate_hz",
+                "channels",
+                "min_samples",
+                "max_samples",
+            ];
             let obj = r.object(v, at, &fields)?;
-            let format = r.required(&obj, "format").and_then(|(v, p)| r.choice(v, &p));
+            let format = r
+                .required(&obj, "format")
+                .and_then(|(v, p)| r.choice(v, &p));
             let rate = req_positive(r, &obj, "sample_rate_hz");
             let channels = req_positive(r, &obj, "channels");
             let min = req_positive(r, &obj, "min_samples");
             let max = req_positive(r, &obj, "max_samples");
-            if let (Some(lo), Some(hi)) = (min, max) {
-                if lo > hi {
-                    let msg = format!("must be at least `min_samples` ({lo}), found {hi}");
-                    r.problem(&at.key("max_samples"), ProblemKind::Conflict, msg);
-                    return None;
-                }
+            if let (Some(lo), Some(hi)) = (min, max)
+                && lo > hi
+            {
+                let msg = format!("must be at least `min_samples` ({lo}), found {hi}");
+                r.problem(&at.key("max_samples"), ProblemKind::Conflict, msg);
+                return None;
             }
             Some(Processor::AudioDecode(AudioDecode {
                 format: format?,
@@ -257,8 +286,12 @@ fn read_processor(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Processor> 
         ("image_decode", false) => {
             let fields = ["kind", "format", "layout", "resize", "num_embeddings"];
             let obj = r.object(v, at, &fields)?;
-            let format = r.required(&obj, "format").and_then(|(v, p)| r.choice(v, &p));
-            let layout = r.required(&obj, "layout").and_then(|(v, p)| r.choice(v, &p));
+            let format = r
+                .required(&obj, "format")
+                .and_then(|(v, p)| r.choice(v, &p));
+            let layout = r
+                .required(&obj, "layout")
+                .and_then(|(v, p)| r.choice(v, &p));
             let resize = r.required(&obj, "resize").and_then(|(v, p)| {
                 let obj = r.object(v, &p, &["mode", "height", "width"])?;
                 let mode = r.required(&obj, "mode").and_then(|(v, p)| r.choice(v, &p));
@@ -279,7 +312,8 @@ fn read_processor(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Processor> 
             }))
         }
         ("audio_decode" | "image_decode", true) => {
-            let msg = format!("processor `{kind}` takes parameters: write it as an object with `kind`");
+            let msg =
+                format!("processor `{kind}` takes parameters: write it as an object with `kind`");
             r.problem(at, ProblemKind::Type, msg);
             None
         }
@@ -352,7 +386,9 @@ fn read_task(r: &mut Reader, v: &Value, at: &Pointer) -> Option<PackageTask> {
         }
         ok.then_some(out)
     });
-    let output = r.required(&obj, "output").and_then(|(v, p)| r.choice(v, &p));
+    let output = r
+        .required(&obj, "output")
+        .and_then(|(v, p)| r.choice(v, &p));
     Some(PackageTask {
         executor: executor?,
         inputs: inputs?,
@@ -365,11 +401,14 @@ pub(crate) fn read_canonical_id(r: &mut Reader, v: &Value, at: &Pointer) -> Opti
     if crate::hash::is_canonical_id(s) {
         Some(s.to_owned())
     } else {
-        r.problem(at, ProblemKind::Value, "must be `sha256:` followed by 64 lowercase hex digits");
+        r.problem(
+            at,
+            ProblemKind::Value,
+            "must be `sha256:` followed by 64 lowercase hex digits",
+        );
         None
     }
 }
-
 
 /// Parses and validates a package document from JSON text.
 pub fn parse_package(text: &str) -> Result<Parsed<ModelPackage>, Problems> {
@@ -381,7 +420,14 @@ pub fn parse_package(text: &str) -> Result<Parsed<ModelPackage>, Problems> {
 pub fn read_package(value: &Value) -> Result<Parsed<ModelPackage>, Problems> {
     let mut r = Reader::new(UnknownFields::Reject);
     let root = Pointer::root();
-    let fields = ["schema", "schema_version", "chat_config", "interface_id", "weights", "tasks"];
+    let fields = [
+        "schema",
+        "schema_version",
+        "chat_config",
+        "interface_id",
+        "weights",
+        "tasks",
+    ];
     let Some(obj) = r.object(value, &root, &fields) else {
         return Err(r.problems);
     };

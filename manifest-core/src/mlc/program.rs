@@ -213,7 +213,11 @@ fn check_roles(r: &mut Reader, exports: &BTreeMap<Role, String>, at: &Pointer) {
         match (exports.contains_key(&a), exports.contains_key(&b)) {
             (true, true) => complete += 1,
             (true, false) | (false, true) => {
-                let (has, lacks) = if exports.contains_key(&a) { (a, b) } else { (b, a) };
+                let (has, lacks) = if exports.contains_key(&a) {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
                 let msg = format!("`{has}` is exported without its pair `{lacks}`");
                 r.problem(&at.key(lacks.name()), ProblemKind::Missing, msg);
             }
@@ -256,11 +260,15 @@ fn read_resources(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Resources> 
     let memory = r
         .required(&obj, "estimated_device_memory_bytes")
         .and_then(|(v, p)| r.positive(v, &p));
-    if let (Some(b), Some(m)) = (max_binding, memory) {
-        if b > m {
-            let msg = format!("the largest parameter ({b} bytes) cannot exceed the total ({m} bytes)");
-            r.problem(&at.key("max_storage_buffer_binding_size"), ProblemKind::Conflict, msg);
-        }
+    if let (Some(b), Some(m)) = (max_binding, memory)
+        && b > m
+    {
+        let msg = format!("the largest parameter ({b} bytes) cannot exceed the total ({m} bytes)");
+        r.problem(
+            &at.key("max_storage_buffer_binding_size"),
+            ProblemKind::Conflict,
+            msg,
+        );
     }
     Some(Resources {
         required_features: features?,

@@ -73,7 +73,8 @@ pub fn dtype_size(dtype: &str) -> Option<u64> {
         "float64" | "int64" | "uint64" => 8,
         "float32" | "int32" | "uint32" => 4,
         "float16" | "bfloat16" | "int16" | "uint16" => 2,
-        "int8" | "uint8" | "bool" | "float8_e4m3fn" | "float8_e5m2" | "e4m3_float8" | "e5m2_float8" => 1,
+        "int8" | "uint8" | "bool" | "float8_e4m3fn" | "float8_e5m2" | "e4m3_float8"
+        | "e5m2_float8" => 1,
         _ => return None,
     })
 }
@@ -88,8 +89,12 @@ fn read_dim(r: &mut Reader, v: &Value, at: &Pointer) -> Option<ShapeDim> {
 fn read_param(r: &mut Reader, v: &Value, at: &Pointer) -> Option<WeightParam> {
     let fields = ["name", "shape", "dtype", "format", "nbytes", "byteOffset"];
     let obj = r.object(v, at, &fields)?;
-    let name = r.required(&obj, "name").and_then(|(v, p)| r.string(v, &p).map(str::to_owned));
-    let shape = r.required(&obj, "shape").and_then(|(v, p)| r.list(v, &p, read_dim));
+    let name = r
+        .required(&obj, "name")
+        .and_then(|(v, p)| r.string(v, &p).map(str::to_owned));
+    let shape = r
+        .required(&obj, "shape")
+        .and_then(|(v, p)| r.list(v, &p, read_dim));
     let dtype = r.required(&obj, "dtype").and_then(|(v, p)| {
         let s = r.string(v, &p)?;
         if dtype_size(s).is_none() {
@@ -123,25 +128,24 @@ pub fn parse_weights_manifest(text: &str) -> Result<WeightsManifest, Problems> {
     let root = Pointer::root();
     let mut shards = Vec::new();
     let mut params = Vec::new();
-    if let Some(obj) = r.object(&value, &root, &["records"]) {
-        if let Some((v, p)) = r.required(&obj, "records") {
-            if let Some(files) = r.array(v, &p) {
-                for (i, file) in files.iter().enumerate() {
-                    let at = p.index(i);
-                    let Some(f) = r.object(file, &at, &["dataPath", "nbytes", "records"]) else {
-                        continue;
-                    };
-                    let data_path = r
-                        .required(&f, "dataPath")
-                        .and_then(|(v, p)| read_relative_path(&mut r, v, &p));
-                    let nbytes = r.required(&f, "nbytes").and_then(|(v, p)| r.natural(v, &p));
-                    if let (Some(data_path), Some(nbytes)) = (data_path, nbytes) {
-                        shards.push(Shard { data_path, nbytes });
-                    }
-                    if let Some((v, p)) = r.required(&f, "records") {
-                        params.extend(r.list(v, &p, read_param).unwrap_or_default());
-                    }
-                }
+    if let Some(obj) = r.object(&value, &root, &["records"])
+        && let Some((v, p)) = r.required(&obj, "records")
+        && let Some(files) = r.array(v, &p)
+    {
+        for (i, file) in files.iter().enumerate() {
+            let at = p.index(i);
+            let Some(f) = r.object(file, &at, &["dataPath", "nbytes", "records"]) else {
+                continue;
+            };
+            let data_path = r
+                .required(&f, "dataPath")
+                .and_then(|(v, p)| read_relative_path(&mut r, v, &p));
+            let nbytes = r.required(&f, "nbytes").and_then(|(v, p)| r.natural(v, &p));
+            if let (Some(data_path), Some(nbytes)) = (data_path, nbytes) {
+                shards.push(Shard { data_path, nbytes });
+            }
+            if let Some((v, p)) = r.required(&f, "records") {
+                params.extend(r.list(v, &p, read_param).unwrap_or_default());
             }
         }
     }
@@ -195,17 +199,21 @@ pub fn resolve_params(
         let size = dtype_size(&p.dtype).unwrap_or(0);
         let bytes = shape.iter().try_fold(size, |acc, d| acc.checked_mul(*d));
         let Some(bytes) = bytes else {
-            problems.push(at, ProblemKind::Value, format!("parameter `{}` is too large", p.name));
+            problems.push(
+                at,
+                ProblemKind::Value,
+                format!("parameter `{}` is too large", p.name),
+            );
             continue;
         };
-        if let (Some(stored), "raw") = (p.nbytes, p.format.as_str()) {
-            if stored != bytes {
-                let msg = format!(
-                    "parameter `{}` records {stored} bytes but its shape and dtype give {bytes}",
-                    p.name
-                );
-                problems.push(at, ProblemKind::Conflict, msg);
-            }
+        if let (Some(stored), "raw") = (p.nbytes, p.format.as_str())
+            && stored != bytes
+        {
+            let msg = format!(
+                "parameter `{}` records {stored} bytes but its shape and dtype give {bytes}",
+                p.name
+            );
+            problems.push(at, ProblemKind::Conflict, msg);
         }
         out.push(ResolvedParam {
             schema: ParamSchema {

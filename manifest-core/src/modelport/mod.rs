@@ -58,7 +58,10 @@ pub fn read_manifest(value: &Value) -> Result<Parsed<Manifest>, Problems> {
     if obj.map.contains_key("schema") {
         r.problems.extend(probe.problems);
     } else {
-        let msg = format!("missing required field `schema` (expected `{}`)", SchemaVersion::CURRENT);
+        let msg = format!(
+            "missing required field `schema` (expected `{}`)",
+            SchemaVersion::CURRENT
+        );
         r.problem(&root.key("schema"), ProblemKind::Missing, msg);
     }
     let mut draft = parse::read_draft(&mut r, &obj);

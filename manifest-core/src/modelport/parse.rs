@@ -95,7 +95,8 @@ pub(crate) fn read_schema(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Sch
         return None;
     }
     if version.minor < SchemaVersion::CURRENT.minor {
-        let msg = format!("`{s}` is not a published ModelPort version (the first is modelport/0.1)");
+        let msg =
+            format!("`{s}` is not a published ModelPort version (the first is modelport/0.1)");
         r.problem(at, ProblemKind::Unsupported, msg);
         return None;
     }
@@ -132,11 +133,20 @@ fn read_precision(r: &mut Reader, v: &Value, at: &Pointer) -> Option<String> {
 
 pub(crate) fn read_variant(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Variant> {
     let fields = [
-        "id", "runtime", "backend", "precision", "file", "extra_files", "min_ram_mb", "tolerance",
+        "id",
+        "runtime",
+        "backend",
+        "precision",
+        "file",
+        "extra_files",
+        "min_ram_mb",
+        "tolerance",
     ];
     let obj = r.object(v, at, &fields)?;
     let id = r.required(&obj, "id").and_then(|(v, p)| read_id(r, v, &p));
-    let runtime = r.required(&obj, "runtime").and_then(|(v, p)| r.choice(v, &p));
+    let runtime = r
+        .required(&obj, "runtime")
+        .and_then(|(v, p)| r.choice(v, &p));
     let backend = opt(r, &obj, "backend", read_non_empty);
     let precision = r
         .required(&obj, "precision")
@@ -144,7 +154,9 @@ pub(crate) fn read_variant(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Va
     let file = r
         .required(&obj, "file")
         .and_then(|(v, p)| read_file_ref(r, v, &p));
-    let extra_files = opt(r, &obj, "extra_files", |r, v, p| r.list(v, p, read_file_ref));
+    let extra_files = opt(r, &obj, "extra_files", |r, v, p| {
+        r.list(v, p, read_file_ref)
+    });
     let min_ram_mb = opt(r, &obj, "min_ram_mb", Reader::positive);
     let tolerance = opt(r, &obj, "tolerance", read_tolerance);
     Some(Variant {
@@ -216,7 +228,11 @@ fn read_resize(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Resize> {
             None
         }
         (None, None) => {
-            r.problem(at, ProblemKind::Missing, "set exactly one of `shorter_side` or `size`");
+            r.problem(
+                at,
+                ProblemKind::Missing,
+                "set exactly one of `shorter_side` or `size`",
+            );
             None
         }
     };
@@ -254,7 +270,11 @@ fn read_type_tag(r: &mut Reader, obj: &crate::read::Obj<'_>, expected: &str) -> 
     if s == expected {
         Some(())
     } else {
-        r.problem(&p, ProblemKind::Value, format!("must be `{expected}`, found `{s}`"));
+        r.problem(
+            &p,
+            ProblemKind::Value,
+            format!("must be `{expected}`, found `{s}`"),
+        );
         None
     }
 }
@@ -264,7 +284,15 @@ fn read_three(r: &mut Reader, v: &Value, at: &Pointer) -> Option<[f64; 3]> {
 }
 
 fn read_preprocess(r: &mut Reader, v: &Value, at: &Pointer) -> Option<ImagePreprocess> {
-    let fields = ["type", "resize", "center_crop", "color", "scale", "mean", "std"];
+    let fields = [
+        "type",
+        "resize",
+        "center_crop",
+        "color",
+        "scale",
+        "mean",
+        "std",
+    ];
     let obj = r.object(v, at, &fields)?;
     let tag = read_type_tag(r, &obj, "image");
     let resize = r
@@ -415,7 +443,8 @@ fn read_detection(r: &mut Reader, v: &Value, at: &Pointer) -> Option<DetectionPo
         "labels",
     ];
     let obj = r.object(v, at, &fields)?;
-    let unit = |r: &mut Reader, v: &Value, p: &Pointer| r.number_in(v, p, NumberRange::closed(0.0, 1.0));
+    let unit =
+        |r: &mut Reader, v: &Value, p: &Pointer| r.number_in(v, p, NumberRange::closed(0.0, 1.0));
     let format = opt_or(r, &obj, "format", DetectionFormat::Rows, Reader::choice);
     let boxes_output = opt(r, &obj, "boxes_output", read_non_empty);
     let activation = opt_or(r, &obj, "activation", Activation::None, Reader::choice);
@@ -445,13 +474,18 @@ fn read_detection(r: &mut Reader, v: &Value, at: &Pointer) -> Option<DetectionPo
         (DetectionFormat::Rows, true, _) => {
             Some(("boxes_output", "`boxes_output` is only for format `detr`"))
         }
-        (DetectionFormat::Detr, _, true) => {
-            Some(("has_objectness", "`has_objectness` is only for format `rows`"))
-        }
+        (DetectionFormat::Detr, _, true) => Some((
+            "has_objectness",
+            "`has_objectness` is only for format `rows`",
+        )),
         _ => None,
     };
     if let Some((key, msg)) = conflict {
-        let p = if key.is_empty() { at.clone() } else { at.key(key) };
+        let p = if key.is_empty() {
+            at.clone()
+        } else {
+            at.key(key)
+        };
         r.problem(&p, ProblemKind::Conflict, msg);
         return None;
     }
@@ -459,7 +493,13 @@ fn read_detection(r: &mut Reader, v: &Value, at: &Pointer) -> Option<DetectionPo
 }
 
 fn read_defaults(r: &mut Reader, v: &Value, at: &Pointer) -> Option<GenerationDefaults> {
-    let fields = ["temperature", "top_p", "top_k", "max_tokens", "repeat_penalty"];
+    let fields = [
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_tokens",
+        "repeat_penalty",
+    ];
     let obj = r.object(v, at, &fields)?;
     let d = GenerationDefaults::default();
     let temperature = opt_or(r, &obj, "temperature", d.temperature, |r, v, p| {
@@ -487,8 +527,20 @@ pub(crate) fn read_llm(r: &mut Reader, v: &Value, at: &Pointer) -> Option<LlmCon
     let context_length = r
         .required(&obj, "context_length")
         .and_then(|(v, p)| r.positive(v, &p));
-    let chat_template = opt_or(r, &obj, "chat_template", ChatTemplate::FromGguf, Reader::choice);
-    let defaults = opt_or(r, &obj, "defaults", GenerationDefaults::default(), read_defaults);
+    let chat_template = opt_or(
+        r,
+        &obj,
+        "chat_template",
+        ChatTemplate::FromGguf,
+        Reader::choice,
+    );
+    let defaults = opt_or(
+        r,
+        &obj,
+        "defaults",
+        GenerationDefaults::default(),
+        read_defaults,
+    );
     Some(LlmConfig {
         context_length: context_length?,
         chat_template: chat_template?,
@@ -628,7 +680,9 @@ pub(crate) fn read_draft(r: &mut Reader, obj: &crate::read::Obj<'_>) -> Draft {
                 .enumerate()
                 .filter_map(|(i, v)| {
                     let name = v.get("runtime")?.as_str()?;
-                    let runtime = <Runtime as crate::read::Choice>::ALL.iter().find(|r| crate::read::Choice::name(**r) == name)?;
+                    let runtime = <Runtime as crate::read::Choice>::ALL
+                        .iter()
+                        .find(|r| crate::read::Choice::name(**r) == name)?;
                     Some((i, *runtime))
                 })
                 .collect()

@@ -13,9 +13,30 @@ use crate::problem::{Pointer, ProblemKind, Problems};
 /// Runs every cross-field rule, recording problems.
 pub(crate) fn check(d: &Draft, out: &mut Problems) {
     let root = Pointer::root();
-    unique(out, &root.key("variants"), "variant id", "id", d.variants.as_deref(), |v| &v.id);
-    unique(out, &root.key("inputs"), "input name", "name", d.inputs.as_deref(), |i| &i.name);
-    unique(out, &root.key("outputs"), "output name", "name", d.outputs.as_deref(), |o| &o.name);
+    unique(
+        out,
+        &root.key("variants"),
+        "variant id",
+        "id",
+        d.variants.as_deref(),
+        |v| &v.id,
+    );
+    unique(
+        out,
+        &root.key("inputs"),
+        "input name",
+        "name",
+        d.inputs.as_deref(),
+        |i| &i.name,
+    );
+    unique(
+        out,
+        &root.key("outputs"),
+        "output name",
+        "name",
+        d.outputs.as_deref(),
+        |o| &o.name,
+    );
     if let Some(task) = d.task {
         check_task(d, task, out);
     }
@@ -75,8 +96,13 @@ fn check_task(d: &Draft, task: Task, out: &mut Problems) {
         }
         for (i, runtime) in runtimes {
             if runtime == Runtime::Llamacpp {
-                let msg = format!("runtime `llamacpp` is only for task `text-generation`, not `{task}`");
-                out.push(&root.key("variants").index(i).key("runtime"), ProblemKind::Conflict, msg);
+                let msg =
+                    format!("runtime `llamacpp` is only for task `text-generation`, not `{task}`");
+                out.push(
+                    &root.key("variants").index(i).key("runtime"),
+                    ProblemKind::Conflict,
+                    msg,
+                );
             }
         }
         let (want_post, what) = match task {
@@ -124,7 +150,11 @@ fn check_task(d: &Draft, task: Task, out: &mut Problems) {
                 let msg = format!(
                     "task `text-generation` supports only runtime `llamacpp` in spec 0.1, not `{runtime}`"
                 );
-                out.push(&root.key("variants").index(i).key("runtime"), ProblemKind::Conflict, msg);
+                out.push(
+                    &root.key("variants").index(i).key("runtime"),
+                    ProblemKind::Conflict,
+                    msg,
+                );
             }
         }
         if golden_present {
@@ -152,7 +182,10 @@ fn check_image_input(input: &InputSpec, at: &Pointer, out: &mut Problems) {
     };
     let name = &input.name;
     if !matches!(input.dtype, DType::Float32 | DType::Float16 | DType::Uint8) {
-        let msg = format!("image input `{name}` must be float32, float16 or uint8, not {}", input.dtype);
+        let msg = format!(
+            "image input `{name}` must be float32, float16 or uint8, not {}",
+            input.dtype
+        );
         out.push(&at.key("dtype"), ProblemKind::Conflict, msg);
     }
     let Some(layout) = input.layout else {
@@ -178,13 +211,13 @@ fn check_image_input(input: &InputSpec, at: &Pointer, out: &mut Problems) {
     }
     if let Some([out_h, out_w]) = pre.output_size() {
         for (dim, expected, label) in [(h, out_h, "height"), (w, out_w, "width")] {
-            if let Dim::Fixed(actual) = input.shape[dim] {
-                if actual != expected {
-                    let msg = format!(
-                        "input `{name}` {label} is {actual}, but preprocessing produces {expected}"
-                    );
-                    out.push(&at.key("shape").index(dim), ProblemKind::Conflict, msg);
-                }
+            if let Dim::Fixed(actual) = input.shape[dim]
+                && actual != expected
+            {
+                let msg = format!(
+                    "input `{name}` {label} is {actual}, but preprocessing produces {expected}"
+                );
+                out.push(&at.key("shape").index(dim), ProblemKind::Conflict, msg);
             }
         }
     }
@@ -203,31 +236,38 @@ fn check_detection_outputs(outputs: &[Option<OutputSpec>], out: &mut Problems) {
         let at = root.index(i).key("postprocess");
         let last = o.shape.last().copied().and_then(Dim::fixed);
         match (&det.format, &det.boxes_output) {
-            (DetectionFormat::Detr, Some(boxes)) => {
-                match by_name.get(boxes.as_str()) {
-                    Some(_) if *boxes == o.name => {
-                        let msg = format!("`{boxes}` must name another output, not this one");
-                        out.push(&at.key("boxes_output"), ProblemKind::Conflict, msg);
-                    }
-                    Some(b) => {
-                        if b.shape.last().copied().and_then(Dim::fixed).is_some_and(|n| n != 4) {
-                            let msg = format!("boxes output `{boxes}` must end in a dimension of 4");
-                            out.push(&at.key("boxes_output"), ProblemKind::Conflict, msg);
-                        }
-                    }
-                    None if all_parsed => {
-                        let msg = format!("`{boxes}` must name another output of this model");
-                        out.push(&at.key("boxes_output"), ProblemKind::Conflict, msg);
-                    }
-                    None => {}
+            (DetectionFormat::Detr, Some(boxes)) => match by_name.get(boxes.as_str()) {
+                Some(_) if *boxes == o.name => {
+                    let msg = format!("`{boxes}` must name another output, not this one");
+                    out.push(&at.key("boxes_output"), ProblemKind::Conflict, msg);
                 }
-            }
+                Some(b)
+                    if b.shape
+                        .last()
+                        .copied()
+                        .and_then(Dim::fixed)
+                        .is_some_and(|n| n != 4) =>
+                {
+                    let msg = format!("boxes output `{boxes}` must end in a dimension of 4");
+                    out.push(&at.key("boxes_output"), ProblemKind::Conflict, msg);
+                }
+                Some(_) => {}
+                None if all_parsed => {
+                    let msg = format!("`{boxes}` must name another output of this model");
+                    out.push(&at.key("boxes_output"), ProblemKind::Conflict, msg);
+                }
+                None => {}
+            },
             (DetectionFormat::Rows, _) => {
                 let needed = 4 + u64::from(det.has_objectness) + 1;
                 if last.is_some_and(|n| n < needed) {
                     let msg = format!(
                         "a `rows` detection output needs at least {needed} values per row (4 box values{}, 1+ classes)",
-                        if det.has_objectness { ", objectness" } else { "" }
+                        if det.has_objectness {
+                            ", objectness"
+                        } else {
+                            ""
+                        }
                     );
                     out.push(&root.index(i).key("shape"), ProblemKind::Conflict, msg);
                 }
@@ -241,15 +281,20 @@ fn check_detection_outputs(outputs: &[Option<OutputSpec>], out: &mut Problems) {
 fn check_golden(d: &Draft, golden: &Golden, out: &mut Problems) {
     let at = Pointer::root().key("golden");
     // Name → (dtype, shape) of the first tensor with that name (duplicates are reported apart).
-    fn by_name<'a>(list: impl IntoIterator<Item = (&'a String, DType, &'a Vec<Dim>)>) -> BTreeMap<&'a str, (DType, &'a [Dim])> {
+    fn by_name<'a>(
+        list: impl IntoIterator<Item = (&'a String, DType, &'a Vec<Dim>)>,
+    ) -> BTreeMap<&'a str, (DType, &'a [Dim])> {
         let mut map = BTreeMap::new();
         for (name, dtype, shape) in list {
-            map.entry(name.as_str()).or_insert((dtype, shape.as_slice()));
+            map.entry(name.as_str())
+                .or_insert((dtype, shape.as_slice()));
         }
         map
     }
-    let inputs = complete(d.inputs.as_deref()).map(|l| by_name(l.into_iter().map(|t| (&t.name, t.dtype, &t.shape))));
-    let outputs = complete(d.outputs.as_deref()).map(|l| by_name(l.into_iter().map(|t| (&t.name, t.dtype, &t.shape))));
+    let inputs = complete(d.inputs.as_deref())
+        .map(|l| by_name(l.into_iter().map(|t| (&t.name, t.dtype, &t.shape))));
+    let outputs = complete(d.outputs.as_deref())
+        .map(|l| by_name(l.into_iter().map(|t| (&t.name, t.dtype, &t.shape))));
     let sides = [
         ("inputs", "input", &golden.inputs, inputs),
         ("outputs", "output", &golden.outputs, outputs),
@@ -269,13 +314,23 @@ fn check_golden(d: &Draft, golden: &Golden, out: &mut Problems) {
     }
 }
 
-fn check_golden_size(file: &FileRef, dtype: DType, shape: &[Dim], at: &Pointer, out: &mut Problems) {
+fn check_golden_size(
+    file: &FileRef,
+    dtype: DType,
+    shape: &[Dim],
+    at: &Pointer,
+    out: &mut Problems,
+) {
     // Only a fully static shape fixes the byte count.
-    let Some(expected) = element_count(shape).and_then(|n| n.checked_mul(dtype.size_bytes())) else {
+    let Some(expected) = element_count(shape).and_then(|n| n.checked_mul(dtype.size_bytes()))
+    else {
         return;
     };
     if file.size != expected {
-        let dims: Vec<String> = shape.iter().map(|d| d.fixed().unwrap_or(0).to_string()).collect();
+        let dims: Vec<String> = shape
+            .iter()
+            .map(|d| d.fixed().unwrap_or(0).to_string())
+            .collect();
         let msg = format!(
             "must be {expected} bytes ({} × {} bytes of {dtype}), found {}",
             dims.join(" × "),

@@ -101,7 +101,10 @@ pub fn select_variant(
 }
 
 fn why_not(v: &Variant, registered: &[RuntimeSupport], ram: Option<u64>) -> Option<SkipReason> {
-    let adapters: Vec<&RuntimeSupport> = registered.iter().filter(|s| s.runtime == v.runtime).collect();
+    let adapters: Vec<&RuntimeSupport> = registered
+        .iter()
+        .filter(|s| s.runtime == v.runtime)
+        .collect();
     if adapters.is_empty() {
         return Some(SkipReason::NoAdapter { runtime: v.runtime });
     }

@@ -495,7 +495,11 @@ impl Manifest {
         }
         for (i, o) in self.outputs.iter().enumerate() {
             if let Some(labels) = o.postprocess.as_ref().and_then(Postprocess::labels) {
-                let at = root.key("outputs").index(i).key("postprocess").key("labels");
+                let at = root
+                    .key("outputs")
+                    .index(i)
+                    .key("postprocess")
+                    .key("labels");
                 out.push((at, labels));
             }
         }

@@ -2,7 +2,7 @@
 //! with fields set or removed by JSON pointer, the pointers gpuport must report, and the verdict
 //! of the reference validator (`modelport-cli` 0.1.0), with the reason wherever the two differ.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::PathBuf;
 
@@ -39,11 +39,16 @@ fn split(pointer: &str) -> (&str, String) {
 
 /// The case's document: its base with `set` applied, then `remove`.
 pub fn document(case: &Case) -> Value {
-    let base = repo_root().join("examples/modelport").join(format!("{}.json", case.base));
+    let base = repo_root()
+        .join("examples/modelport")
+        .join(format!("{}.json", case.base));
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(base).unwrap()).unwrap();
     for (pointer, value) in &case.set {
         let (parent, key) = split(pointer);
-        match doc.pointer_mut(parent).unwrap_or_else(|| panic!("{}: no {parent}", case.name)) {
+        match doc
+            .pointer_mut(parent)
+            .unwrap_or_else(|| panic!("{}: no {parent}", case.name))
+        {
             Value::Object(m) => {
                 m.insert(key, value.clone());
             }
@@ -60,8 +65,48 @@ pub fn document(case: &Case) -> Value {
     }
     for pointer in &case.remove {
         let (parent, key) = split(pointer);
-        let removed = doc.pointer_mut(parent).and_then(Value::as_object_mut).and_then(|m| m.remove(&key));
+        let removed = doc
+            .pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .and_then(|m| m.remove(&key));
         assert!(removed.is_some(), "{}: nothing at {pointer}", case.name);
     }
     doc
+}
+
+/// Whether a peer tool or fixture is available. When it is not, the test says it is skipped;
+/// with `GPUPORT_REQUIRE_REFERENCES=1` (set by `.ci/run`) that is a failure instead.
+pub fn available(what: &str, ok: bool) -> bool {
+    if !ok {
+        assert!(
+            std::env::var_os("GPUPORT_REQUIRE_REFERENCES").is_none(),
+            "{what} is required here (GPUPORT_REQUIRE_REFERENCES is set) but missing"
+        );
+        eprintln!("SKIPPED: {what} is missing; see README (set-up) to run this test");
+    }
+    ok
+}
+
+/// Whether `modelport` (modelport-cli 0.1.0) runs.
+pub fn modelport_available() -> bool {
+    let ok = std::process::Command::new("modelport")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    available(
+        "`modelport` (pip install -r tools/requirements-test.txt)",
+        ok,
+    )
+}
+
+/// A model fetched by `cargo xtask fetch-models`, if present.
+pub fn model(file: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("GPUPORT_MODELS_DIR")
+        .map_or_else(|| repo_root().join("models"), PathBuf::from);
+    let path = dir.join(file);
+    available(
+        &format!("model {} (cargo xtask fetch-models)", path.display()),
+        path.is_file(),
+    )
+    .then_some(path)
 }

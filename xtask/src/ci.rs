@@ -1,0 +1,28 @@
+//! `cargo xtask ci`: what `.ci/run` runs once dependencies are installed.
+
+use crate::run_command;
+
+/// The README's test command.
+pub const TEST_COMMAND: &[&str] = &["test", "--workspace"];
+
+pub fn run() -> anyhow::Result<()> {
+    run_command("cargo", &["fmt", "--all", "--", "--check"], &[])?;
+    run_command(
+        "cargo",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    run_command(
+        "cargo",
+        &["doc", "--workspace", "--no-deps"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    run_command("cargo", TEST_COMMAND, &[])
+}

