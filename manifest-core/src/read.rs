@@ -5,6 +5,8 @@
 //! cannot switch unknown-field handling at run time (ModelPort ignores unknown fields only from a
 //! newer minor version). Each typed section has one `read_*` function built from these pieces.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 use crate::problem::{Pointer, ProblemKind, Problems};
@@ -94,18 +96,35 @@ impl Reader {
         })
     }
 
-    /// Reads `v` as an object that is a map from any key to values (no unknown-field check).
-    pub(crate) fn map<'v>(&mut self, v: &'v Value, at: &Pointer) -> Option<Obj<'v>> {
-        match v.as_object() {
-            Some(map) => Some(Obj {
-                map,
-                at: at.clone(),
-            }),
-            None => {
-                self.wrong_type(at, "an object", v);
-                None
+    /// Reads `v` as an object used as a map (any keys, e.g. tensor or task names), each value
+    /// with `item`. `empty` is the message for an empty map when one is not allowed. `None` if
+    /// the object or any value is bad (every bad value is reported).
+    pub(crate) fn entries<T>(
+        &mut self,
+        v: &Value,
+        at: &Pointer,
+        empty: Option<&str>,
+        mut item: impl FnMut(&mut Self, &str, &Value, &Pointer) -> Option<T>,
+    ) -> Option<BTreeMap<String, T>> {
+        let Some(map) = v.as_object() else {
+            self.wrong_type(at, "an object", v);
+            return None;
+        };
+        if let (true, Some(msg)) = (map.is_empty(), empty) {
+            self.problem(at, ProblemKind::Value, msg);
+            return None;
+        }
+        let mut out = BTreeMap::new();
+        let mut ok = true;
+        for (key, value) in map {
+            match item(self, key, value, &at.key(key)) {
+                Some(x) => {
+                    out.insert(key.clone(), x);
+                }
+                None => ok = false,
             }
         }
+        ok.then_some(out)
     }
 
     /// A required member: records `Missing` when absent.

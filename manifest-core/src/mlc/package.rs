@@ -368,23 +368,13 @@ fn read_task(r: &mut Reader, v: &Value, at: &Pointer) -> Option<PackageTask> {
         .required(&obj, "executor")
         .and_then(|(v, p)| read_id_field(r, v, &p));
     let inputs = r.required(&obj, "inputs").and_then(|(v, p)| {
-        let map = r.map(v, &p)?;
-        let mut out = BTreeMap::new();
-        let mut ok = true;
-        for (name, input) in map.map {
-            match read_input(r, input, &p.key(name)) {
-                Some(i) => {
-                    out.insert(name.clone(), i);
-                }
-                None => ok = false,
-            }
-        }
-        if ok && !out.values().any(|i| i.processor == Processor::Tokenizer) {
+        let out = r.entries(v, &p, None, |r, _, v, p| read_input(r, v, p))?;
+        if !out.values().any(|i| i.processor == Processor::Tokenizer) {
             let msg = "needs a text input (`\"processor\": \"tokenizer\"`): speech-only and image-only pipelines are outside v1";
             r.problem(&p, ProblemKind::Missing, msg);
             return None;
         }
-        ok.then_some(out)
+        Some(out)
     });
     let output = r
         .required(&obj, "output")
@@ -453,22 +443,8 @@ pub fn read_package(value: &Value) -> Result<Parsed<ModelPackage>, Problems> {
     });
     let tasks_json = obj.map.get("tasks").cloned();
     let tasks = r.required(&obj, "tasks").and_then(|(v, p)| {
-        let map = r.map(v, &p)?;
-        if map.map.is_empty() {
-            r.problem(&p, ProblemKind::Value, "must declare at least one task");
-            return None;
-        }
-        let mut out = BTreeMap::new();
-        let mut ok = true;
-        for (name, task) in map.map {
-            match read_task(&mut r, task, &p.key(name)) {
-                Some(t) => {
-                    out.insert(name.clone(), t);
-                }
-                None => ok = false,
-            }
-        }
-        ok.then_some(out)
+        let empty = Some("must declare at least one task");
+        r.entries(v, &p, empty, |r, _, v, p| read_task(r, v, p))
     });
     if let (Some(declared), Some(tasks)) = (&interface_id, &tasks_json) {
         match crate::hash::interface_id(tasks) {

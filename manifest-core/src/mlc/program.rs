@@ -122,18 +122,7 @@ pub const WEBGPU_FEATURES: &[&str] = &[
 ];
 
 fn read_function_map(r: &mut Reader, v: &Value, at: &Pointer) -> Option<BTreeMap<String, String>> {
-    let obj = r.map(v, at)?;
-    let mut out = BTreeMap::new();
-    let mut ok = true;
-    for (name, f) in obj.map {
-        match read_id_field(r, f, &at.key(name)) {
-            Some(f) => {
-                out.insert(name.clone(), f);
-            }
-            None => ok = false,
-        }
-    }
-    ok.then_some(out)
+    r.entries(v, at, None, |r, _, v, p| read_id_field(r, v, p))
 }
 
 fn read_program(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Program> {
@@ -167,26 +156,15 @@ fn read_program(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Program> {
     };
     let adapter_dtypes = match Reader::optional(&obj, "adapter_dtypes") {
         None => Some(BTreeMap::new()),
-        Some((v, p)) => (|| {
-            let map = r.map(v, &p)?;
-            let mut out = BTreeMap::new();
-            let mut ok = true;
-            for (name, dtype) in map.map {
-                let at = p.key(name);
-                match r.choice::<AdapterDtype>(dtype, &at) {
-                    Some(d) if adapters.as_ref().is_none_or(|a| a.contains_key(name)) => {
-                        out.insert(name.clone(), d);
-                    }
-                    Some(_) => {
-                        let msg = format!("`{name}` is not an adapter of this program");
-                        r.problem(&at, ProblemKind::Conflict, msg);
-                        ok = false;
-                    }
-                    None => ok = false,
-                }
+        Some((v, p)) => r.entries(v, &p, None, |r, name, v, at| {
+            let dtype = r.choice::<AdapterDtype>(v, at)?;
+            if adapters.as_ref().is_some_and(|a| !a.contains_key(name)) {
+                let msg = format!("`{name}` is not an adapter of this program");
+                r.problem(at, ProblemKind::Conflict, msg);
+                return None;
             }
-            ok.then_some(out)
-        })(),
+            Some(dtype)
+        }),
     };
     Some(Program {
         kind: kind?,
@@ -305,22 +283,8 @@ pub fn read_program_document(value: &Value) -> Result<Parsed<CompiledProgram>, P
         .required(&obj, "parameter_schema_id")
         .and_then(|(v, p)| canonical_id_field(&mut r, v, &p));
     let programs = r.required(&obj, "programs").and_then(|(v, p)| {
-        let map = r.map(v, &p)?;
-        if map.map.is_empty() {
-            r.problem(&p, ProblemKind::Value, "must declare at least one program");
-            return None;
-        }
-        let mut out = BTreeMap::new();
-        let mut ok = true;
-        for (name, program) in map.map {
-            match read_program(&mut r, program, &p.key(name)) {
-                Some(x) => {
-                    out.insert(name.clone(), x);
-                }
-                None => ok = false,
-            }
-        }
-        ok.then_some(out)
+        let empty = Some("must declare at least one program");
+        r.entries(v, &p, empty, |r, _, v, p| read_program(r, v, p))
     });
     let resources = r
         .required(&obj, "resources")

@@ -325,15 +325,24 @@ fn read_preprocess(r: &mut Reader, v: &Value, at: &Pointer) -> Option<ImagePrepr
     })
 }
 
+/// The fields inputs and outputs share: `name`, `dtype`, `shape`.
+fn read_tensor_fields(
+    r: &mut Reader,
+    obj: &crate::read::Obj<'_>,
+) -> (Option<String>, Option<DType>, Option<Vec<Dim>>) {
+    let name = r
+        .required(obj, "name")
+        .and_then(|(v, p)| read_non_empty(r, v, &p));
+    let dtype = r.required(obj, "dtype").and_then(|(v, p)| r.choice(v, &p));
+    let shape = r
+        .required(obj, "shape")
+        .and_then(|(v, p)| read_shape(r, v, &p));
+    (name, dtype, shape)
+}
+
 pub(crate) fn read_input(r: &mut Reader, v: &Value, at: &Pointer) -> Option<InputSpec> {
     let obj = r.object(v, at, &["name", "dtype", "shape", "layout", "preprocess"])?;
-    let name = r
-        .required(&obj, "name")
-        .and_then(|(v, p)| read_non_empty(r, v, &p));
-    let dtype = r.required(&obj, "dtype").and_then(|(v, p)| r.choice(v, &p));
-    let shape = r
-        .required(&obj, "shape")
-        .and_then(|(v, p)| read_shape(r, v, &p));
+    let (name, dtype, shape) = read_tensor_fields(r, &obj);
     let layout = opt(r, &obj, "layout", Reader::choice);
     let preprocess = opt(r, &obj, "preprocess", read_preprocess);
     Some(InputSpec {
@@ -353,13 +362,7 @@ pub(crate) fn read_output(
     task: Option<Task>,
 ) -> Option<OutputSpec> {
     let obj = r.object(v, at, &["name", "dtype", "shape", "postprocess"])?;
-    let name = r
-        .required(&obj, "name")
-        .and_then(|(v, p)| read_non_empty(r, v, &p));
-    let dtype = r.required(&obj, "dtype").and_then(|(v, p)| r.choice(v, &p));
-    let shape = r
-        .required(&obj, "shape")
-        .and_then(|(v, p)| read_shape(r, v, &p));
+    let (name, dtype, shape) = read_tensor_fields(r, &obj);
     let postprocess = opt(r, &obj, "postprocess", |r, v, p| {
         read_postprocess(r, v, p, task)
     });
@@ -549,22 +552,8 @@ pub(crate) fn read_llm(r: &mut Reader, v: &Value, at: &Pointer) -> Option<LlmCon
 }
 
 fn read_file_map(r: &mut Reader, v: &Value, at: &Pointer) -> Option<BTreeMap<String, FileRef>> {
-    let obj = r.map(v, at)?;
-    if obj.map.is_empty() {
-        r.problem(at, ProblemKind::Value, "must name at least one tensor");
-        return None;
-    }
-    let mut out = BTreeMap::new();
-    let mut ok = true;
-    for (name, f) in obj.map {
-        match read_file_ref(r, f, &at.key(name)) {
-            Some(f) => {
-                out.insert(name.clone(), f);
-            }
-            None => ok = false,
-        }
-    }
-    ok.then_some(out)
+    let empty = Some("must name at least one tensor");
+    r.entries(v, at, empty, |r, _, v, p| read_file_ref(r, v, p))
 }
 
 pub(crate) fn read_golden(r: &mut Reader, v: &Value, at: &Pointer) -> Option<Golden> {
