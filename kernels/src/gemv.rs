@@ -1,0 +1,155 @@
+//! GEMV with fused dequantization: `y = W x` for a row-major GGUF matrix `W` (rows × cols),
+//! f32 `x` and `y`. Decode of a batch-1 LLM is this kernel over every weight, so its figure of
+//! merit is weight bytes per second against the adapter's streaming-read ceiling.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::kernel::{Family, KernelSpec};
+use crate::quant::{GgmlType, dequantize};
+use crate::source::Reduction;
+
+/// The uniform block of `gemv.wgsl` (field meanings there).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+pub struct GemvParams {
+    /// Rows of W.
+    pub rows: u32,
+    /// Units per row.
+    pub units_per_row: u32,
+    /// Bytes per row.
+    pub row_bytes: u32,
+    /// Byte offset of row 0 in the weight binding.
+    pub w_offset: u32,
+    /// Element offset of y[0] in the output binding.
+    pub y_offset: u32,
+    /// vec4 offset of x[0] in the input binding.
+    pub x_offset: u32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
+}
+
+/// Elements and bytes of the kernel's unit of work for `ty`: one GGUF block, or 4 (f32) / 8
+/// (f16) elements so that a unit is a 16-byte load.
+pub fn unit(ty: GgmlType) -> (u32, u32) {
+    match ty {
+        GgmlType::F32 => (4, 16),
+        GgmlType::F16 => (8, 16),
+        _ => (ty.block_elems() as u32, ty.block_bytes() as u32),
+    }
+}
+
+/// The tunables of one GEMV variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GemvTunables {
+    /// Threads per workgroup.
+    pub wg: u32,
+    /// Rows per workgroup (threads per row = wg / rows).
+    pub rows: u32,
+    /// How a row's partial sums are reduced.
+    pub reduction: Reduction,
+}
+
+/// Allowed workgroup sizes.
+pub const WG_VALUES: [u32; 4] = [32, 64, 128, 256];
+/// Allowed rows per workgroup.
+pub const ROWS_VALUES: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+impl GemvTunables {
+    /// Every allowed combination (threads per row is a power of two, at least 1).
+    pub fn all() -> Vec<GemvTunables> {
+        let mut out = Vec::new();
+        for reduction in Reduction::ALL {
+            for wg in WG_VALUES {
+                for rows in ROWS_VALUES.into_iter().filter(|r| *r <= wg) {
+                    out.push(GemvTunables { wg, rows, reduction });
+                }
+            }
+        }
+        out
+    }
+
+    /// A sound default before any tuning: 32 threads per row, subgroups when available.
+    pub fn default_for(subgroups: bool) -> Self {
+        let reduction = if subgroups { Reduction::Subgroup } else { Reduction::Shared };
+        GemvTunables { wg: 128, rows: 4, reduction }
+    }
+
+    /// Threads per row.
+    pub fn threads_per_row(self) -> u32 {
+        self.wg / self.rows
+    }
+}
+
+/// The kernel variant for weights of type `ty`.
+pub fn spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
+    KernelSpec {
+        family: Family::Gemv,
+        quant: Some(ty),
+        reduction: Some(t.reduction),
+        constants: vec![("WG", t.wg), ("ROWS", t.rows)],
+    }
+}
+
+/// Why a matrix cannot go through this kernel.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GemvShapeError {
+    /// A row is not a whole number of units.
+    #[error("{cols} columns of {ty} are not a whole number of {unit}-element units")]
+    Cols {
+        /// Weight type.
+        ty: &'static str,
+        /// Columns.
+        cols: usize,
+        /// Unit size.
+        unit: u32,
+    },
+}
+
+/// Parameters for a `rows × cols` matrix of `ty` at byte `w_offset`, and the workgroup grid
+/// `(x, y)` for `t` given the adapter's per-dimension workgroup limit.
+pub fn params(
+    ty: GgmlType,
+    rows: u32,
+    cols: usize,
+    w_offset: u32,
+    t: GemvTunables,
+    max_groups_per_dim: u32,
+) -> Result<(GemvParams, (u32, u32)), GemvShapeError> {
+    let (ue, ub) = unit(ty);
+    if cols % ue as usize != 0 {
+        return Err(GemvShapeError::Cols { ty: ty.name(), cols, unit: ue });
+    }
+    let units = (cols / ue as usize) as u32;
+    let groups = rows.div_ceil(t.rows);
+    let grid = crate::grid_2d(groups, max_groups_per_dim);
+    let p = GemvParams {
+        rows,
+        units_per_row: units,
+        row_bytes: units * ub,
+        w_offset,
+        y_offset: 0,
+        x_offset: 0,
+        grid_x: grid.0,
+        pad: 0,
+    };
+    Ok((p, grid))
+}
+
+/// CPU reference: dequantize each row, then accumulate the dot product in f64.
+pub fn reference(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32]) -> Vec<f32> {
+    let row_bytes = ty.row_bytes(cols).unwrap_or(0);
+    (0..rows)
+        .map(|r| {
+            let row = dequantize(ty, &w[r * row_bytes..(r + 1) * row_bytes]);
+            row.iter().zip(x).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum::<f64>() as f32
+        })
+        .collect()
+}
+
+/// Bytes a GEMV must move: the weights, x once, y once.
+pub fn bytes_moved(ty: GgmlType, rows: usize, cols: usize) -> u64 {
+    let w = ty.row_bytes(cols).unwrap_or(0) * rows;
+    (w + 4 * cols + 4 * rows) as u64
+}

@@ -1,0 +1,79 @@
+//! Kernel descriptors: which WGSL a variant is, its override constants, what it needs.
+
+use crate::quant::GgmlType;
+use crate::source::{Reduction, assemble};
+
+/// A kernel family: one WGSL file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// Matrix-vector product with fused dequantization.
+    Gemv,
+    /// Blocks to f32.
+    Dequant,
+    /// Streaming read (the bandwidth ceiling).
+    Stream,
+}
+
+impl Family {
+    /// Name in labels, tuning tables and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Gemv => "gemv",
+            Family::Dequant => "dequant",
+            Family::Stream => "stream",
+        }
+    }
+
+    fn file(self) -> &'static str {
+        match self {
+            Family::Gemv => "gemv.wgsl",
+            Family::Dequant => "dequant.wgsl",
+            Family::Stream => "stream.wgsl",
+        }
+    }
+}
+
+/// One concrete kernel variant: a family, its quantization type and reduction where it has
+/// them, and values for its `override` constants.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KernelSpec {
+    /// The family.
+    pub family: Family,
+    /// The weight type, for families that decode weights.
+    pub quant: Option<GgmlType>,
+    /// The reduction, for families that reduce.
+    pub reduction: Option<Reduction>,
+    /// `override` constant values, by name.
+    pub constants: Vec<(&'static str, u32)>,
+}
+
+impl KernelSpec {
+    /// The assembled WGSL module.
+    pub fn wgsl(&self) -> String {
+        assemble(self.family.file(), self.quant, self.reduction)
+    }
+
+    /// The entry point.
+    pub fn entry(&self) -> &'static str {
+        "main"
+    }
+
+    /// Whether the module uses subgroup operations (needs the SUBGROUP feature).
+    pub fn needs_subgroups(&self) -> bool {
+        self.reduction == Some(Reduction::Subgroup)
+    }
+
+    /// A stable, readable label: `gemv.q4_K.subgroup.WG=128.ROWS=4`.
+    pub fn label(&self) -> String {
+        let mut parts = vec![self.family.name().to_owned()];
+        parts.extend(self.quant.map(|q| q.name().to_owned()));
+        parts.extend(self.reduction.map(|r| r.name().to_owned()));
+        parts.extend(self.constants.iter().map(|(k, v)| format!("{k}={v}")));
+        parts.join(".")
+    }
+
+    /// The value of constant `name`, if set.
+    pub fn constant(&self, name: &str) -> Option<u32> {
+        self.constants.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+    }
+}

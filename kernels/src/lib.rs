@@ -1,0 +1,49 @@
+//! # gpuport-kernels
+//!
+//! WGSL compute kernels as data: one WGSL file per family (`src/wgsl/`), its tunables as
+//! `override` constants, a Rust descriptor ([`KernelSpec`]) per variant, the uniform structs
+//! (bytemuck), and a CPU reference for each. Every variant is validated with naga and translated
+//! to SPIR-V and MSL in this crate's tests; the `runtime` crate compares GPU output with the
+//! references on a real adapter.
+//!
+//! ```
+//! use gpuport_kernels::{gemv, quant::GgmlType};
+//!
+//! let t = gemv::GemvTunables::default_for(false);
+//! let spec = gemv::spec(GgmlType::Q4K, t);
+//! assert_eq!(spec.label(), "gemv.q4_K.shared.WG=128.ROWS=4");
+//! assert!(spec.wgsl().contains("fn unit_dot"));
+//! ```
+
+pub mod dequant;
+pub mod gemv;
+pub mod kernel;
+pub mod quant;
+pub mod source;
+pub mod stream;
+pub mod validate;
+
+pub use kernel::{Family, KernelSpec};
+pub use source::Reduction;
+
+/// A 1D count of workgroups laid out as a 2D grid `(x, y)` with `x <= max_per_dim`; kernels
+/// recover the linear index as `wg.x + wg.y * grid_x`.
+pub fn grid_2d(groups: u32, max_per_dim: u32) -> (u32, u32) {
+    if groups <= max_per_dim {
+        (groups.max(1), 1)
+    } else {
+        let y = groups.div_ceil(max_per_dim);
+        (groups.div_ceil(y), y)
+    }
+}
+
+/// Every kernel variant this crate defines, for validation and benchmarking.
+pub fn all_specs() -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for ty in quant::GgmlType::ALL {
+        out.extend(gemv::GemvTunables::all().into_iter().map(|t| gemv::spec(ty, t)));
+        out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
+    }
+    out.extend(stream::WG_VALUES.map(stream::spec));
+    out
+}

@@ -1,0 +1,240 @@
+//! GGUF tensor element types and their block layouts, with the CPU reference dequantization.
+//!
+//! Layouts are ggml's (facts carried over, code written here): little-endian, blocks stored
+//! back to back, each row of a tensor a whole number of blocks. Every multiply-add that the GPU
+//! kernels perform as one `fma` is an explicit [`f32::mul_add`] here, so GPU and CPU round
+//! identically and dequantization is bit-exact between them.
+
+use half::f16;
+
+/// An element type of a GGUF tensor (the subset gpuport executes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GgmlType {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// 32 weights: f16 scale, 4-bit quants, `(q - 8) * d`.
+    Q4_0,
+    /// 32 weights: f16 scale and min, 4-bit quants, `q * d + m`.
+    Q4_1,
+    /// 32 weights: f16 scale, 5-bit quants (high bits packed apart), `(q - 16) * d`.
+    Q5_0,
+    /// 32 weights: f16 scale and min, 5-bit quants, `q * d + m`.
+    Q5_1,
+    /// 32 weights: f16 scale, int8 quants, `q * d`.
+    Q8_0,
+    /// 256 weights: 8 sub-blocks with 6-bit scales and mins, 4-bit quants.
+    Q4K,
+    /// 256 weights: 8 sub-blocks with 6-bit scales and mins, 5-bit quants.
+    Q5K,
+    /// 256 weights: 16 sub-blocks with int8 scales, 6-bit quants.
+    Q6K,
+}
+
+impl GgmlType {
+    /// Every type, in ggml's numbering order.
+    pub const ALL: [GgmlType; 10] = [
+        GgmlType::F32,
+        GgmlType::F16,
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q8_0,
+        GgmlType::Q4K,
+        GgmlType::Q5K,
+        GgmlType::Q6K,
+    ];
+
+    /// ggml's type id as stored in GGUF tensor infos.
+    pub fn ggml_id(self) -> u32 {
+        match self {
+            GgmlType::F32 => 0,
+            GgmlType::F16 => 1,
+            GgmlType::Q4_0 => 2,
+            GgmlType::Q4_1 => 3,
+            GgmlType::Q5_0 => 6,
+            GgmlType::Q5_1 => 7,
+            GgmlType::Q8_0 => 8,
+            GgmlType::Q4K => 12,
+            GgmlType::Q5K => 13,
+            GgmlType::Q6K => 14,
+        }
+    }
+
+    /// The type with ggml id `id`, if gpuport executes it.
+    pub fn from_ggml_id(id: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.ggml_id() == id)
+    }
+
+    /// ggml's name (`q4_K`, `f16`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            GgmlType::F32 => "f32",
+            GgmlType::F16 => "f16",
+            GgmlType::Q4_0 => "q4_0",
+            GgmlType::Q4_1 => "q4_1",
+            GgmlType::Q5_0 => "q5_0",
+            GgmlType::Q5_1 => "q5_1",
+            GgmlType::Q8_0 => "q8_0",
+            GgmlType::Q4K => "q4_K",
+            GgmlType::Q5K => "q5_K",
+            GgmlType::Q6K => "q6_K",
+        }
+    }
+
+    /// Elements per block.
+    pub fn block_elems(self) -> usize {
+        match self {
+            GgmlType::F32 | GgmlType::F16 => 1,
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => 32,
+            GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => 256,
+        }
+    }
+
+    /// Bytes per block.
+    pub fn block_bytes(self) -> usize {
+        match self {
+            GgmlType::F32 => 4,
+            GgmlType::F16 => 2,
+            GgmlType::Q4_0 => 18,
+            GgmlType::Q4_1 => 20,
+            GgmlType::Q5_0 => 22,
+            GgmlType::Q5_1 => 24,
+            GgmlType::Q8_0 => 34,
+            GgmlType::Q4K => 144,
+            GgmlType::Q5K => 176,
+            GgmlType::Q6K => 210,
+        }
+    }
+
+    /// Bytes of a row of `elems` elements, `None` if `elems` is not a whole number of blocks.
+    pub fn row_bytes(self, elems: usize) -> Option<usize> {
+        (elems % self.block_elems() == 0).then(|| elems / self.block_elems() * self.block_bytes())
+    }
+}
+
+fn f16_at(b: &[u8], i: usize) -> f32 {
+    f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
+}
+
+/// The 6-bit scale and min of sub-block `j` (0..8) of a Q4_K/Q5_K block's 12 scale bytes.
+pub fn k_scale_min(scales: &[u8], j: usize) -> (u8, u8) {
+    if j < 4 {
+        (scales[j] & 63, scales[j + 4] & 63)
+    } else {
+        let sc = (scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4);
+        let m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+        (sc, m)
+    }
+}
+
+/// Dequantizes one block of `ty` from `block` (exactly `ty.block_bytes()` long) into `out`
+/// (exactly `ty.block_elems()` long).
+pub fn dequantize_block(ty: GgmlType, block: &[u8], out: &mut [f32]) {
+    debug_assert_eq!(block.len(), ty.block_bytes());
+    debug_assert_eq!(out.len(), ty.block_elems());
+    match ty {
+        GgmlType::F32 => out[0] = f32::from_le_bytes([block[0], block[1], block[2], block[3]]),
+        GgmlType::F16 => out[0] = f16_at(block, 0),
+        GgmlType::Q4_0 => {
+            let d = f16_at(block, 0);
+            for j in 0..16 {
+                let q = block[2 + j];
+                out[j] = f32::from(q & 0x0F) - 8.0;
+                out[j + 16] = f32::from(q >> 4) - 8.0;
+            }
+            out.iter_mut().for_each(|x| *x *= d);
+        }
+        GgmlType::Q4_1 => {
+            let (d, m) = (f16_at(block, 0), f16_at(block, 2));
+            for j in 0..16 {
+                let q = block[4 + j];
+                out[j] = f32::from(q & 0x0F).mul_add(d, m);
+                out[j + 16] = f32::from(q >> 4).mul_add(d, m);
+            }
+        }
+        GgmlType::Q5_0 | GgmlType::Q5_1 => {
+            let (d, m, qh_at) = if ty == GgmlType::Q5_0 {
+                (f16_at(block, 0), 0.0, 2)
+            } else {
+                (f16_at(block, 0), f16_at(block, 2), 4)
+            };
+            let qh = u32::from_le_bytes([block[qh_at], block[qh_at + 1], block[qh_at + 2], block[qh_at + 3]]);
+            for j in 0..16 {
+                let q = block[qh_at + 4 + j];
+                let lo = u32::from(q & 0x0F) | (((qh >> j) & 1) << 4);
+                let hi = u32::from(q >> 4) | (((qh >> (j + 16)) & 1) << 4);
+                if ty == GgmlType::Q5_0 {
+                    out[j] = (lo as f32 - 16.0) * d;
+                    out[j + 16] = (hi as f32 - 16.0) * d;
+                } else {
+                    out[j] = (lo as f32).mul_add(d, m);
+                    out[j + 16] = (hi as f32).mul_add(d, m);
+                }
+            }
+        }
+        GgmlType::Q8_0 => {
+            let d = f16_at(block, 0);
+            for j in 0..32 {
+                out[j] = f32::from(block[2 + j] as i8) * d;
+            }
+        }
+        GgmlType::Q4K | GgmlType::Q5K => {
+            let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
+            let scales = &block[4..16];
+            let (qh, qs) = if ty == GgmlType::Q5K {
+                (Some(&block[16..48]), &block[48..176])
+            } else {
+                (None, &block[16..144])
+            };
+            for chunk in 0..4 {
+                for half in 0..2 {
+                    let sub = 2 * chunk + half;
+                    let (sc, mn) = k_scale_min(scales, sub);
+                    let scale = d * f32::from(sc);
+                    let min = dmin * f32::from(mn);
+                    for l in 0..32 {
+                        let byte = qs[32 * chunk + l];
+                        let mut q = u32::from(if half == 0 { byte & 0x0F } else { byte >> 4 });
+                        if let Some(qh) = qh {
+                            q |= u32::from((qh[l] >> sub) & 1) << 4;
+                        }
+                        out[32 * sub + l] = scale.mul_add(q as f32, -min);
+                    }
+                }
+            }
+        }
+        GgmlType::Q6K => {
+            let (ql, qh, sc) = (&block[0..128], &block[128..192], &block[192..208]);
+            let d = f16_at(block, 208);
+            for half in 0..2 {
+                let (ql, qh, sc) = (&ql[64 * half..], &qh[32 * half..], &sc[8 * half..]);
+                for l in 0..32 {
+                    let is = l / 16;
+                    let h = qh[l];
+                    let q1 = i32::from((ql[l] & 0x0F) | ((h & 3) << 4)) - 32;
+                    let q2 = i32::from((ql[l + 32] & 0x0F) | (((h >> 2) & 3) << 4)) - 32;
+                    let q3 = i32::from((ql[l] >> 4) | (((h >> 4) & 3) << 4)) - 32;
+                    let q4 = i32::from((ql[l + 32] >> 4) | (((h >> 6) & 3) << 4)) - 32;
+                    let base = 128 * half;
+                    for (k, q) in [q1, q2, q3, q4].into_iter().enumerate() {
+                        let scale = d * f32::from(sc[is + 2 * k] as i8);
+                        out[base + 32 * k + l] = scale * q as f32;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Dequantizes a whole tensor (`data` holds whole blocks) into f32.
+pub fn dequantize(ty: GgmlType, data: &[u8]) -> Vec<f32> {
+    let (eb, bb) = (ty.block_elems(), ty.block_bytes());
+    let mut out = vec![0.0; data.len() / bb * eb];
+    for (block, dst) in data.chunks_exact(bb).zip(out.chunks_exact_mut(eb)) {
+        dequantize_block(ty, block, dst);
+    }
+    out
+}

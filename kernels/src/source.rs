@@ -1,0 +1,100 @@
+//! WGSL assembly: a family file plus the snippets it names with `//!include`. This is the one
+//! place variants are produced from text (ggml-vulkan does the same with defines); every knob
+//! that can be an `override` constant is one, and only what WGSL cannot switch at pipeline
+//! creation — the quantization type's decoder and whether subgroup operations appear at all —
+//! is chosen here.
+
+use crate::quant::GgmlType;
+
+/// How the partial sums of a row are reduced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reduction {
+    /// Workgroup memory tree: works everywhere.
+    Shared,
+    /// Subgroup shuffles and one barrier: needs the SUBGROUP feature.
+    Subgroup,
+}
+
+impl Reduction {
+    /// Both reductions.
+    pub const ALL: [Reduction; 2] = [Reduction::Shared, Reduction::Subgroup];
+
+    /// Short name for labels and tuning tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::Shared => "shared",
+            Reduction::Subgroup => "subgroup",
+        }
+    }
+}
+
+/// The WGSL sources, by path under `src/wgsl/`.
+fn file(path: &str) -> Option<&'static str> {
+    Some(match path {
+        "common.wgsl" => include_str!("wgsl/common.wgsl"),
+        "gemv.wgsl" => include_str!("wgsl/gemv.wgsl"),
+        "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),
+        "stream.wgsl" => include_str!("wgsl/stream.wgsl"),
+        "reduce/shared.wgsl" => include_str!("wgsl/reduce/shared.wgsl"),
+        "reduce/subgroup.wgsl" => include_str!("wgsl/reduce/subgroup.wgsl"),
+        "quant/kquant_scales.wgsl" => include_str!("wgsl/quant/kquant_scales.wgsl"),
+        "quant/f32.wgsl" => include_str!("wgsl/quant/f32.wgsl"),
+        "quant/f16.wgsl" => include_str!("wgsl/quant/f16.wgsl"),
+        "quant/q4_0.wgsl" => include_str!("wgsl/quant/q4_0.wgsl"),
+        "quant/q4_1.wgsl" => include_str!("wgsl/quant/q4_1.wgsl"),
+        "quant/q5_0.wgsl" => include_str!("wgsl/quant/q5_0.wgsl"),
+        "quant/q5_1.wgsl" => include_str!("wgsl/quant/q5_1.wgsl"),
+        "quant/q8_0.wgsl" => include_str!("wgsl/quant/q8_0.wgsl"),
+        "quant/q4_k.wgsl" => include_str!("wgsl/quant/q4_k.wgsl"),
+        "quant/q5_k.wgsl" => include_str!("wgsl/quant/q5_k.wgsl"),
+        "quant/q6_k.wgsl" => include_str!("wgsl/quant/q6_k.wgsl"),
+        _ => return None,
+    })
+}
+
+fn quant_file(ty: GgmlType) -> &'static str {
+    match ty {
+        GgmlType::F32 => "quant/f32.wgsl",
+        GgmlType::F16 => "quant/f16.wgsl",
+        GgmlType::Q4_0 => "quant/q4_0.wgsl",
+        GgmlType::Q4_1 => "quant/q4_1.wgsl",
+        GgmlType::Q5_0 => "quant/q5_0.wgsl",
+        GgmlType::Q5_1 => "quant/q5_1.wgsl",
+        GgmlType::Q8_0 => "quant/q8_0.wgsl",
+        GgmlType::Q4K => "quant/q4_k.wgsl",
+        GgmlType::Q5K => "quant/q5_k.wgsl",
+        GgmlType::Q6K => "quant/q6_k.wgsl",
+    }
+}
+
+/// Expands `//!include` lines of `path`: `quant` and `reduce` name the snippet chosen by the
+/// arguments, anything else a file. Each file is included once.
+pub fn assemble(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>) -> String {
+    let mut out = String::new();
+    let mut seen = Vec::new();
+    expand(path, quant, reduce, &mut seen, &mut out);
+    out
+}
+
+fn expand(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>, seen: &mut Vec<String>, out: &mut String) {
+    let resolved = match (path, quant, reduce) {
+        ("quant", Some(ty), _) => quant_file(ty).to_owned(),
+        ("reduce", _, Some(r)) => format!("reduce/{}.wgsl", r.name()),
+        _ => path.to_owned(),
+    };
+    if seen.contains(&resolved) {
+        return;
+    }
+    seen.push(resolved.clone());
+    // The table is closed: an unknown name is a bug in this crate, caught by the naga tests.
+    let text = file(&resolved).unwrap_or("");
+    for line in text.lines() {
+        match line.trim().strip_prefix("//!include ") {
+            Some(inner) => expand(inner.trim(), quant, reduce, seen, out),
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+}

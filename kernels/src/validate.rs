@@ -1,0 +1,90 @@
+//! naga validation of a kernel variant: parse, validate, apply the override constants, and
+//! translate to SPIR-V and MSL — proof the WGSL is well-formed and portable before any adapter
+//! sees it.
+
+use naga::ShaderStage;
+use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
+
+use crate::kernel::KernelSpec;
+
+/// A variant that naga rejects, with the stage that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ShaderError {
+    /// The WGSL does not parse.
+    #[error("{label}: WGSL parse error: {message}")]
+    Parse {
+        /// Variant label.
+        label: String,
+        /// naga's message with source location.
+        message: String,
+    },
+    /// Validation, override processing or a backend failed.
+    #[error("{label}: {stage}: {message}")]
+    Invalid {
+        /// Variant label.
+        label: String,
+        /// `validate`, `overrides`, `spirv` or `msl`.
+        stage: &'static str,
+        /// naga's message.
+        message: String,
+    },
+}
+
+/// The capabilities a variant may use: `unpack2x16float` (f16 weights and scales read as f32,
+/// wgpu's downlevel flag `SHADER_F16_IN_F32`, present on Vulkan, Metal and DX12), plus
+/// subgroup operations for subgroup variants.
+pub fn capabilities(spec: &KernelSpec) -> Capabilities {
+    let base = Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    if spec.needs_subgroups() {
+        base | Capabilities::SUBGROUP
+    } else {
+        base
+    }
+}
+
+/// Validates `spec` and translates it with its constants applied to SPIR-V and MSL. Returns the
+/// SPIR-V word count and the MSL length (proof both backends produced output).
+pub fn validate(spec: &KernelSpec) -> Result<(usize, usize), ShaderError> {
+    let label = spec.label();
+    let invalid = |stage: &'static str, message: String| ShaderError::Invalid {
+        label: label.clone(),
+        stage,
+        message,
+    };
+    let source = spec.wgsl();
+    let module = naga::front::wgsl::parse_str(&source).map_err(|e| ShaderError::Parse {
+        label: label.clone(),
+        message: e.emit_to_string(&source),
+    })?;
+    let info: ModuleInfo = Validator::new(ValidationFlags::all(), capabilities(spec))
+        .validate(&module)
+        .map_err(|e| invalid("validate", format!("{:?}", e.into_inner())))?;
+    let mut constants = naga::back::PipelineConstants::default();
+    for (name, value) in &spec.constants {
+        constants.insert((*name).to_owned(), f64::from(*value));
+    }
+    let entry = (ShaderStage::Compute, spec.entry());
+    let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, Some(entry), &constants)
+        .map_err(|e| invalid("overrides", e.to_string()))?;
+    let spv_options = naga::back::spv::Options {
+        lang_version: (1, 3),
+        ..Default::default()
+    };
+    let spv_pipeline = naga::back::spv::PipelineOptions {
+        shader_stage: ShaderStage::Compute,
+        entry_point: spec.entry().to_owned(),
+    };
+    let words = naga::back::spv::write_vec(&module, &info, &spv_options, Some(&spv_pipeline))
+        .map_err(|e| invalid("spirv", e.to_string()))?;
+    let msl_options = naga::back::msl::Options {
+        lang_version: (2, 4),
+        ..Default::default()
+    };
+    let msl_pipeline = naga::back::msl::PipelineOptions {
+        entry_point: Some((ShaderStage::Compute, spec.entry().to_owned())),
+        ..Default::default()
+    };
+    let (msl, _) = naga::back::msl::write_string(&module, &info, &msl_options, &msl_pipeline)
+        .map_err(|e| invalid("msl", e.to_string()))?;
+    Ok((words.len(), msl.len()))
+}

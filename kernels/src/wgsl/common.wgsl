@@ -1,0 +1,35 @@
+// Byte-level readers over the packed weight words `w` (array<u32>). GGUF blocks are byte
+// aligned (Q4_0 is 18 bytes), so a block may start on any even byte; every field read here is
+// at least 2-byte aligned.
+
+fn w_u16(off: u32) -> u32 {
+    return (w[off >> 2u] >> ((off & 2u) * 8u)) & 0xFFFFu;
+}
+
+fn w_f16(off: u32) -> f32 {
+    return unpack2x16float(w_u16(off)).x;
+}
+
+fn w_u8(off: u32) -> u32 {
+    return (w[off >> 2u] >> ((off & 3u) * 8u)) & 0xFFu;
+}
+
+// A 32-bit word starting at a 2-aligned byte offset.
+fn w_u32(off: u32) -> u32 {
+    let i = off >> 2u;
+    if (off & 2u) == 0u {
+        return w[i];
+    }
+    return (w[i] >> 16u) | (w[i + 1u] << 16u);
+}
+
+// The four bytes of `v` as lanes, zero-extended.
+fn bytes4(v: u32) -> vec4<u32> {
+    return vec4<u32>(v, v >> 8u, v >> 16u, v >> 24u) & vec4<u32>(0xFFu);
+}
+
+// The four bytes of `v` as lanes, sign-extended.
+fn sbytes4(v: u32) -> vec4<i32> {
+    let s = bitcast<i32>(v);
+    return vec4<i32>((s << 24u) >> 24u, (s << 16u) >> 24u, (s << 8u) >> 24u, s >> 24u);
+}

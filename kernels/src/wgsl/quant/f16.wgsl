@@ -1,0 +1,14 @@
+// f16: a unit is 8 elements (16 bytes).
+const UNIT_ELEMS: u32 = 8u;
+const UNIT_BYTES: u32 = 16u;
+
+fn unit_dot(b: u32, xv: u32) -> f32 {
+    let i = b >> 2u;
+    let a = vec4<f32>(unpack2x16float(w[i]), unpack2x16float(w[i + 1u]));
+    let c = vec4<f32>(unpack2x16float(w[i + 2u]), unpack2x16float(w[i + 3u]));
+    return dot(a, x[xv]) + dot(c, x[xv + 1u]);
+}
+
+fn dequant_elem(b: u32, e: u32) -> f32 {
+    return w_f16(b + 2u * e);
+}

@@ -1,0 +1,21 @@
+// Q4_0: 32 elements in 18 bytes: f16 d, 16 bytes of nibbles. Element j < 16 is the low nibble
+// of byte j, element j + 16 its high nibble. Value (q - 8) * d.
+const UNIT_ELEMS: u32 = 32u;
+const UNIT_BYTES: u32 = 18u;
+
+fn unit_dot(b: u32, xv: u32) -> f32 {
+    var s = 0.0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w_u32(b + 2u + 4u * k);
+        let lo = vec4<f32>(bytes4(q) & vec4<u32>(0xFu)) - 8.0;
+        let hi = vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)) - 8.0;
+        s += dot(lo, x[xv + k]) + dot(hi, x[xv + 4u + k]);
+    }
+    return s * w_f16(b);
+}
+
+fn dequant_elem(b: u32, e: u32) -> f32 {
+    let byte = w_u8(b + 2u + (e & 15u));
+    let q = (byte >> ((e >> 4u) * 4u)) & 0xFu;
+    return (f32(q) - 8.0) * w_f16(b);
+}

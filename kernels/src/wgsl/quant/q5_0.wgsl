@@ -1,0 +1,24 @@
+// Q5_0: 32 elements in 22 bytes: f16 d, u32 qh (bit j = 5th bit of element j), 16 bytes of
+// nibbles (Q4_0's order). Value (q - 16) * d.
+const UNIT_ELEMS: u32 = 32u;
+const UNIT_BYTES: u32 = 22u;
+
+fn unit_dot(b: u32, xv: u32) -> f32 {
+    let qh = w_u32(b + 2u);
+    var s = 0.0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w_u32(b + 6u + 4u * k);
+        let hl = (vec4<u32>(qh >> (4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
+        let hh = (vec4<u32>(qh >> (16u + 4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
+        let lo = vec4<f32>((bytes4(q) & vec4<u32>(0xFu)) | (hl << vec4<u32>(4u))) - 16.0;
+        let hi = vec4<f32>((bytes4(q >> 4u) & vec4<u32>(0xFu)) | (hh << vec4<u32>(4u))) - 16.0;
+        s += dot(lo, x[xv + k]) + dot(hi, x[xv + 4u + k]);
+    }
+    return s * w_f16(b);
+}
+
+fn dequant_elem(b: u32, e: u32) -> f32 {
+    let byte = w_u8(b + 6u + (e & 15u));
+    let q = ((byte >> ((e >> 4u) * 4u)) & 0xFu) | (((w_u32(b + 2u) >> e) & 1u) << 4u);
+    return (f32(q) - 16.0) * w_f16(b);
+}

@@ -1,0 +1,29 @@
+// Q5_1: 32 elements in 24 bytes: f16 d, f16 m, u32 qh, 16 bytes of nibbles. Value q * d + m.
+const UNIT_ELEMS: u32 = 32u;
+const UNIT_BYTES: u32 = 24u;
+
+fn unit_dot(b: u32, xv: u32) -> f32 {
+    let i = b >> 2u;
+    let qh = w[i + 1u];
+    var sq = 0.0;
+    var sx = 0.0;
+    for (var k = 0u; k < 4u; k++) {
+        let q = w[i + 2u + k];
+        let hl = (vec4<u32>(qh >> (4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
+        let hh = (vec4<u32>(qh >> (16u + 4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
+        let lo = vec4<f32>((bytes4(q) & vec4<u32>(0xFu)) | (hl << vec4<u32>(4u)));
+        let hi = vec4<f32>((bytes4(q >> 4u) & vec4<u32>(0xFu)) | (hh << vec4<u32>(4u)));
+        let xa = x[xv + k];
+        let xb = x[xv + 4u + k];
+        sq += dot(lo, xa) + dot(hi, xb);
+        sx += dot(xa + xb, vec4<f32>(1.0));
+    }
+    let dm = unpack2x16float(w[i]);
+    return sq * dm.x + sx * dm.y;
+}
+
+fn dequant_elem(b: u32, e: u32) -> f32 {
+    let byte = w_u8(b + 8u + (e & 15u));
+    let q = ((byte >> ((e >> 4u) * 4u)) & 0xFu) | (((w[(b >> 2u) + 1u] >> e) & 1u) << 4u);
+    return fma(f32(q), w_f16(b), w_f16(b + 2u));
+}

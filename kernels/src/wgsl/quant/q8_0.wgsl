@@ -1,0 +1,16 @@
+// Q8_0: 32 elements in 34 bytes: f16 d, 32 int8. Value q * d.
+const UNIT_ELEMS: u32 = 32u;
+const UNIT_BYTES: u32 = 34u;
+
+fn unit_dot(b: u32, xv: u32) -> f32 {
+    var s = 0.0;
+    for (var k = 0u; k < 8u; k++) {
+        s += dot(vec4<f32>(sbytes4(w_u32(b + 2u + 4u * k))), x[xv + k]);
+    }
+    return s * w_f16(b);
+}
+
+fn dequant_elem(b: u32, e: u32) -> f32 {
+    let q = bitcast<i32>(w_u8(b + 2u + e) << 24u) >> 24u;
+    return f32(q) * w_f16(b);
+}

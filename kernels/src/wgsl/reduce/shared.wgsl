@@ -1,0 +1,24 @@
+// Row reduction through workgroup memory: a log2(T)-step tree with a barrier per step.
+
+struct Lanes {
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+}
+
+fn linear_id(l: Lanes) -> u32 {
+    return l.lid;
+}
+
+var<workgroup> red: array<f32, 1024>;
+
+fn reduce_rows(l: Lanes, v: f32, id: u32, lane: u32) -> f32 {
+    red[id] = v;
+    workgroupBarrier();
+    for (var s = T / 2u; s > 0u; s >>= 1u) {
+        if lane < s {
+            red[id] += red[id + s];
+        }
+        workgroupBarrier();
+    }
+    return red[id - lane];
+}
