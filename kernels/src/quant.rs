@@ -238,3 +238,47 @@ pub fn dequantize(ty: GgmlType, data: &[u8]) -> Vec<f32> {
     }
     out
 }
+
+/// Byte offsets of the f16 scale fields inside one block of `ty` (for generating valid data).
+pub fn f16_fields(ty: GgmlType) -> &'static [usize] {
+    match ty {
+        GgmlType::F32 | GgmlType::F16 => &[],
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K => &[0, 2],
+        GgmlType::Q6K => &[208],
+    }
+}
+
+/// `blocks` blocks of `ty` with deterministic pseudo-random content: uniform quant bytes and
+/// finite, model-sized scales (and finite values for f32/f16). For tests and benchmarks, whose
+/// speed does not depend on the values.
+pub fn random_blocks(ty: GgmlType, blocks: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        // xorshift64*: small, fast, good enough for test data.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let bb = ty.block_bytes();
+    let mut out = vec![0u8; blocks * bb];
+    for chunk in out.chunks_mut(8) {
+        let r = next().to_le_bytes();
+        chunk.copy_from_slice(&r[..chunk.len()]);
+    }
+    let mut small = move |scale: f32| ((next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * scale;
+    for b in 0..blocks {
+        let block = &mut out[b * bb..(b + 1) * bb];
+        match ty {
+            GgmlType::F32 => block.copy_from_slice(&small(4.0).to_le_bytes()),
+            GgmlType::F16 => block.copy_from_slice(&f16::from_f32(small(4.0)).to_le_bytes()),
+            _ => {
+                for &at in f16_fields(ty) {
+                    block[at..at + 2].copy_from_slice(&f16::from_f32(small(0.05)).to_le_bytes());
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,266 @@
+//! Opening the GPU: the adapter's full limits and the features gpuport uses, device-loss and
+//! error tracking, and the adapter report behind `gpuport probe`.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde::Serialize;
+
+use crate::error::GpuError;
+use crate::pipeline::PipelineCache;
+use crate::pool::BufferPool;
+
+/// Features gpuport uses when the adapter has them; none is required.
+pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
+
+/// How to pick an adapter.
+#[derive(Debug, Clone, Default)]
+pub struct GpuOptions {
+    /// Only these backends (default: from `WGPU_BACKEND`, else all).
+    pub backends: Option<wgpu::Backends>,
+    /// Only an adapter whose name contains this (case-insensitive; default: from
+    /// `GPUPORT_ADAPTER`, else the high-performance one).
+    pub adapter_name: Option<String>,
+}
+
+/// An open device with its queue, caches and health.
+pub struct Gpu {
+    /// The wgpu device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    features: wgpu::Features,
+    limits: wgpu::Limits,
+    lost: Arc<Mutex<Option<String>>>,
+    uncaptured: Arc<Mutex<Vec<String>>>,
+    /// Compiled pipelines by kernel variant.
+    pub pipelines: PipelineCache,
+    /// Reusable buffers by size class.
+    pub pool: BufferPool,
+}
+
+/// What `gpuport probe` reports about an adapter.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdapterReport {
+    /// Adapter name.
+    pub name: String,
+    /// Backend (vulkan, metal, dx12, gl).
+    pub backend: String,
+    /// Device class.
+    pub device_type: String,
+    /// PCI vendor id.
+    pub vendor: u32,
+    /// PCI device id.
+    pub device: u32,
+    /// Driver name.
+    pub driver: String,
+    /// Driver version text.
+    pub driver_info: String,
+    /// The features gpuport uses that this device has.
+    pub features: Vec<String>,
+    /// Subgroup size range.
+    pub subgroup_sizes: (u32, u32),
+    /// The limits gpuport depends on.
+    pub max_buffer_size: u64,
+    /// Largest storage binding.
+    pub max_storage_buffer_binding_size: u64,
+    /// Storage binding offset alignment.
+    pub min_storage_buffer_offset_alignment: u32,
+    /// Workgroups per dimension.
+    pub max_compute_workgroups_per_dimension: u32,
+    /// Threads per workgroup.
+    pub max_compute_invocations_per_workgroup: u32,
+    /// Workgroup memory.
+    pub max_compute_workgroup_storage_size: u32,
+}
+
+
+impl Gpu {
+    /// Opens the best adapter (or the one `options` names) with its full limits.
+    pub fn new(options: &GpuOptions) -> Result<Gpu, GpuError> {
+        pollster::block_on(Self::open(options))
+    }
+
+    async fn open(options: &GpuOptions) -> Result<Gpu, GpuError> {
+        // Vulkan, Metal, DX12 first; OpenGL only as a last resort (and when asked for).
+        let explicit = options.backends.or_else(wgpu::Backends::from_env);
+        let first = explicit.unwrap_or(wgpu::Backends::PRIMARY);
+        match Self::open_with(options, first).await {
+            Err(GpuError::NoAdapter(_)) if explicit.is_none() => Self::open_with(options, wgpu::Backends::GL).await,
+            other => other,
+        }
+    }
+
+    async fn open_with(options: &GpuOptions, backends: wgpu::Backends) -> Result<Gpu, GpuError> {
+        let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        descriptor.backends = backends;
+        let instance = wgpu::Instance::new(descriptor);
+        let name = options
+            .adapter_name
+            .clone()
+            .or_else(|| std::env::var("GPUPORT_ADAPTER").ok())
+            .map(|n| n.to_lowercase());
+        let adapter = match &name {
+            Some(wanted) => {
+                let adapters = instance.enumerate_adapters(backends).await;
+                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                adapters
+                    .into_iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(wanted.as_str()))
+                    .ok_or_else(|| GpuError::NoAdapter(format!("none named like `{wanted}` among {names:?}")))?
+            }
+            None => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::HighPerformance,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
+        };
+        let info = adapter.get_info();
+        let features = adapter.features() & WANTED_FEATURES;
+        // wgpu's defaults cap buffers far below real hardware: ask for everything the adapter has.
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("gpuport"),
+                required_features: features,
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
+        let lost = Arc::new(Mutex::new(None));
+        let lost_in_callback = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            *lost_in_callback.lock() = Some(format!("{reason:?}: {message}"));
+        });
+        let uncaptured = Arc::new(Mutex::new(Vec::new()));
+        let uncaptured_in_handler = uncaptured.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            uncaptured_in_handler.lock().push(e.to_string());
+        }));
+        Ok(Gpu {
+            pipelines: PipelineCache::default(),
+            pool: BufferPool::default(),
+            device,
+            queue,
+            info,
+            features,
+            limits,
+            lost,
+            uncaptured,
+        })
+    }
+
+    /// The adapter's identity.
+    pub fn info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    /// The features the device was opened with.
+    pub fn features(&self) -> wgpu::Features {
+        self.features
+    }
+
+    /// The device's limits (the adapter's own).
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// Whether subgroup operations are available.
+    pub fn has_subgroups(&self) -> bool {
+        self.features.contains(wgpu::Features::SUBGROUP)
+    }
+
+    /// Whether passes can carry timestamps.
+    pub fn has_timestamps(&self) -> bool {
+        self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    /// `Err` if the device was lost or an error escaped every scope since the last check.
+    pub fn check(&self) -> Result<(), GpuError> {
+        if let Some(reason) = self.lost.lock().clone() {
+            return Err(GpuError::DeviceLost(reason));
+        }
+        let mut errors = self.uncaptured.lock();
+        if !errors.is_empty() {
+            let all = errors.drain(..).collect::<Vec<_>>().join("; ");
+            if all.to_lowercase().contains("out of memory") {
+                return Err(GpuError::OutOfMemory(all));
+            }
+            return Err(GpuError::Validation(all));
+        }
+        Ok(())
+    }
+
+    /// Blocks until all submitted work has finished, then checks the device's health.
+    pub fn wait(&self) -> Result<(), GpuError> {
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .map_err(|e| match e {
+                wgpu::PollError::Timeout => GpuError::DeviceLost("timed out waiting for the GPU".into()),
+                other => GpuError::DeviceLost(other.to_string()),
+            })?;
+        self.check()
+    }
+
+    /// Runs `f` inside out-of-memory and validation error scopes and turns a captured error
+    /// into a typed one.
+    pub fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, GpuError> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = f();
+        let validation = pollster::block_on(validation.pop());
+        let oom = pollster::block_on(oom.pop());
+        if let Some(e) = oom {
+            return Err(GpuError::OutOfMemory(format!("{what}: {e}")));
+        }
+        if let Some(e) = validation {
+            return Err(GpuError::Validation(format!("{what}: {e}")));
+        }
+        self.check()?;
+        Ok(value)
+    }
+
+    /// The report `gpuport probe` prints.
+    pub fn report(&self) -> AdapterReport {
+        let l = &self.limits;
+        let features = [
+            (wgpu::Features::SHADER_F16, "shader-f16"),
+            (wgpu::Features::SUBGROUP, "subgroups"),
+            (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
+            (wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES, "timestamp-query-inside-passes"),
+            (wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS, "timestamp-query-inside-encoders"),
+        ]
+        .into_iter()
+        .filter(|(f, _)| self.features.contains(*f))
+        .map(|(_, n)| n.to_owned())
+        .collect();
+        AdapterReport {
+            name: self.info.name.clone(),
+            backend: format!("{:?}", self.info.backend).to_lowercase(),
+            device_type: format!("{:?}", self.info.device_type),
+            vendor: self.info.vendor,
+            device: self.info.device,
+            driver: self.info.driver.clone(),
+            driver_info: self.info.driver_info.clone(),
+            features,
+            subgroup_sizes: (self.info.subgroup_min_size, self.info.subgroup_max_size),
+            max_buffer_size: l.max_buffer_size,
+            max_storage_buffer_binding_size: l.max_storage_buffer_binding_size,
+            min_storage_buffer_offset_alignment: l.min_storage_buffer_offset_alignment,
+            max_compute_workgroups_per_dimension: l.max_compute_workgroups_per_dimension,
+            max_compute_invocations_per_workgroup: l.max_compute_invocations_per_workgroup,
+            max_compute_workgroup_storage_size: l.max_compute_workgroup_storage_size,
+        }
+    }
+}

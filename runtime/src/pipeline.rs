@@ -1,0 +1,76 @@
+//! Compiled pipelines, one per kernel variant, created once per device. The key is the full
+//! [`KernelSpec`] (family, weight type, reduction, constants); the device fixes the features.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gpuport_kernels::KernelSpec;
+use parking_lot::Mutex;
+
+use crate::device::Gpu;
+use crate::error::GpuError;
+
+/// A compute pipeline and the layout of its bind group 0.
+pub struct Pipeline {
+    /// The pipeline.
+    pub pipeline: wgpu::ComputePipeline,
+    /// Layout of bind group 0 (derived from the bindings the entry point uses).
+    pub layout: wgpu::BindGroupLayout,
+    /// The variant's label.
+    pub label: String,
+}
+
+/// Pipelines by kernel variant.
+#[derive(Default)]
+pub struct PipelineCache {
+    pipelines: Mutex<HashMap<KernelSpec, Arc<Pipeline>>>,
+}
+
+impl PipelineCache {
+    /// How many pipelines are cached.
+    pub fn len(&self) -> usize {
+        self.pipelines.lock().len()
+    }
+
+    /// Whether none is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Gpu {
+    /// The pipeline for `spec`, compiled on first use. Subgroup variants need the SUBGROUP
+    /// feature; compilation errors come back typed, never as a panic.
+    pub fn pipeline(&self, spec: &KernelSpec) -> Result<Arc<Pipeline>, GpuError> {
+        if let Some(p) = self.pipelines.pipelines.lock().get(spec) {
+            return Ok(p.clone());
+        }
+        if spec.needs_subgroups() && !self.has_subgroups() {
+            return Err(GpuError::MissingFeature("subgroups (needed by a subgroup-reduction kernel)"));
+        }
+        let label = spec.label();
+        let wgsl = spec.wgsl();
+        let constants: Vec<(&str, f64)> = spec.constants.iter().map(|(k, v)| (*k, f64::from(*v))).collect();
+        let pipeline = self.scoped(&format!("compiling {label}"), || {
+            let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&label),
+                source: wgpu::ShaderSource::Wgsl(wgsl.into()),
+            });
+            self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&label),
+                layout: None,
+                module: &module,
+                entry_point: Some(spec.entry()),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &constants,
+                    zero_initialize_workgroup_memory: false,
+                },
+                cache: None,
+            })
+        })?;
+        let layout = pipeline.get_bind_group_layout(0);
+        let p = Arc::new(Pipeline { pipeline, layout, label });
+        self.pipelines.pipelines.lock().insert(spec.clone(), p.clone());
+        Ok(p)
+    }
+}

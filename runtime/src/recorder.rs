@@ -1,0 +1,241 @@
+//! The command recorder. Dispatches are appended to one open compute pass; the pass ends only
+//! when something needs results — a copy, a readback, a submit. Dispatches inside one pass are
+//! already ordered by WebGPU's per-dispatch usage scopes, so extra passes buy no correctness and
+//! cost ~100 µs each on some platforms (engine-reference-design.md, "Batching the compute
+//! passes"). The recorder counts dispatches, passes and submits so tests can assert the shape of
+//! a forward pass, and can timestamp every pass.
+
+use bytemuck::Pod;
+
+use crate::device::Gpu;
+use crate::error::GpuError;
+use crate::pipeline::Pipeline;
+
+/// Counts of what a recorder issued.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecorderStats {
+    /// Compute dispatches.
+    pub dispatches: u64,
+    /// Compute passes opened.
+    pub passes: u64,
+    /// Queue submissions.
+    pub submits: u64,
+}
+
+/// Bytes of uniform data a recorder packs into one buffer before starting another.
+const UNIFORM_CHUNK: u64 = 64 * 1024;
+/// Passes a profiling recorder can time between two submits.
+const MAX_TIMED_PASSES: u32 = 1024;
+
+struct Profiler {
+    queries: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    used: u32,
+    /// Nanoseconds per pass, filled by [`Recorder::submit`] once the GPU is done.
+    pass_ns: Vec<f64>,
+}
+
+/// Records one command stream. See the module docs.
+pub struct Recorder<'g> {
+    gpu: &'g Gpu,
+    encoder: Option<wgpu::CommandEncoder>,
+    pass: Option<wgpu::ComputePass<'static>>,
+    stats: RecorderStats,
+    uniforms: Vec<u8>,
+    uniform_buffers: Vec<wgpu::Buffer>,
+    profiler: Option<Profiler>,
+}
+
+impl<'g> Recorder<'g> {
+    /// A recorder on `gpu`.
+    pub fn new(gpu: &'g Gpu) -> Self {
+        Recorder {
+            gpu,
+            encoder: None,
+            pass: None,
+            stats: RecorderStats::default(),
+            uniforms: Vec::new(),
+            uniform_buffers: Vec::new(),
+            profiler: None,
+        }
+    }
+
+    /// A recorder that timestamps every pass (needs TIMESTAMP_QUERY).
+    pub fn profiling(gpu: &'g Gpu) -> Result<Self, GpuError> {
+        if !gpu.has_timestamps() {
+            return Err(GpuError::MissingFeature("timestamp-query"));
+        }
+        let mut r = Self::new(gpu);
+        let queries = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("pass timestamps"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2 * MAX_TIMED_PASSES,
+        });
+        let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("timestamp resolve"),
+            size: 16 * u64::from(MAX_TIMED_PASSES),
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        r.profiler = Some(Profiler { queries, resolve, used: 0, pass_ns: Vec::new() });
+        Ok(r)
+    }
+
+    /// What was issued so far.
+    pub fn stats(&self) -> RecorderStats {
+        self.stats
+    }
+
+    /// Per-pass GPU times (ns) measured by the last submit of a profiling recorder.
+    pub fn pass_times_ns(&self) -> &[f64] {
+        self.profiler.as_ref().map_or(&[], |p| &p.pass_ns)
+    }
+
+    fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
+        self.encoder
+            .get_or_insert_with(|| self.gpu.device.create_command_encoder(&Default::default()))
+    }
+
+    fn end_pass(&mut self) {
+        self.pass = None;
+    }
+
+    /// Places `value` in this recorder's uniform space and returns a binding for it. The bytes
+    /// are uploaded at submit, before the commands that read them run.
+    pub fn uniform<T: Pod>(&mut self, value: &T) -> Result<UniformSlot, GpuError> {
+        let align = u64::from(self.gpu.limits().min_uniform_buffer_offset_alignment);
+        let bytes = bytemuck::bytes_of(value);
+        let start = (self.uniforms.len() as u64).div_ceil(align) * align;
+        let chunk = start / UNIFORM_CHUNK;
+        let offset = start % UNIFORM_CHUNK;
+        let (chunk, offset) = if offset + bytes.len() as u64 > UNIFORM_CHUNK {
+            (chunk + 1, 0)
+        } else {
+            (chunk, offset)
+        };
+        let at = (chunk * UNIFORM_CHUNK + offset) as usize;
+        self.uniforms.resize(at + bytes.len(), 0);
+        self.uniforms[at..].copy_from_slice(bytes);
+        while self.uniform_buffers.len() <= chunk as usize {
+            let b = self.gpu.scoped("allocating uniforms", || {
+                self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("uniforms"),
+                    size: UNIFORM_CHUNK,
+                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })?;
+            self.uniform_buffers.push(b);
+        }
+        Ok(UniformSlot { chunk: chunk as usize, offset, size: bytes.len() as u64 })
+    }
+
+    /// The binding resource of a uniform slot.
+    pub fn uniform_binding(&self, slot: UniformSlot) -> wgpu::BindingResource<'_> {
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.uniform_buffers[slot.chunk],
+            offset: slot.offset,
+            size: wgpu::BufferSize::new(slot.size),
+        })
+    }
+
+    /// Appends a dispatch to the open pass (opening one if needed).
+    pub fn dispatch(&mut self, pipeline: &Pipeline, bind_group: &wgpu::BindGroup, grid: (u32, u32, u32)) {
+        if self.pass.is_none() {
+            let timestamp_writes = match &mut self.profiler {
+                Some(p) if p.used < MAX_TIMED_PASSES => {
+                    p.used += 1;
+                    Some((2 * (p.used - 1), 2 * (p.used - 1) + 1))
+                }
+                _ => None,
+            };
+            let queries = self.profiler.as_ref().map(|p| p.queries.clone());
+            let encoder = self.encoder();
+            let writes = match (&queries, timestamp_writes) {
+                (Some(q), Some((b, e))) => Some(wgpu::ComputePassTimestampWrites {
+                    query_set: q,
+                    beginning_of_pass_write_index: Some(b),
+                    end_of_pass_write_index: Some(e),
+                }),
+                _ => None,
+            };
+            let pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: writes,
+            });
+            self.pass = Some(pass.forget_lifetime());
+            self.stats.passes += 1;
+        }
+        if let Some(pass) = self.pass.as_mut() {
+            pass.set_pipeline(&pipeline.pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            pass.dispatch_workgroups(grid.0, grid.1, grid.2);
+            self.stats.dispatches += 1;
+        }
+    }
+
+    /// Copies between buffers (ends the open pass).
+    pub fn copy(&mut self, src: &wgpu::Buffer, src_offset: u64, dst: &wgpu::Buffer, dst_offset: u64, size: u64) {
+        self.end_pass();
+        self.encoder().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
+    }
+
+    /// Ends the pass, uploads the uniforms, submits everything recorded, and (when profiling)
+    /// waits and reads the pass timestamps.
+    pub fn submit(&mut self) -> Result<(), GpuError> {
+        self.end_pass();
+        let timed = match &self.profiler {
+            Some(p) if p.used > 0 => Some((p.queries.clone(), p.resolve.clone(), p.used)),
+            _ => None,
+        };
+        let mut readback = None;
+        if let Some((queries, resolve, used)) = timed {
+            let bytes = 16 * u64::from(used);
+            let staging = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let enc = self.encoder();
+            enc.resolve_query_set(&queries, 0..2 * used, &resolve, 0);
+            enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, bytes);
+            readback = Some(staging);
+        }
+        for (i, chunk) in self.uniforms.chunks(UNIFORM_CHUNK as usize).enumerate() {
+            self.gpu.queue.write_buffer(&self.uniform_buffers[i], 0, chunk);
+        }
+        let commands = self.encoder.take().map(|e| e.finish());
+        self.gpu.queue.submit(commands);
+        self.stats.submits += 1;
+        self.uniforms.clear();
+        if let Some(staging) = readback {
+            let slice = staging.slice(..);
+            let (tx, rx) = std::sync::mpsc::channel();
+            slice.map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            self.gpu.wait()?;
+            rx.recv()
+                .map_err(|e| GpuError::Readback(e.to_string()))?
+                .map_err(|e| GpuError::Readback(e.to_string()))?;
+            let view = slice.get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?;
+            let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&view[..]);
+            drop(view);
+            let period = f64::from(self.gpu.queue.get_timestamp_period());
+            if let Some(p) = self.profiler.as_mut() {
+                p.pass_ns = ticks.chunks(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period).collect();
+                p.used = 0;
+            }
+        }
+        self.gpu.check()
+    }
+}
+
+/// Where a uniform value sits in a recorder's uniform buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct UniformSlot {
+    chunk: usize,
+    offset: u64,
+    size: u64,
+}

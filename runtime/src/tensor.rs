@@ -1,0 +1,162 @@
+//! Tensors: a typed, shaped view of a GPU buffer, with upload and readback.
+
+use std::sync::Arc;
+
+use gpuport_kernels::quant::GgmlType;
+
+use crate::device::Gpu;
+use crate::error::GpuError;
+use crate::pool::size_class;
+
+/// The element type of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Elem {
+    /// f32.
+    F32,
+    /// f16.
+    F16,
+    /// i32.
+    I32,
+    /// u32.
+    U32,
+    /// GGUF blocks (quantized or not), uploaded as stored.
+    Ggml(GgmlType),
+}
+
+/// A GPU tensor: buffer, byte offset, byte length, element type, shape.
+#[derive(Clone)]
+pub struct Tensor {
+    /// The buffer (shared: views may alias it).
+    pub buffer: Arc<wgpu::Buffer>,
+    /// Byte offset of the first element.
+    pub offset: u64,
+    /// Bytes of data (before padding).
+    pub bytes: u64,
+    /// Element type.
+    pub elem: Elem,
+    /// Dimensions, outermost first.
+    pub shape: Vec<usize>,
+}
+
+impl Tensor {
+    /// The whole tensor as a binding resource.
+    pub fn binding(&self) -> wgpu::BindingResource<'_> {
+        self.binding_range(0, self.padded())
+    }
+
+    /// `len` bytes from `start` (relative to the tensor) as a binding resource.
+    pub fn binding_range(&self, start: u64, len: u64) -> wgpu::BindingResource<'_> {
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.buffer,
+            offset: self.offset + start,
+            size: wgpu::BufferSize::new(len),
+        })
+    }
+
+    /// Bytes rounded up to whole 4-byte words (storage bindings are word arrays).
+    pub fn padded(&self) -> u64 {
+        self.bytes.div_ceil(4).max(1) * 4
+    }
+}
+
+const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+    .union(wgpu::BufferUsages::COPY_DST)
+    .union(wgpu::BufferUsages::COPY_SRC);
+
+impl Gpu {
+    /// A storage buffer of at least `bytes` from the pool, or a new one; refuses sizes past the
+    /// adapter's limit with a typed error instead of letting wgpu abort.
+    pub fn storage_buffer(&self, bytes: u64, what: &str) -> Result<Arc<wgpu::Buffer>, GpuError> {
+        let size = size_class(bytes.div_ceil(4) * 4);
+        let limit = self.limits().max_buffer_size;
+        if size > limit {
+            return Err(GpuError::TooLarge { what: what.to_owned(), bytes: size, limit });
+        }
+        if let Some(b) = self.pool.take(size, STORAGE) {
+            return Ok(Arc::new(b));
+        }
+        let buffer = self.scoped(what, || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(what),
+                size,
+                usage: STORAGE,
+                mapped_at_creation: false,
+            })
+        })?;
+        Ok(Arc::new(buffer))
+    }
+
+    /// Returns a tensor's buffer to the pool when no other view holds it.
+    pub fn recycle(&self, t: Tensor) {
+        if let Ok(buffer) = Arc::try_unwrap(t.buffer) {
+            self.pool.give(buffer);
+        }
+    }
+
+    /// Uploads `data` as a tensor.
+    pub fn upload(&self, data: &[u8], elem: Elem, shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
+        let buffer = self.storage_buffer(data.len() as u64, what)?;
+        let t = Tensor { buffer, offset: 0, bytes: data.len() as u64, elem, shape: shape.to_vec() };
+        let mut padded;
+        let words = if data.len() % 4 == 0 {
+            data
+        } else {
+            padded = data.to_vec();
+            padded.resize(t.padded() as usize, 0);
+            &padded[..]
+        };
+        self.queue.write_buffer(&t.buffer, 0, words);
+        Ok(t)
+    }
+
+    /// Uploads f32 values.
+    pub fn upload_f32(&self, data: &[f32], shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
+        self.upload(bytemuck::cast_slice(data), Elem::F32, shape, what)
+    }
+
+    /// A zero-filled f32 tensor.
+    pub fn zeros_f32(&self, shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
+        let elems: usize = shape.iter().product();
+        let buffer = self.storage_buffer(4 * elems as u64, what)?;
+        let t = Tensor { buffer, offset: 0, bytes: 4 * elems as u64, elem: Elem::F32, shape: shape.to_vec() };
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.clear_buffer(&t.buffer, 0, Some(t.padded()));
+        self.queue.submit([enc.finish()]);
+        Ok(t)
+    }
+
+    /// Copies a tensor back to the CPU (waits for all submitted work).
+    pub fn readback(&self, t: &Tensor) -> Result<Vec<u8>, GpuError> {
+        let size = t.padded();
+        let staging = self.scoped("allocating a readback buffer", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&t.buffer, t.offset, &staging, 0, size);
+        self.queue.submit([enc.finish()]);
+        let slice = staging.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.wait()?;
+        rx.recv()
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let mut bytes = slice.get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?.to_vec();
+        staging.unmap();
+        bytes.truncate(t.bytes as usize);
+        Ok(bytes)
+    }
+
+    /// Reads an f32 tensor back.
+    pub fn readback_f32(&self, t: &Tensor) -> Result<Vec<f32>, GpuError> {
+        let bytes = self.readback(t)?;
+        Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    }
+}

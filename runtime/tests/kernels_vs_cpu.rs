@@ -1,0 +1,110 @@
+//! GPU kernels against the CPU references on the adapter at hand (lavapipe in CI): dequantization
+//! bit for bit, GEMV within a tolerance relative to the magnitude of its terms, for every weight
+//! type and every tunable combination the adapter supports, on odd shapes.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use gpuport_kernels::gemv::{self, GemvTunables};
+use gpuport_kernels::quant::{GgmlType, dequantize, random_blocks};
+use gpuport_kernels::Reduction;
+use gpuport_runtime::{Elem, Recorder, ops};
+
+#[test]
+fn dequantization_is_bit_exact() {
+    let Some(gpu) = support::gpu() else { return };
+    for ty in GgmlType::ALL {
+        let blocks = if ty.block_elems() == 1 { 1000 } else { 37 };
+        let raw = random_blocks(ty, blocks, 7 + ty.ggml_id() as u64);
+        let elems = blocks * ty.block_elems();
+        let w = gpu.upload(&raw, Elem::Ggml(ty), &[elems], "w").unwrap();
+        let out = gpu.zeros_f32(&[elems], "out").unwrap();
+        let mut rec = Recorder::new(&gpu);
+        ops::dequantize(&gpu, &mut rec, &w, &out, 64).unwrap();
+        rec.submit().unwrap();
+        let got = gpu.readback_f32(&out).unwrap();
+        let want = dequantize(ty, &raw);
+        let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+        assert!(diff.is_none(), "{}: element {} GPU {} CPU {}", ty.name(), diff.unwrap(), got[diff.unwrap()], want[diff.unwrap()]);
+    }
+}
+
+fn check_gemv(gpu: &gpuport_runtime::Gpu, ty: GgmlType, rows: usize, cols: usize, tunables: &[GemvTunables]) {
+    let row_bytes = ty.row_bytes(cols).unwrap();
+    let raw = random_blocks(ty, rows * row_bytes / ty.block_bytes(), rows as u64 * 31 + cols as u64);
+    let x = support::random_f32(cols, 99);
+    let want = gemv::reference(ty, &raw, rows, cols, &x);
+    let dq = dequantize(ty, &raw);
+    let w = gpu.upload(&raw, Elem::Ggml(ty), &[rows, cols], "w").unwrap();
+    let xt = gpu.upload_f32(&x, &[cols], "x").unwrap();
+    for &t in tunables {
+        let y = gpu.zeros_f32(&[rows], "y").unwrap();
+        let mut rec = Recorder::new(gpu);
+        ops::gemv(gpu, &mut rec, &w, &xt, &y, t).unwrap();
+        rec.submit().unwrap();
+        let got = gpu.readback_f32(&y).unwrap();
+        for r in 0..rows {
+            let magnitude: f32 = dq[r * cols..(r + 1) * cols].iter().zip(&x).map(|(a, b)| (a * b).abs()).sum();
+            let tol = 2e-6 * magnitude + 1e-6;
+            assert!(
+                (got[r] - want[r]).abs() <= tol,
+                "{} {rows}x{cols} {t:?}: row {r}: GPU {} CPU {} (tolerance {tol})",
+                ty.name(),
+                got[r],
+                want[r]
+            );
+        }
+    }
+}
+
+#[test]
+fn gemv_matches_cpu_for_every_type_and_its_tunables() {
+    let Some(gpu) = support::gpu() else { return };
+    let subgroups = support::has_subgroups(&gpu);
+    let tunables: Vec<GemvTunables> = GemvTunables::all()
+        .into_iter()
+        .filter(|t| subgroups || t.reduction == Reduction::Shared)
+        .filter(|t| t.wg <= gpu.limits().max_compute_invocations_per_workgroup)
+        .collect();
+    // Every tunable on one small-block and one K-quant type; for the others a set spanning
+    // 1 to 256 threads per row with both reductions (pipeline compilation dominates the time).
+    let spanning: Vec<GemvTunables> = tunables
+        .iter()
+        .copied()
+        .filter(|t| matches!((t.wg, t.rows), (32, 32) | (64, 32) | (128, 4) | (256, 4) | (256, 1)))
+        .collect();
+    for ty in GgmlType::ALL {
+        let set = if matches!(ty, GgmlType::Q8_0 | GgmlType::Q4K) { &tunables } else { &spanning };
+        // 37 rows: not a multiple of any rows-per-workgroup; 768 columns: 3 K-blocks, 24 small blocks.
+        check_gemv(&gpu, ty, 37, 768, set);
+    }
+}
+
+#[test]
+fn gemv_odd_shapes_and_empty_edges() {
+    let Some(gpu) = support::gpu() else { return };
+    let t = GemvTunables::default_for(gpu.has_subgroups());
+    // 3 blocks per row: Q4_0/Q5_0/Q8_0 rows start on 2-byte (not 4-byte) boundaries.
+    for ty in [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::F16, GgmlType::F32] {
+        check_gemv(&gpu, ty, 5, 96, &[t]);
+        check_gemv(&gpu, ty, 1, 32, &[t]);
+    }
+    // One row of one K-block, and many rows (more workgroups than one row of the grid).
+    check_gemv(&gpu, GgmlType::Q6K, 1, 256, &[t]);
+    check_gemv(&gpu, GgmlType::Q4K, 3000, 256, &[GemvTunables { wg: 32, rows: 1, reduction: t.reduction }]);
+    // Zero rows: nothing to write, no error.
+    let w = gpu.upload(&[], Elem::Ggml(GgmlType::Q8_0), &[0, 64], "w").unwrap();
+    let x = gpu.upload_f32(&[0.0; 64], &[64], "x").unwrap();
+    let y = gpu.zeros_f32(&[0], "y").unwrap();
+    let mut rec = Recorder::new(&gpu);
+    ops::gemv(&gpu, &mut rec, &w, &x, &y, t).unwrap();
+    rec.submit().unwrap();
+    assert!(gpu.readback_f32(&y).unwrap().is_empty());
+    // Shape errors are typed.
+    let bad = gpu.upload_f32(&[0.0; 10], &[10], "x").unwrap();
+    let w = gpu.upload(&random_blocks(GgmlType::Q8_0, 2, 1), Elem::Ggml(GgmlType::Q8_0), &[1, 64], "w").unwrap();
+    let y = gpu.zeros_f32(&[1], "y").unwrap();
+    let err = ops::gemv(&gpu, &mut Recorder::new(&gpu), &w, &bad, &y, t).unwrap_err();
+    assert_eq!(err.code(), "BAD_REQUEST");
+}
