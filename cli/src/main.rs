@@ -5,6 +5,7 @@ mod hash;
 mod host;
 mod inspect;
 mod output;
+mod probe;
 mod validate;
 
 use std::path::PathBuf;
@@ -61,6 +62,16 @@ enum Command {
         #[arg(long, value_name = "MIB")]
         ram_mb: Option<u64>,
     },
+    /// Show the GPU adapter: backend, driver, features, limits; `--bench` measures its
+    /// streaming-read bandwidth.
+    Probe {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Measure the streaming-read ceiling (GB/s).
+        #[arg(long)]
+        bench: bool,
+    },
     /// Print the canonical ids and sizes an MLC package should carry, so a producer can fill
     /// them in (see docs/spec/hashes.md).
     Hash {
@@ -87,6 +98,7 @@ fn main() -> ExitCode {
             ram_mb,
         } => inspect::run(&path, &runtimes, ram_mb),
         Command::Hash { what, path } => hash::run(what, &path),
+        Command::Probe { json, bench } => probe::run(json, bench),
     };
     ExitCode::from(code)
 }

@@ -30,12 +30,12 @@ pub struct GemvParams {
     pub pad: u32,
 }
 
-/// Elements and bytes of the kernel's unit of work for `ty`: one GGUF block, or 4 (f32) / 8
-/// (f16) elements so that a unit is a 16-byte load.
+/// Elements and bytes of the kernel's unit of work for `ty`: one GGUF block, or 32 elements for
+/// f32/f16 (the kernel works in 32-element sub-blocks).
 pub fn unit(ty: GgmlType) -> (u32, u32) {
     match ty {
-        GgmlType::F32 => (4, 16),
-        GgmlType::F16 => (8, 16),
+        GgmlType::F32 => (32, 128),
+        GgmlType::F16 => (32, 64),
         _ => (ty.block_elems() as u32, ty.block_bytes() as u32),
     }
 }
@@ -45,8 +45,10 @@ pub fn unit(ty: GgmlType) -> (u32, u32) {
 pub struct GemvTunables {
     /// Threads per workgroup.
     pub wg: u32,
-    /// Rows per workgroup (threads per row = wg / rows).
+    /// Rows per workgroup.
     pub rows: u32,
+    /// Rows per thread (each x load serves this many rows).
+    pub rpt: u32,
     /// How a row's partial sums are reduced.
     pub reduction: Reduction,
 }
@@ -54,31 +56,36 @@ pub struct GemvTunables {
 /// Allowed workgroup sizes.
 pub const WG_VALUES: [u32; 4] = [32, 64, 128, 256];
 /// Allowed rows per workgroup.
-pub const ROWS_VALUES: [u32; 6] = [1, 2, 4, 8, 16, 32];
+pub const ROWS_VALUES: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// Allowed rows per thread.
+pub const RPT_VALUES: [u32; 3] = [1, 2, 4];
 
 impl GemvTunables {
-    /// Every allowed combination (threads per row is a power of two, at least 1).
+    /// Every allowed combination: rows per thread at most rows per workgroup, and at most one
+    /// row group per thread (all values are powers of two, so lanes per group are too).
     pub fn all() -> Vec<GemvTunables> {
         let mut out = Vec::new();
         for reduction in Reduction::ALL {
             for wg in WG_VALUES {
-                for rows in ROWS_VALUES.into_iter().filter(|r| *r <= wg) {
-                    out.push(GemvTunables { wg, rows, reduction });
+                for rows in ROWS_VALUES {
+                    for rpt in RPT_VALUES.into_iter().filter(|r| *r <= rows && rows / r <= wg) {
+                        out.push(GemvTunables { wg, rows, rpt, reduction });
+                    }
                 }
             }
         }
         out
     }
 
-    /// A sound default before any tuning: 32 threads per row, subgroups when available.
+    /// A sound default before any tuning, subgroups when available.
     pub fn default_for(subgroups: bool) -> Self {
         let reduction = if subgroups { Reduction::Subgroup } else { Reduction::Shared };
-        GemvTunables { wg: 128, rows: 4, reduction }
+        GemvTunables { wg: 128, rows: 8, rpt: 2, reduction }
     }
 
-    /// Threads per row.
-    pub fn threads_per_row(self) -> u32 {
-        self.wg / self.rows
+    /// Lanes that share a group of rows.
+    pub fn lanes_per_group(self) -> u32 {
+        self.wg * self.rpt / self.rows
     }
 }
 
@@ -88,7 +95,7 @@ pub fn spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
         family: Family::Gemv,
         quant: Some(ty),
         reduction: Some(t.reduction),
-        constants: vec![("WG", t.wg), ("ROWS", t.rows)],
+        constants: vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt)],
     }
 }
 

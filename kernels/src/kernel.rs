@@ -63,7 +63,7 @@ impl KernelSpec {
         self.reduction == Some(Reduction::Subgroup)
     }
 
-    /// A stable, readable label: `gemv.q4_K.subgroup.WG=128.ROWS=4`.
+    /// A stable, readable label: `gemv.q4_K.subgroup.WG=128.ROWS=8.RPT=2`.
     pub fn label(&self) -> String {
         let mut parts = vec![self.family.name().to_owned()];
         parts.extend(self.quant.map(|q| q.name().to_owned()));

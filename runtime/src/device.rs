@@ -178,6 +178,15 @@ impl Gpu {
         self.features.contains(wgpu::Features::SUBGROUP)
     }
 
+    /// The GEMV tunables for `ty` here: the tuning table's entry for this adapter, else the
+    /// heuristic default.
+    pub fn gemv_tunables(&self, ty: gpuport_kernels::quant::GgmlType) -> gpuport_kernels::gemv::GemvTunables {
+        crate::tuning::TuningTable::load()
+            .gemv(&self.info, ty)
+            .filter(|t| t.reduction == gpuport_kernels::Reduction::Shared || self.has_subgroups())
+            .unwrap_or_else(|| gpuport_kernels::gemv::GemvTunables::default_for(self.has_subgroups()))
+    }
+
     /// Whether passes can carry timestamps.
     pub fn has_timestamps(&self) -> bool {
         self.features.contains(wgpu::Features::TIMESTAMP_QUERY)

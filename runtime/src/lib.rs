@@ -28,6 +28,7 @@ pub mod pipeline;
 pub mod pool;
 pub mod recorder;
 pub mod tensor;
+pub mod tuning;
 
 pub use device::{AdapterReport, Gpu, GpuOptions};
 pub use error::GpuError;

@@ -67,17 +67,23 @@ fn gemv_matches_cpu_for_every_type_and_its_tunables() {
         .filter(|t| subgroups || t.reduction == Reduction::Shared)
         .filter(|t| t.wg <= gpu.limits().max_compute_invocations_per_workgroup)
         .collect();
-    // Every tunable on one small-block and one K-quant type; for the others a set spanning
-    // 1 to 256 threads per row with both reductions (pipeline compilation dominates the time).
+    // Every (WG, ROWS, RPT) on one small-block type (shared reduction) and one K-quant type
+    // (subgroup reduction); for the others a set spanning 1 to 256 lanes per row group with
+    // both reductions. Pipeline compilation on a software adapter dominates the time.
     let spanning: Vec<GemvTunables> = tunables
         .iter()
         .copied()
-        .filter(|t| matches!((t.wg, t.rows), (32, 32) | (64, 32) | (128, 4) | (256, 4) | (256, 1)))
+        .filter(|t| matches!((t.wg, t.rows, t.rpt), (32, 32, 1) | (64, 64, 4) | (128, 8, 2) | (256, 4, 1) | (256, 1, 1) | (32, 4, 4)))
         .collect();
     for ty in GgmlType::ALL {
-        let set = if matches!(ty, GgmlType::Q8_0 | GgmlType::Q4K) { &tunables } else { &spanning };
+        let only = |r: Reduction| tunables.iter().copied().filter(|t| t.reduction == r).collect::<Vec<_>>();
+        let set = match ty {
+            GgmlType::Q8_0 => only(Reduction::Shared),
+            GgmlType::Q4K if subgroups => only(Reduction::Subgroup),
+            _ => spanning.clone(),
+        };
         // 37 rows: not a multiple of any rows-per-workgroup; 768 columns: 3 K-blocks, 24 small blocks.
-        check_gemv(&gpu, ty, 37, 768, set);
+        check_gemv(&gpu, ty, 37, 768, &set);
     }
 }
 
@@ -92,7 +98,7 @@ fn gemv_odd_shapes_and_empty_edges() {
     }
     // One row of one K-block, and many rows (more workgroups than one row of the grid).
     check_gemv(&gpu, GgmlType::Q6K, 1, 256, &[t]);
-    check_gemv(&gpu, GgmlType::Q4K, 3000, 256, &[GemvTunables { wg: 32, rows: 1, reduction: t.reduction }]);
+    check_gemv(&gpu, GgmlType::Q4K, 3000, 256, &[GemvTunables { wg: 32, rows: 1, rpt: 1, reduction: t.reduction }]);
     // Zero rows: nothing to write, no error.
     let w = gpu.upload(&[], Elem::Ggml(GgmlType::Q8_0), &[0, 64], "w").unwrap();
     let x = gpu.upload_f32(&[0.0; 64], &[64], "x").unwrap();

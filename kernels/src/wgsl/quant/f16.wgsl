@@ -1,12 +1,15 @@
-// f16: a unit is 8 elements (16 bytes).
-const UNIT_ELEMS: u32 = 8u;
-const UNIT_BYTES: u32 = 16u;
+// f16: a unit is 32 elements (64 bytes).
+const UNIT_ELEMS: u32 = 32u;
+const UNIT_BYTES: u32 = 64u;
 
-fn unit_dot(b: u32, xv: u32) -> f32 {
+fn sub_dot(b: u32, s: u32) -> f32 {
     let i = b >> 2u;
-    let a = vec4<f32>(unpack2x16float(w[i]), unpack2x16float(w[i + 1u]));
-    let c = vec4<f32>(unpack2x16float(w[i + 2u]), unpack2x16float(w[i + 3u]));
-    return dot(a, x[xv]) + dot(c, x[xv + 1u]);
+    var acc = 0.0;
+    for (var k = 0u; k < 8u; k++) {
+        let v = vec4<f32>(unpack2x16float(w[i + 2u * k]), unpack2x16float(w[i + 2u * k + 1u]));
+        acc += dot(v, XS[k]);
+    }
+    return acc;
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

@@ -3,20 +3,16 @@
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 20u;
 
-fn unit_dot(b: u32, xv: u32) -> f32 {
-    var sq = 0.0;
-    var sx = 0.0;
+fn sub_dot(b: u32, s: u32) -> f32 {
+    let i = b >> 2u;
+    var acc = 0.0;
     for (var k = 0u; k < 4u; k++) {
-        let q = w[(b >> 2u) + 1u + k];
-        let lo = vec4<f32>(bytes4(q) & vec4<u32>(0xFu));
-        let hi = vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu));
-        let xa = x[xv + k];
-        let xb = x[xv + 4u + k];
-        sq += dot(lo, xa) + dot(hi, xb);
-        sx += dot(xa + xb, vec4<f32>(1.0));
+        let q = w[i + 1u + k];
+        acc += dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), XS[k]);
+        acc += dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), XS[4u + k]);
     }
-    let dm = unpack2x16float(w[b >> 2u]);
-    return sq * dm.x + sx * dm.y;
+    let dm = unpack2x16float(w[i]);
+    return acc * dm.x + (XSUM.x + XSUM.y) * dm.y;
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

@@ -6,29 +6,17 @@ const UNIT_BYTES: u32 = 144u;
 
 //!include quant/kquant_scales.wgsl
 
-fn unit_dot(b: u32, xv: u32) -> f32 {
-    let dd = unpack2x16float(w[b >> 2u]);
-    let qw = (b >> 2u) + 4u;
-    var s = 0.0;
-    for (var c = 0u; c < 4u; c++) {
-        var sq0 = 0.0;
-        var sq1 = 0.0;
-        var sx0 = 0.0;
-        var sx1 = 0.0;
-        for (var k = 0u; k < 8u; k++) {
-            let q = w[qw + 8u * c + k];
-            let xa = x[xv + 16u * c + k];
-            let xb = x[xv + 16u * c + 8u + k];
-            sq0 += dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), xa);
-            sq1 += dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), xb);
-            sx0 += dot(xa, vec4<f32>(1.0));
-            sx1 += dot(xb, vec4<f32>(1.0));
-        }
-        let a = k_scale_min(b + 4u, 2u * c);
-        let z = k_scale_min(b + 4u, 2u * c + 1u);
-        s += dd.x * (a.x * sq0 + z.x * sq1) - dd.y * (a.y * sx0 + z.y * sx1);
+// Sub-block s (32 elements): chunk s / 2, low nibbles when s is even, high when odd.
+fn sub_dot(b: u32, s: u32) -> f32 {
+    let qw = (b >> 2u) + 4u + 8u * (s >> 1u);
+    let shift = 4u * (s & 1u);
+    var acc = 0.0;
+    for (var k = 0u; k < 8u; k++) {
+        acc += dot(vec4<f32>(bytes4(w[qw + k] >> shift) & vec4<u32>(0xFu)), XS[k]);
     }
-    return s;
+    let dd = unpack2x16float(w[b >> 2u]);
+    let sm = k_scale_min(b + 4u, s);
+    return dd.x * sm.x * acc - dd.y * sm.y * (XSUM.x + XSUM.y);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

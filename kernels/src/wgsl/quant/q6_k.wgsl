@@ -10,37 +10,30 @@ fn q6_scale(b: u32, i: u32) -> f32 {
     return f32(bitcast<i32>(w_u8(b + 192u + i) << 24u) >> 24u);
 }
 
-fn unit_dot(b: u32, xv: u32) -> f32 {
-    let d = w_f16(b + 208u);
-    var s = 0.0;
-    for (var h = 0u; h < 2u; h++) {
-        let ql = b + 64u * h;
-        let qh = b + 128u + 32u * h;
-        var part = vec4<f32>(0.0);
-        var part2 = vec4<f32>(0.0);
-        for (var k = 0u; k < 8u; k++) {
-            let l0 = w_u32(ql + 4u * k);
-            let l1 = w_u32(ql + 32u + 4u * k);
-            let hh = bytes4(w_u32(qh + 4u * k));
-            let q1 = vec4<f32>((bytes4(l0) & vec4<u32>(0xFu)) | ((hh & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
-            let q2 = vec4<f32>((bytes4(l1) & vec4<u32>(0xFu)) | (((hh >> vec4<u32>(2u)) & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
-            let q3 = vec4<f32>((bytes4(l0 >> 4u) & vec4<u32>(0xFu)) | (((hh >> vec4<u32>(4u)) & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
-            let q4 = vec4<f32>((bytes4(l1 >> 4u) & vec4<u32>(0xFu)) | (((hh >> vec4<u32>(6u)) & vec4<u32>(3u)) << vec4<u32>(4u))) - 32.0;
-            let base = xv + 32u * h + k;
-            let dots = vec4<f32>(dot(q1, x[base]), dot(q2, x[base + 8u]), dot(q3, x[base + 16u]), dot(q4, x[base + 24u]));
-            // Scale index l/16 = k/4 (first 16 lanes) plus 2 per quarter.
-            if k < 4u {
-                part += dots;
-            } else {
-                part2 += dots;
-            }
+// Sub-block s (32 elements): half h = s / 4, quarter = s % 4; element l takes the low (quarter
+// < 2) or high nibble of ql[64h + l + 32 (quarter & 1)] and bits 2*quarter of qh[32h + l];
+// elements l < 16 use scale 8h + 2*quarter, the others the next one.
+fn sub_dot(b: u32, s: u32) -> f32 {
+    let h = s >> 2u;
+    let quarter = s & 3u;
+    let ql = b + 64u * h + 32u * (quarter & 1u);
+    let qh = b + 128u + 32u * h;
+    let nib = 4u * (quarter >> 1u);
+    var lo = 0.0;
+    var hi = 0.0;
+    for (var k = 0u; k < 8u; k++) {
+        let l4 = bytes4(w_u32(ql + 4u * k) >> nib) & vec4<u32>(0xFu);
+        let h4 = (bytes4(w_u32(qh + 4u * k)) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
+        let v = dot(vec4<f32>(l4 | (h4 << vec4<u32>(4u))), XS[k]);
+        if k < 4u {
+            lo += v;
+        } else {
+            hi += v;
         }
-        let sc = b + 8u * h;
-        let s0 = vec4<f32>(q6_scale(sc, 0u), q6_scale(sc, 2u), q6_scale(sc, 4u), q6_scale(sc, 6u));
-        let s1 = vec4<f32>(q6_scale(sc, 1u), q6_scale(sc, 3u), q6_scale(sc, 5u), q6_scale(sc, 7u));
-        s += dot(part, s0) + dot(part2, s1);
     }
-    return s * d;
+    let sc = b + 8u * h + 2u * quarter;
+    let d = w_f16(b + 208u);
+    return d * (q6_scale(sc, 0u) * (lo - 32.0 * XSUM.x) + q6_scale(sc, 1u) * (hi - 32.0 * XSUM.y));
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

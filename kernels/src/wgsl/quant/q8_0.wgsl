@@ -2,12 +2,12 @@
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 34u;
 
-fn unit_dot(b: u32, xv: u32) -> f32 {
-    var s = 0.0;
+fn sub_dot(b: u32, s: u32) -> f32 {
+    var acc = 0.0;
     for (var k = 0u; k < 8u; k++) {
-        s += dot(vec4<f32>(sbytes4(w_u32(b + 2u + 4u * k))), x[xv + k]);
+        acc += dot(vec4<f32>(sbytes4(w_u32(b + 2u + 4u * k))), XS[k]);
     }
-    return s * w_f16(b);
+    return acc * w_f16(b);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

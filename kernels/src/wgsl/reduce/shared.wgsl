@@ -9,9 +9,9 @@ fn linear_id(l: Lanes) -> u32 {
     return l.lid;
 }
 
-var<workgroup> red: array<f32, 1024>;
+var<workgroup> red: array<vec4<f32>, 256>;
 
-fn reduce_rows(l: Lanes, v: f32, id: u32, lane: u32) -> f32 {
+fn reduce_rows(l: Lanes, v: vec4<f32>, id: u32, lane: u32) -> vec4<f32> {
     red[id] = v;
     workgroupBarrier();
     for (var s = T / 2u; s > 0u; s >>= 1u) {

@@ -14,9 +14,9 @@ fn linear_id(l: Lanes) -> u32 {
     return l.sg_id * l.sg_size + l.sg_lane;
 }
 
-var<workgroup> red: array<f32, 1024>;
+var<workgroup> red: array<vec4<f32>, 256>;
 
-fn reduce_rows(l: Lanes, v: f32, id: u32, lane: u32) -> f32 {
+fn reduce_rows(l: Lanes, v: vec4<f32>, id: u32, lane: u32) -> vec4<f32> {
     let width = min(T, l.sg_size);
     var s = v;
     for (var o = 1u; o < width; o <<= 1u) {
@@ -24,7 +24,7 @@ fn reduce_rows(l: Lanes, v: f32, id: u32, lane: u32) -> f32 {
     }
     red[id] = s;
     workgroupBarrier();
-    var total = 0.0;
+    var total = vec4<f32>(0.0);
     let first = id - lane;
     for (var i = 0u; i < T; i += width) {
         total += red[first + i];

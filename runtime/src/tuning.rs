@@ -1,0 +1,113 @@
+//! The tuning table: which kernel variant to run on which adapter. `cargo xtask bench
+//! --write-table` measures and writes it; the committed default ships in the binary, a user file
+//! (`GPUPORT_TUNING`, else `$XDG_CONFIG_HOME/gpuport/tuning.json`) overrides it per adapter, and
+//! an adapter with no entry uses a heuristic default.
+
+use std::collections::BTreeMap;
+
+use gpuport_kernels::Reduction;
+use gpuport_kernels::gemv::GemvTunables;
+use gpuport_kernels::quant::GgmlType;
+use serde::{Deserialize, Serialize};
+
+/// One adapter's chosen tunables.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdapterTuning {
+    /// PCI vendor id.
+    pub vendor: u32,
+    /// PCI device id.
+    pub device: u32,
+    /// Driver name as wgpu reports it.
+    pub driver: String,
+    /// Adapter name (informational).
+    pub name: String,
+    /// `gemv.<quant>` → tunables.
+    pub gemv: BTreeMap<String, TunedGemv>,
+}
+
+/// GEMV tunables as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TunedGemv {
+    /// Threads per workgroup.
+    pub wg: u32,
+    /// Rows per workgroup.
+    pub rows: u32,
+    /// Rows per thread.
+    #[serde(default = "one")]
+    pub rpt: u32,
+    /// `subgroup` or `shared`.
+    pub reduction: String,
+}
+
+/// The whole table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TuningTable {
+    /// What the file is.
+    #[serde(default)]
+    pub about: String,
+    /// Entries, one per adapter.
+    pub adapters: Vec<AdapterTuning>,
+}
+
+impl TunedGemv {
+    /// As kernel tunables (`None` if the stored reduction is unknown).
+    pub fn tunables(&self) -> Option<GemvTunables> {
+        let reduction = Reduction::ALL.into_iter().find(|r| r.name() == self.reduction)?;
+        Some(GemvTunables { wg: self.wg, rows: self.rows, rpt: self.rpt, reduction })
+    }
+}
+
+impl From<GemvTunables> for TunedGemv {
+    fn from(t: GemvTunables) -> Self {
+        TunedGemv { wg: t.wg, rows: t.rows, rpt: t.rpt, reduction: t.reduction.name().to_owned() }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The key of a GEMV entry.
+pub fn gemv_key(ty: GgmlType) -> String {
+    format!("gemv.{}", ty.name())
+}
+
+impl TuningTable {
+    /// The table compiled into the binary.
+    pub fn committed() -> TuningTable {
+        serde_json::from_str(include_str!("../tuning/default.json")).unwrap_or_default()
+    }
+
+    /// The committed table with the user's file (if any) laid over it.
+    pub fn load() -> TuningTable {
+        let mut table = Self::committed();
+        let path = std::env::var_os("GPUPORT_TUNING").map(std::path::PathBuf::from).or_else(|| {
+            let base = std::env::var_os("XDG_CONFIG_HOME")
+                .map(std::path::PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))?;
+            Some(base.join("gpuport/tuning.json"))
+        });
+        if let Some(user) = path.and_then(|p| std::fs::read_to_string(p).ok()).and_then(|t| serde_json::from_str::<TuningTable>(&t).ok()) {
+            for entry in user.adapters {
+                table.upsert(entry);
+            }
+        }
+        table
+    }
+
+    /// Adds or replaces the entry for an adapter.
+    pub fn upsert(&mut self, entry: AdapterTuning) {
+        self.adapters.retain(|a| !(a.vendor == entry.vendor && a.device == entry.device && a.driver == entry.driver));
+        self.adapters.push(entry);
+    }
+
+    /// The GEMV tunables for `ty` on `info`, if the table has them.
+    pub fn gemv(&self, info: &wgpu::AdapterInfo, ty: GgmlType) -> Option<GemvTunables> {
+        self.adapters
+            .iter()
+            .find(|a| a.vendor == info.vendor && a.device == info.device && a.driver == info.driver)?
+            .gemv
+            .get(&gemv_key(ty))?
+            .tunables()
+    }
+}

@@ -1,0 +1,181 @@
+//! `cargo xtask bench`: the kernel tuning tool. In one run on the current adapter it measures the
+//! streaming-read ceiling, then every GEMV variant at named shapes (the decode GEMVs of the two
+//! test models, and one matrix per weight type large enough not to sit in cache), and reports
+//! achieved GB/s, the ceiling and their ratio. `--write-table` stores the best tunables per
+//! weight type for this adapter in `runtime/tuning/default.json`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use gpuport_kernels::Reduction;
+use gpuport_kernels::gemv::{self, GemvTunables};
+use gpuport_kernels::quant::{GgmlType, random_blocks};
+use gpuport_runtime::bench::{stream_ceiling, time_reps};
+use gpuport_runtime::tuning::{AdapterTuning, TuningTable, gemv_key};
+use gpuport_runtime::{Elem, Gpu, GpuOptions, ops};
+use serde::Serialize;
+
+/// A named GEMV shape.
+struct Shape {
+    name: String,
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+}
+
+/// The decode GEMVs of SmolLM2-135M (Q4_1, Q8_0 tied head) and Gemma 3 270M (Q5_0, Q8_0, Q4_K,
+/// Q6_K, Q8_0 tied head), rows × cols as the kernel sees them.
+fn model_shapes() -> Vec<Shape> {
+    let s = |name: &str, ty, rows, cols| Shape { name: name.to_owned(), ty, rows, cols };
+    vec![
+        s("smollm2.attn_q", GgmlType::Q4_1, 576, 576),
+        s("smollm2.attn_kv", GgmlType::Q4_1, 192, 576),
+        s("smollm2.ffn_up", GgmlType::Q4_1, 1536, 576),
+        s("smollm2.ffn_down", GgmlType::Q4_1, 576, 1536),
+        s("smollm2.lm_head", GgmlType::Q8_0, 49152, 576),
+        s("gemma3.attn_q", GgmlType::Q5_0, 1024, 640),
+        s("gemma3.attn_kv", GgmlType::Q5_0, 256, 640),
+        s("gemma3.attn_v", GgmlType::Q8_0, 256, 640),
+        s("gemma3.ffn_up", GgmlType::Q5_0, 2048, 640),
+        s("gemma3.attn_output", GgmlType::Q4K, 640, 1024),
+        s("gemma3.ffn_down", GgmlType::Q4K, 640, 2048),
+        s("gemma3.ffn_down6", GgmlType::Q6K, 640, 2048),
+        s("gemma3.lm_head", GgmlType::Q8_0, 262144, 640),
+    ]
+}
+
+/// One matrix per type of about `bytes` of weights, 8192 columns.
+fn large_shapes(bytes: usize) -> Vec<Shape> {
+    GgmlType::ALL
+        .into_iter()
+        .map(|ty| {
+            let cols = 8192;
+            let row_bytes = ty.row_bytes(cols).unwrap_or(1);
+            let rows = (bytes / row_bytes).max(1);
+            Shape { name: format!("large.{}MB", bytes / 1_000_000), ty, rows, cols }
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct Row {
+    kernel: &'static str,
+    quant: &'static str,
+    shape: String,
+    rows: usize,
+    cols: usize,
+    tunables: String,
+    seconds: f64,
+    gbps: f64,
+    ceiling_gbps: f64,
+    ratio: f64,
+    adapter: String,
+    clock: String,
+}
+
+pub struct Options {
+    pub quick: bool,
+    pub json: Option<PathBuf>,
+    pub write_table: bool,
+    pub table_out: Option<PathBuf>,
+    pub max_bytes: Option<u64>,
+}
+
+pub fn run(opts: Options) -> anyhow::Result<()> {
+    let gpu = Gpu::new(&GpuOptions::default())?;
+    let report = gpu.report();
+    let adapter = format!("{} ({}, {} {})", report.name, report.backend, report.driver, report.driver_info);
+    eprintln!("adapter: {adapter}; features {:?}", report.features);
+    let max = opts.max_bytes.unwrap_or(if opts.quick { 32 << 20 } else { 1 << 30 });
+    let ceiling = stream_ceiling(&gpu, max, opts.quick)?;
+    let best_point = ceiling.points.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps)).context("no stream point")?;
+    println!(
+        "streaming-read ceiling: {:.1} GB/s ({} MB, WG {}, {} groups, {:?})",
+        ceiling.gbps,
+        best_point.bytes / 1_000_000,
+        best_point.wg,
+        best_point.groups,
+        best_point.clock
+    );
+    let mut shapes = if opts.quick { Vec::new() } else { model_shapes() };
+    shapes.extend(large_shapes(if opts.quick { 2_000_000 } else { (max as usize).min(256_000_000) }));
+    let all: Vec<GemvTunables> = GemvTunables::all()
+        .into_iter()
+        .filter(|t| gpu.has_subgroups() || t.reduction == Reduction::Shared)
+        .filter(|t| t.wg <= gpu.limits().max_compute_invocations_per_workgroup)
+        .filter(|t| !opts.quick || matches!((t.wg, t.rows, t.rpt), (128, 8, 2) | (64, 16, 4)))
+        .collect();
+    let mut rows = Vec::new();
+    // Per type: total seconds over its shapes for each tunable, to pick one per type.
+    let mut totals: std::collections::BTreeMap<(GgmlType, GemvTunables), f64> = Default::default();
+    println!("{:<20} {:<6} {:>7} {:>6} {:>9} {:>7} {:>6}  best tunables", "shape", "quant", "rows", "cols", "MB", "GB/s", "ratio");
+    for shape in &shapes {
+        let raw = random_blocks(shape.ty, shape.rows * shape.cols / shape.ty.block_elems(), 1);
+        let w = gpu.upload(&raw, Elem::Ggml(shape.ty), &[shape.rows, shape.cols], "bench weights")?;
+        let x = gpu.upload_f32(&vec![0.5; shape.cols], &[shape.cols], "bench x")?;
+        let y = gpu.zeros_f32(&[shape.rows], "bench y")?;
+        let bytes = gemv::bytes_moved(shape.ty, shape.rows, shape.cols) as f64;
+        // About 1 GB of traffic per measurement (a few MB when quick), at least one repetition.
+        let budget = if opts.quick { 4e6 } else { 1e9 };
+        let reps = (budget / bytes).clamp(1.0, 200.0) as u32;
+        let mut best: Option<Row> = None;
+        for &t in &all {
+            let timing = time_reps(&gpu, reps, if opts.quick { 1 } else { 3 }, |rec| ops::gemv(&gpu, rec, &w, &x, &y, t))?;
+            *totals.entry((shape.ty, t)).or_default() += timing.seconds;
+            let gbps = bytes / timing.seconds / 1e9;
+            let row = Row {
+                kernel: "gemv",
+                quant: shape.ty.name(),
+                shape: shape.name.clone(),
+                rows: shape.rows,
+                cols: shape.cols,
+                tunables: format!("WG={} ROWS={} RPT={} {}", t.wg, t.rows, t.rpt, t.reduction.name()),
+                seconds: timing.seconds,
+                gbps,
+                ceiling_gbps: ceiling.gbps,
+                ratio: gbps / ceiling.gbps,
+                adapter: adapter.clone(),
+                clock: format!("{:?}", timing.clock),
+            };
+            if best.as_ref().is_none_or(|b| row.gbps > b.gbps) {
+                best = Some(row);
+            }
+        }
+        if let Some(b) = best {
+            println!(
+                "{:<20} {:<6} {:>7} {:>6} {:>9.1} {:>7.1} {:>6.3}  {}",
+                b.shape, b.quant, b.rows, b.cols, bytes / 1e6, b.gbps, b.ratio, b.tunables
+            );
+            rows.push(b);
+        }
+        gpu.recycle(w);
+        gpu.recycle(x);
+        gpu.recycle(y);
+    }
+    if let Some(path) = &opts.json {
+        let doc = serde_json::json!({ "adapter": report, "ceiling": ceiling, "results": rows });
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
+        eprintln!("wrote {}", path.display());
+    }
+    if opts.write_table {
+        let mut entry = AdapterTuning {
+            vendor: gpu.info().vendor,
+            device: gpu.info().device,
+            driver: gpu.info().driver.clone(),
+            name: gpu.info().name.clone(),
+            gemv: Default::default(),
+        };
+        for ty in GgmlType::ALL {
+            let best = totals.iter().filter(|((t, _), _)| *t == ty).min_by(|a, b| a.1.total_cmp(b.1));
+            if let Some(((_, tun), _)) = best {
+                entry.gemv.insert(gemv_key(ty), (*tun).into());
+            }
+        }
+        let path = opts.table_out.clone().unwrap_or_else(|| crate::repo_root().join("runtime/tuning/default.json"));
+        let mut table = TuningTable::committed();
+        table.upsert(entry);
+        std::fs::write(&path, serde_json::to_string_pretty(&table)? + "\n")?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
