@@ -30,12 +30,12 @@ pub struct GemvParams {
     pub pad: u32,
 }
 
-/// Elements and bytes of the kernel's unit of work for `ty`: one GGUF block, or 32 elements for
-/// f32/f16 (the kernel works in 32-element sub-blocks).
+/// Elements and bytes of the kernel's unit for `ty`: one GGUF block, or 4 (f32) / 8 (f16)
+/// elements, a 16-byte load.
 pub fn unit(ty: GgmlType) -> (u32, u32) {
     match ty {
-        GgmlType::F32 => (32, 128),
-        GgmlType::F16 => (32, 64),
+        GgmlType::F32 => (4, 16),
+        GgmlType::F16 => (8, 16),
         _ => (ty.block_elems() as u32, ty.block_bytes() as u32),
     }
 }

@@ -51,11 +51,26 @@ impl Gpu {
         let label = spec.label();
         let wgsl = spec.wgsl();
         let constants: Vec<(&str, f64)> = spec.constants.iter().map(|(k, v)| (*k, f64::from(*v))).collect();
+        let checked = std::env::var_os("GPUPORT_SHADER_CHECKS").is_some();
         let pipeline = self.scoped(&format!("compiling {label}"), || {
-            let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            let descriptor = wgpu::ShaderModuleDescriptor {
                 label: Some(&label),
                 source: wgpu::ShaderSource::Wgsl(wgsl.into()),
-            });
+            };
+            let module = if checked {
+                self.device.create_shader_module(descriptor)
+            } else {
+                // naga otherwise clamps every dynamic index, which lands in the innermost loop of
+                // each bandwidth-bound kernel. Hand-written because speed demands it.
+                // SAFETY: every kernel of gpuport-kernels indexes only inside ranges the `ops`
+                // functions check before dispatch (bindings cover rows x row bytes, x covers the
+                // columns, y the rows; loops are bounded by uniform counts). Set
+                // GPUPORT_SHADER_CHECKS=1 to compile with checks when debugging a kernel.
+                #[allow(unsafe_code)]
+                unsafe {
+                    self.device.create_shader_module_trusted(descriptor, wgpu::ShaderRuntimeChecks::unchecked())
+                }
+            };
             self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(&label),
                 layout: None,

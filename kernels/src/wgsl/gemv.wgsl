@@ -8,8 +8,8 @@
 //   cache traffic (4 bytes per element against 0.5-1 byte of quantized weight) is divided by
 //   RPT — at RPT 1 it, not DRAM, is the bottleneck of a 4-bit GEMV.
 // Threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes; a group's lanes stride over the
-// units of its rows (a unit is one GGUF block, 32 elements for f32/f16), so work per thread is
-// units per row / T. The T partial sums are reduced by a snippet: subgroup shuffles and one
+// sub-blocks of its rows (32 elements of a GGUF block; 4 or 8 elements of f32/f16), so work per
+// thread is sub-blocks per row / T. The T partial sums are reduced by a snippet: subgroup shuffles and one
 // barrier, or a shared-memory tree.
 
 struct Params {
@@ -33,7 +33,7 @@ override T: u32 = WG * RPT / ROWS;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
-// The 32 x values of the current sub-block, and the sums of their halves.
+// The x values of the current sub-block (SUB_ELEMS of them), and the sums of their halves.
 var<private> XS: array<vec4<f32>, 8>;
 var<private> XSUM: vec2<f32>;
 
@@ -44,9 +44,9 @@ var<private> XSUM: vec2<f32>;
 fn load_x(xv: u32) {
     var lo = 0.0;
     var hi = 0.0;
-    for (var k = 0u; k < 8u; k++) {
+    for (var k = 0u; k < SUB_ELEMS / 4u; k++) {
         XS[k] = x[xv + k];
-        if k < 4u {
+        if k < SUB_ELEMS / 8u {
             lo += dot(XS[k], vec4<f32>(1.0));
         } else {
             hi += dot(XS[k], vec4<f32>(1.0));
@@ -64,12 +64,15 @@ fn main(l: Lanes) {
     var acc = vec4<f32>(0.0);
     if row0 < p.rows {
         let last = min(RPT, p.rows - row0);
-        for (var u = lane; u < p.units_per_row; u += T) {
-            for (var s = 0u; s < UNIT_ELEMS / 32u; s++) {
-                load_x(p.x_offset + (u * UNIT_ELEMS + 32u * s) / 4u);
-                for (var r = 0u; r < last; r++) {
-                    acc[r] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s);
-                }
+        // Lanes take consecutive sub-blocks, so a warp's loads touch adjacent bytes even for
+        // 144- to 210-byte K-quant blocks.
+        let subs = UNIT_ELEMS / SUB_ELEMS;
+        for (var j = lane; j < p.units_per_row * subs; j += T) {
+            let u = j / subs;
+            let s = j % subs;
+            load_x(p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u);
+            for (var r = 0u; r < last; r++) {
+                acc[r] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s);
             }
         }
     }

@@ -1,15 +1,13 @@
-// f16: a unit is 32 elements (64 bytes).
-const UNIT_ELEMS: u32 = 32u;
-const UNIT_BYTES: u32 = 64u;
+// f16: a unit is 8 elements (16 bytes), so adjacent lanes read adjacent 16-byte words.
+const UNIT_ELEMS: u32 = 8u;
+const UNIT_BYTES: u32 = 16u;
+const SUB_ELEMS: u32 = 8u;
 
 fn sub_dot(b: u32, s: u32) -> f32 {
     let i = b >> 2u;
-    var acc = 0.0;
-    for (var k = 0u; k < 8u; k++) {
-        let v = vec4<f32>(unpack2x16float(w[i + 2u * k]), unpack2x16float(w[i + 2u * k + 1u]));
-        acc += dot(v, XS[k]);
-    }
-    return acc;
+    let a = vec4<f32>(unpack2x16float(w[i]), unpack2x16float(w[i + 1u]));
+    let c = vec4<f32>(unpack2x16float(w[i + 2u]), unpack2x16float(w[i + 3u]));
+    return dot(a, XS[0]) + dot(c, XS[1]);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

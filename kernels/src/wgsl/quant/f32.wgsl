@@ -1,15 +1,11 @@
-// f32: a unit is 32 elements (128 bytes).
-const UNIT_ELEMS: u32 = 32u;
-const UNIT_BYTES: u32 = 128u;
+// f32: a unit is 4 elements (16 bytes), so adjacent lanes read adjacent 16-byte words.
+const UNIT_ELEMS: u32 = 4u;
+const UNIT_BYTES: u32 = 16u;
+const SUB_ELEMS: u32 = 4u;
 
 fn sub_dot(b: u32, s: u32) -> f32 {
     let i = b >> 2u;
-    var acc = 0.0;
-    for (var k = 0u; k < 8u; k++) {
-        let j = i + 4u * k;
-        acc += dot(bitcast<vec4<f32>>(vec4<u32>(w[j], w[j + 1u], w[j + 2u], w[j + 3u])), XS[k]);
-    }
-    return acc;
+    return dot(bitcast<vec4<f32>>(vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u])), XS[0]);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

@@ -2,6 +2,7 @@
 // of byte j, element j + 16 its high nibble. Value (q - 8) * d.
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 18u;
+const SUB_ELEMS: u32 = 32u;
 
 fn sub_dot(b: u32, s: u32) -> f32 {
     var acc = 0.0;

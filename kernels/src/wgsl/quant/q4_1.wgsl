@@ -2,6 +2,7 @@
 // Value q * d + m.
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 20u;
+const SUB_ELEMS: u32 = 32u;
 
 fn sub_dot(b: u32, s: u32) -> f32 {
     let i = b >> 2u;

@@ -3,6 +3,7 @@
 // sub-block 2c+1. Value d*scale*q - dmin*min.
 const UNIT_ELEMS: u32 = 256u;
 const UNIT_BYTES: u32 = 144u;
+const SUB_ELEMS: u32 = 32u;
 
 //!include quant/kquant_scales.wgsl
 

@@ -2,6 +2,7 @@
 // nibbles (Q4_0's order). Value (q - 16) * d.
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 22u;
+const SUB_ELEMS: u32 = 32u;
 
 fn sub_dot(b: u32, s: u32) -> f32 {
     let qh = w_u32(b + 2u);

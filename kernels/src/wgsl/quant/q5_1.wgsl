@@ -1,6 +1,7 @@
 // Q5_1: 32 elements in 24 bytes: f16 d, f16 m, u32 qh, 16 bytes of nibbles. Value q * d + m.
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 24u;
+const SUB_ELEMS: u32 = 32u;
 
 fn sub_dot(b: u32, s: u32) -> f32 {
     let i = b >> 2u;

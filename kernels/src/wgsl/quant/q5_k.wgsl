@@ -2,6 +2,7 @@
 // nibbles. As Q4_K, plus bit `sub` of qh[l] as the 5th bit of element 32*sub + l.
 const UNIT_ELEMS: u32 = 256u;
 const UNIT_BYTES: u32 = 176u;
+const SUB_ELEMS: u32 = 32u;
 
 //!include quant/kquant_scales.wgsl
 

@@ -5,6 +5,7 @@
 // Value d * scale * (q - 32). The block is 2-byte aligned only.
 const UNIT_ELEMS: u32 = 256u;
 const UNIT_BYTES: u32 = 210u;
+const SUB_ELEMS: u32 = 32u;
 
 fn q6_scale(b: u32, i: u32) -> f32 {
     return f32(bitcast<i32>(w_u8(b + 192u + i) << 24u) >> 24u);

@@ -1,6 +1,7 @@
 // Q8_0: 32 elements in 34 bytes: f16 d, 32 int8. Value q * d.
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 34u;
+const SUB_ELEMS: u32 = 32u;
 
 fn sub_dot(b: u32, s: u32) -> f32 {
     var acc = 0.0;
