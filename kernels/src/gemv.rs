@@ -58,7 +58,7 @@ pub const WG_VALUES: [u32; 4] = [32, 64, 128, 256];
 /// Allowed rows per workgroup.
 pub const ROWS_VALUES: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// Allowed rows per thread.
-pub const RPT_VALUES: [u32; 3] = [1, 2, 4];
+pub const RPT_VALUES: [u32; 4] = [1, 2, 4, 8];
 
 impl GemvTunables {
     /// Every allowed combination: rows per thread at most rows per workgroup, and at most one

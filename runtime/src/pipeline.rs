@@ -52,6 +52,9 @@ impl Gpu {
         let wgsl = spec.wgsl();
         let constants: Vec<(&str, f64)> = spec.constants.iter().map(|(k, v)| (*k, f64::from(*v))).collect();
         let checked = std::env::var_os("GPUPORT_SHADER_CHECKS").is_some();
+        if std::env::var_os("GPUPORT_TRACE_PIPELINES").is_some() {
+            eprintln!("compiling {label}");
+        }
         let pipeline = self.scoped(&format!("compiling {label}"), || {
             let descriptor = wgpu::ShaderModuleDescriptor {
                 label: Some(&label),
@@ -61,14 +64,20 @@ impl Gpu {
                 self.device.create_shader_module(descriptor)
             } else {
                 // naga otherwise clamps every dynamic index, which lands in the innermost loop of
-                // each bandwidth-bound kernel. Hand-written because speed demands it.
+                // each bandwidth-bound kernel. Only index clamps are dropped: with loop bounding
+                // off as well, NVIDIA's 580 driver compiler crashed (segfault in
+                // libnvidia-gpucomp) on some GEMV variants.
                 // SAFETY: every kernel of gpuport-kernels indexes only inside ranges the `ops`
                 // functions check before dispatch (bindings cover rows x row bytes, x covers the
                 // columns, y the rows; loops are bounded by uniform counts). Set
                 // GPUPORT_SHADER_CHECKS=1 to compile with checks when debugging a kernel.
                 #[allow(unsafe_code)]
                 unsafe {
-                    self.device.create_shader_module_trusted(descriptor, wgpu::ShaderRuntimeChecks::unchecked())
+                    let checks = wgpu::ShaderRuntimeChecks {
+                        bounds_checks: false,
+                        ..wgpu::ShaderRuntimeChecks::checked()
+                    };
+                    self.device.create_shader_module_trusted(descriptor, checks)
                 }
             };
             self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {

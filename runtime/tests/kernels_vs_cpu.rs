@@ -73,7 +73,7 @@ fn gemv_matches_cpu_for_every_type_and_its_tunables() {
     let spanning: Vec<GemvTunables> = tunables
         .iter()
         .copied()
-        .filter(|t| matches!((t.wg, t.rows, t.rpt), (32, 32, 1) | (64, 64, 4) | (128, 8, 2) | (256, 4, 1) | (256, 1, 1) | (32, 4, 4)))
+        .filter(|t| matches!((t.wg, t.rows, t.rpt), (32, 32, 1) | (64, 64, 4) | (64, 64, 8) | (128, 8, 2) | (256, 4, 1) | (256, 1, 1) | (32, 4, 4)))
         .collect();
     for ty in GgmlType::ALL {
         let only = |r: Reduction| tunables.iter().copied().filter(|t| t.reduction == r).collect::<Vec<_>>();

@@ -4,7 +4,7 @@
 // Tunables (override constants):
 // - WG: threads per workgroup;
 // - ROWS: rows per workgroup;
-// - RPT: rows per thread. A thread loads 32 x values once and applies them to RPT rows, so x's
+// - RPT: rows per thread (1-8). A thread loads 32 x values once and applies them to RPT rows, so x's
 //   cache traffic (4 bytes per element against 0.5-1 byte of quantized weight) is divided by
 //   RPT — at RPT 1 it, not DRAM, is the bottleneck of a 4-bit GEMV.
 // Threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes; a group's lanes stride over the
@@ -61,7 +61,7 @@ fn main(l: Lanes) {
     let group = id / T;
     let lane = id % T;
     let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + group * RPT;
-    var acc = vec4<f32>(0.0);
+    var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     if row0 < p.rows {
         let last = min(RPT, p.rows - row0);
         // Lanes take consecutive sub-blocks, so a warp's loads touch adjacent bytes even for
@@ -72,15 +72,19 @@ fn main(l: Lanes) {
             let s = j % subs;
             load_x(p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u);
             for (var r = 0u; r < last; r++) {
-                acc[r] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s);
+                acc[r / 4u][r % 4u] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s);
             }
         }
     }
-    let total = reduce_rows(l, acc, id, lane);
+    var total = array<vec4<f32>, 2>(reduce_rows(l, acc[0], id, lane), vec4<f32>(0.0));
+    if RPT > 4u {
+        workgroupBarrier();
+        total[1] = reduce_rows(l, acc[1], id, lane);
+    }
     if lane == 0u {
         for (var r = 0u; r < RPT; r++) {
             if row0 + r < p.rows {
-                y[p.y_offset + row0 + r] = total[r];
+                y[p.y_offset + row0 + r] = total[r / 4u][r % 4u];
             }
         }
     }
