@@ -13,9 +13,8 @@ override WG: u32 = 256u;
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-// Unused here; the quant snippets' dot functions name them.
-var<private> XS: array<vec4<f32>, 8>;
-var<private> XSUM: vec2<f32>;
+// Unused here; the quant snippets' dot functions name it.
+@group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
 
 //!include common.wgsl
 //!include quant

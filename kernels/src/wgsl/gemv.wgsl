@@ -4,9 +4,8 @@
 // Tunables (override constants):
 // - WG: threads per workgroup;
 // - ROWS: rows per workgroup;
-// - RPT: rows per thread (1-8). A thread loads 32 x values once and applies them to RPT rows, so x's
-//   cache traffic (4 bytes per element against 0.5-1 byte of quantized weight) is divided by
-//   RPT — at RPT 1 it, not DRAM, is the bottleneck of a 4-bit GEMV.
+// - RPT: rows per thread (1-8): a thread walks the same sub-blocks of RPT rows, so the x values
+//   it reads stay in its cache lines across rows.
 // Threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes; a group's lanes stride over the
 // sub-blocks of its rows (32 elements of a GGUF block; 4 or 8 elements of f32/f16), so work per
 // thread is sub-blocks per row / T. The T partial sums are reduced by a snippet: subgroup shuffles and one
@@ -33,26 +32,25 @@ override T: u32 = WG * RPT / ROWS;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
-// The x values of the current sub-block (SUB_ELEMS of them), and the sums of their halves.
-var<private> XS: array<vec4<f32>, 8>;
-var<private> XSUM: vec2<f32>;
 
 //!include common.wgsl
 //!include quant
 //!include reduce
 
-fn load_x(xv: u32) {
+// The sums of the two halves of the sub-block of x at vec4 index xv (the offset terms of the
+// quant formats multiply them). x itself is read from the cache by each row's dot product:
+// staging it in a private array made NVIDIA's compiler place the array in local memory.
+fn x_sums(xv: u32) -> vec2<f32> {
     var lo = 0.0;
     var hi = 0.0;
     for (var k = 0u; k < SUB_ELEMS / 4u; k++) {
-        XS[k] = x[xv + k];
         if k < SUB_ELEMS / 8u {
-            lo += dot(XS[k], vec4<f32>(1.0));
+            lo += dot(x[xv + k], vec4<f32>(1.0));
         } else {
-            hi += dot(XS[k], vec4<f32>(1.0));
+            hi += dot(x[xv + k], vec4<f32>(1.0));
         }
     }
-    XSUM = vec2<f32>(lo, hi);
+    return vec2<f32>(lo, hi);
 }
 
 @compute @workgroup_size(WG)
@@ -70,9 +68,10 @@ fn main(l: Lanes) {
         for (var j = lane; j < p.units_per_row * subs; j += T) {
             let u = j / subs;
             let s = j % subs;
-            load_x(p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u);
+            let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u;
+            let xsum = x_sums(xv);
             for (var r = 0u; r < last; r++) {
-                acc[r / 4u][r % 4u] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s);
+                acc[r / 4u][r % 4u] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s, xv, xsum);
             }
         }
     }

@@ -4,14 +4,14 @@ const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 18u;
 const SUB_ELEMS: u32 = 32u;
 
-fn sub_dot(b: u32, s: u32) -> f32 {
+fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     var acc = 0.0;
     for (var k = 0u; k < 4u; k++) {
         let q = w_u32(b + 2u + 4u * k);
-        acc += dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), XS[k]);
-        acc += dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), XS[4u + k]);
+        acc += dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), x[xv + k]);
+        acc += dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), x[xv + 4u + k]);
     }
-    return (acc - 8.0 * (XSUM.x + XSUM.y)) * w_f16(b);
+    return (acc - 8.0 * (xsum.x + xsum.y)) * w_f16(b);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

@@ -4,16 +4,16 @@ const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 20u;
 const SUB_ELEMS: u32 = 32u;
 
-fn sub_dot(b: u32, s: u32) -> f32 {
+fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     let i = b >> 2u;
     var acc = 0.0;
     for (var k = 0u; k < 4u; k++) {
         let q = w[i + 1u + k];
-        acc += dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), XS[k]);
-        acc += dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), XS[4u + k]);
+        acc += dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), x[xv + k]);
+        acc += dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), x[xv + 4u + k]);
     }
     let dm = unpack2x16float(w[i]);
-    return acc * dm.x + (XSUM.x + XSUM.y) * dm.y;
+    return acc * dm.x + (xsum.x + xsum.y) * dm.y;
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

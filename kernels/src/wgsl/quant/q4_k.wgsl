@@ -8,16 +8,16 @@ const SUB_ELEMS: u32 = 32u;
 //!include quant/kquant_scales.wgsl
 
 // Sub-block s (32 elements): chunk s / 2, low nibbles when s is even, high when odd.
-fn sub_dot(b: u32, s: u32) -> f32 {
+fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     let qw = (b >> 2u) + 4u + 8u * (s >> 1u);
     let shift = 4u * (s & 1u);
     var acc = 0.0;
     for (var k = 0u; k < 8u; k++) {
-        acc += dot(vec4<f32>(bytes4(w[qw + k] >> shift) & vec4<u32>(0xFu)), XS[k]);
+        acc += dot(vec4<f32>(bytes4(w[qw + k] >> shift) & vec4<u32>(0xFu)), x[xv + k]);
     }
     let dd = unpack2x16float(w[b >> 2u]);
     let sm = k_scale_min(b + 4u, s);
-    return dd.x * sm.x * acc - dd.y * sm.y * (XSUM.x + XSUM.y);
+    return dd.x * sm.x * acc - dd.y * sm.y * (xsum.x + xsum.y);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

@@ -4,17 +4,17 @@ const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 22u;
 const SUB_ELEMS: u32 = 32u;
 
-fn sub_dot(b: u32, s: u32) -> f32 {
+fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     let qh = w_u32(b + 2u);
     var acc = 0.0;
     for (var k = 0u; k < 4u; k++) {
         let q = w_u32(b + 6u + 4u * k);
         let hl = (vec4<u32>(qh >> (4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
         let hh = (vec4<u32>(qh >> (16u + 4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
-        acc += dot(vec4<f32>((bytes4(q) & vec4<u32>(0xFu)) | (hl << vec4<u32>(4u))), XS[k]);
-        acc += dot(vec4<f32>((bytes4(q >> 4u) & vec4<u32>(0xFu)) | (hh << vec4<u32>(4u))), XS[4u + k]);
+        acc += dot(vec4<f32>((bytes4(q) & vec4<u32>(0xFu)) | (hl << vec4<u32>(4u))), x[xv + k]);
+        acc += dot(vec4<f32>((bytes4(q >> 4u) & vec4<u32>(0xFu)) | (hh << vec4<u32>(4u))), x[xv + 4u + k]);
     }
-    return (acc - 16.0 * (XSUM.x + XSUM.y)) * w_f16(b);
+    return (acc - 16.0 * (xsum.x + xsum.y)) * w_f16(b);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {
