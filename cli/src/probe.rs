@@ -36,19 +36,53 @@ pub fn run(json: bool, bench: bool) -> u8 {
         println!("{doc:#}");
         return EXIT_OK;
     }
-    println!("{} ({}, {})", report.name, report.backend, report.device_type);
-    println!("  driver                 {} {}", report.driver, report.driver_info);
-    println!("  pci                    {:04x}:{:04x}", report.vendor, report.device);
+    println!(
+        "{} ({}, {})",
+        report.name, report.backend, report.device_type
+    );
+    println!(
+        "  driver                 {} {}",
+        report.driver, report.driver_info
+    );
+    println!(
+        "  pci                    {:04x}:{:04x}",
+        report.vendor, report.device
+    );
     println!("  features               {}", report.features.join(", "));
-    println!("  subgroup sizes         {}..={}", report.subgroup_sizes.0, report.subgroup_sizes.1);
-    println!("  max buffer             {} bytes", grouped(report.max_buffer_size));
-    println!("  max storage binding    {} bytes", grouped(report.max_storage_buffer_binding_size));
-    println!("  binding alignment      {} bytes", report.min_storage_buffer_offset_alignment);
-    println!("  workgroups / dimension {}", report.max_compute_workgroups_per_dimension);
-    println!("  threads / workgroup    {}", report.max_compute_invocations_per_workgroup);
-    println!("  workgroup memory       {} bytes", report.max_compute_workgroup_storage_size);
+    println!(
+        "  subgroup sizes         {}..={}",
+        report.subgroup_sizes.0, report.subgroup_sizes.1
+    );
+    println!(
+        "  max buffer             {} bytes",
+        grouped(report.max_buffer_size)
+    );
+    println!(
+        "  max storage binding    {} bytes",
+        grouped(report.max_storage_buffer_binding_size)
+    );
+    println!(
+        "  binding alignment      {} bytes",
+        report.min_storage_buffer_offset_alignment
+    );
+    println!(
+        "  workgroups / dimension {}",
+        report.max_compute_workgroups_per_dimension
+    );
+    println!(
+        "  threads / workgroup    {}",
+        report.max_compute_invocations_per_workgroup
+    );
+    println!(
+        "  workgroup memory       {} bytes",
+        report.max_compute_workgroup_storage_size
+    );
     if let Some(c) = ceiling {
-        println!("  streaming read         {:.1} GB/s (best of {} configurations)", c.gbps, c.points.len());
+        println!(
+            "  streaming read         {:.1} GB/s (best of {} configurations)",
+            c.gbps,
+            c.points.len()
+        );
     }
     EXIT_OK
 }

@@ -68,8 +68,16 @@ impl GemvTunables {
         for reduction in Reduction::ALL {
             for wg in WG_VALUES {
                 for rows in ROWS_VALUES {
-                    for rpt in RPT_VALUES.into_iter().filter(|r| *r <= rows && rows / r <= wg) {
-                        out.push(GemvTunables { wg, rows, rpt, reduction });
+                    for rpt in RPT_VALUES
+                        .into_iter()
+                        .filter(|r| *r <= rows && rows / r <= wg)
+                    {
+                        out.push(GemvTunables {
+                            wg,
+                            rows,
+                            rpt,
+                            reduction,
+                        });
                     }
                 }
             }
@@ -79,8 +87,17 @@ impl GemvTunables {
 
     /// A sound default before any tuning, subgroups when available.
     pub fn default_for(subgroups: bool) -> Self {
-        let reduction = if subgroups { Reduction::Subgroup } else { Reduction::Shared };
-        GemvTunables { wg: 128, rows: 8, rpt: 2, reduction }
+        let reduction = if subgroups {
+            Reduction::Subgroup
+        } else {
+            Reduction::Shared
+        };
+        GemvTunables {
+            wg: 128,
+            rows: 8,
+            rpt: 2,
+            reduction,
+        }
     }
 
     /// Lanes that share a group of rows.
@@ -125,8 +142,12 @@ pub fn params(
     max_groups_per_dim: u32,
 ) -> Result<(GemvParams, (u32, u32)), GemvShapeError> {
     let (ue, ub) = unit(ty);
-    if cols % ue as usize != 0 {
-        return Err(GemvShapeError::Cols { ty: ty.name(), cols, unit: ue });
+    if !cols.is_multiple_of(ue as usize) {
+        return Err(GemvShapeError::Cols {
+            ty: ty.name(),
+            cols,
+            unit: ue,
+        });
     }
     let units = (cols / ue as usize) as u32;
     let groups = rows.div_ceil(t.rows);
@@ -150,7 +171,10 @@ pub fn reference(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32]) ->
     (0..rows)
         .map(|r| {
             let row = dequantize(ty, &w[r * row_bytes..(r + 1) * row_bytes]);
-            row.iter().zip(x).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum::<f64>() as f32
+            row.iter()
+                .zip(x)
+                .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                .sum::<f64>() as f32
         })
         .collect()
 }

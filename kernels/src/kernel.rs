@@ -74,6 +74,9 @@ impl KernelSpec {
 
     /// The value of constant `name`, if set.
     pub fn constant(&self, name: &str) -> Option<u32> {
-        self.constants.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+        self.constants
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| *v)
     }
 }

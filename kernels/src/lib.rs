@@ -41,7 +41,11 @@ pub fn grid_2d(groups: u32, max_per_dim: u32) -> (u32, u32) {
 pub fn all_specs() -> Vec<KernelSpec> {
     let mut out = Vec::new();
     for ty in quant::GgmlType::ALL {
-        out.extend(gemv::GemvTunables::all().into_iter().map(|t| gemv::spec(ty, t)));
+        out.extend(
+            gemv::GemvTunables::all()
+                .into_iter()
+                .map(|t| gemv::spec(ty, t)),
+        );
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
     }
     out.extend(stream::WG_VALUES.map(stream::spec));

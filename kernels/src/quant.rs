@@ -88,7 +88,9 @@ impl GgmlType {
     pub fn block_elems(self) -> usize {
         match self {
             GgmlType::F32 | GgmlType::F16 => 1,
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => 32,
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => {
+                32
+            }
             GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => 256,
         }
     }
@@ -111,7 +113,9 @@ impl GgmlType {
 
     /// Bytes of a row of `elems` elements, `None` if `elems` is not a whole number of blocks.
     pub fn row_bytes(self, elems: usize) -> Option<usize> {
-        (elems % self.block_elems() == 0).then(|| elems / self.block_elems() * self.block_bytes())
+        elems
+            .is_multiple_of(self.block_elems())
+            .then(|| elems / self.block_elems() * self.block_bytes())
     }
 }
 
@@ -161,7 +165,12 @@ pub fn dequantize_block(ty: GgmlType, block: &[u8], out: &mut [f32]) {
             } else {
                 (f16_at(block, 0), f16_at(block, 2), 4)
             };
-            let qh = u32::from_le_bytes([block[qh_at], block[qh_at + 1], block[qh_at + 2], block[qh_at + 3]]);
+            let qh = u32::from_le_bytes([
+                block[qh_at],
+                block[qh_at + 1],
+                block[qh_at + 2],
+                block[qh_at + 3],
+            ]);
             for j in 0..16 {
                 let q = block[qh_at + 4 + j];
                 let lo = u32::from(q & 0x0F) | (((qh >> j) & 1) << 4);

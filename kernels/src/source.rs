@@ -76,7 +76,13 @@ pub fn assemble(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>) 
     out
 }
 
-fn expand(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>, seen: &mut Vec<String>, out: &mut String) {
+fn expand(
+    path: &str,
+    quant: Option<GgmlType>,
+    reduce: Option<Reduction>,
+    seen: &mut Vec<String>,
+    out: &mut String,
+) {
     let resolved = match (path, quant, reduce) {
         ("quant", Some(ty), _) => quant_file(ty).to_owned(),
         ("reduce", _, Some(r)) => format!("reduce/{}.wgsl", r.name()),

@@ -64,8 +64,9 @@ pub fn validate(spec: &KernelSpec) -> Result<(usize, usize), ShaderError> {
         constants.insert((*name).to_owned(), f64::from(*value));
     }
     let entry = (ShaderStage::Compute, spec.entry());
-    let (module, info) = naga::back::pipeline_constants::process_overrides(&module, &info, Some(entry), &constants)
-        .map_err(|e| invalid("overrides", e.to_string()))?;
+    let (module, info) =
+        naga::back::pipeline_constants::process_overrides(&module, &info, Some(entry), &constants)
+            .map_err(|e| invalid("overrides", e.to_string()))?;
     let spv_options = naga::back::spv::Options {
         lang_version: (1, 3),
         ..Default::default()

@@ -13,5 +13,10 @@ fn every_variant_validates_and_translates() {
         .filter_map(|s| validate(s).err().map(|e| e.to_string()))
         .collect();
     let shown: Vec<&String> = failures.iter().take(5).collect();
-    assert!(failures.is_empty(), "{} of {} variants fail; first:\n{shown:#?}", failures.len(), specs.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} variants fail; first:\n{shown:#?}",
+        failures.len(),
+        specs.len()
+    );
 }

@@ -42,7 +42,11 @@ pub fn time_reps(
     warm.submit()?;
     gpu.wait()?;
     let mut best = f64::INFINITY;
-    let clock = if gpu.has_timestamps() { Clock::GpuTimestamps } else { Clock::WallClock };
+    let clock = if gpu.has_timestamps() {
+        Clock::GpuTimestamps
+    } else {
+        Clock::WallClock
+    };
     for _ in 0..trials.max(1) {
         let mut rec = match clock {
             Clock::GpuTimestamps => Recorder::profiling(gpu)?,
@@ -61,7 +65,10 @@ pub fn time_reps(
         };
         best = best.min(seconds / f64::from(reps.max(1)));
     }
-    Ok(Timing { seconds: best, clock })
+    Ok(Timing {
+        seconds: best,
+        clock,
+    })
 }
 
 /// One streaming-read configuration and its result.
@@ -93,23 +100,48 @@ pub struct StreamCeiling {
 /// adapter's binding limit); `quick` measures fewer points.
 pub fn stream_ceiling(gpu: &Gpu, max_bytes: u64, quick: bool) -> Result<StreamCeiling, GpuError> {
     let limits = gpu.limits();
-    let cap = max_bytes.min(u64::from(limits.max_storage_buffer_binding_size)) / 16 * 16;
-    let sizes: Vec<u64> = if quick { vec![cap] } else { vec![cap / 8, cap / 2, cap] };
+    let cap = max_bytes.min(limits.max_storage_buffer_binding_size) / 16 * 16;
+    let sizes: Vec<u64> = if quick {
+        vec![cap]
+    } else {
+        vec![cap / 8, cap / 2, cap]
+    };
     let wgs: Vec<u32> = [128u32, 256, 512]
         .into_iter()
         .filter(|w| *w <= limits.max_compute_invocations_per_workgroup)
         .collect();
-    let grids: &[u32] = if quick { &[1024, 8192] } else { &[256, 1024, 4096, 16384, 65535] };
+    let grids: &[u32] = if quick {
+        &[1024, 8192]
+    } else {
+        &[256, 1024, 4096, 16384, 65535]
+    };
     let mut points = Vec::new();
     for &bytes in &sizes {
         let src = gpu.storage_buffer(bytes, "stream source")?;
-        let src = crate::tensor::Tensor { buffer: src, offset: 0, bytes, elem: Elem::U32, shape: vec![(bytes / 4) as usize] };
+        let src = crate::tensor::Tensor {
+            buffer: src,
+            offset: 0,
+            bytes,
+            elem: Elem::U32,
+            shape: vec![(bytes / 4) as usize],
+        };
         for &wg in &wgs {
-            for &groups in grids.iter().filter(|g| **g <= limits.max_compute_workgroups_per_dimension) {
+            for &groups in grids
+                .iter()
+                .filter(|g| **g <= limits.max_compute_workgroups_per_dimension)
+            {
                 let sink = gpu.zeros_f32(&[(wg * groups) as usize], "stream sink")?;
                 let reps = if quick { 2 } else { 5 };
-                let t = time_reps(gpu, reps, if quick { 1 } else { 3 }, |rec| stream_read(gpu, rec, &src, &sink, wg, groups))?;
-                points.push(StreamPoint { bytes, wg, groups, gbps: bytes as f64 / t.seconds / 1e9, clock: t.clock });
+                let t = time_reps(gpu, reps, if quick { 1 } else { 3 }, |rec| {
+                    stream_read(gpu, rec, &src, &sink, wg, groups)
+                })?;
+                points.push(StreamPoint {
+                    bytes,
+                    wg,
+                    groups,
+                    gbps: bytes as f64 / t.seconds / 1e9,
+                    clock: t.clock,
+                });
                 gpu.recycle(sink);
             }
         }

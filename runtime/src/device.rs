@@ -79,7 +79,6 @@ pub struct AdapterReport {
     pub max_compute_workgroup_storage_size: u32,
 }
 
-
 impl Gpu {
     /// Opens the best adapter (or the one `options` names) with its full limits.
     pub fn new(options: &GpuOptions) -> Result<Gpu, GpuError> {
@@ -91,7 +90,9 @@ impl Gpu {
         let explicit = options.backends.or_else(wgpu::Backends::from_env);
         let first = explicit.unwrap_or(wgpu::Backends::PRIMARY);
         match Self::open_with(options, first).await {
-            Err(GpuError::NoAdapter(_)) if explicit.is_none() => Self::open_with(options, wgpu::Backends::GL).await,
+            Err(GpuError::NoAdapter(_)) if explicit.is_none() => {
+                Self::open_with(options, wgpu::Backends::GL).await
+            }
             other => other,
         }
     }
@@ -112,7 +113,9 @@ impl Gpu {
                 adapters
                     .into_iter()
                     .find(|a| a.get_info().name.to_lowercase().contains(wanted.as_str()))
-                    .ok_or_else(|| GpuError::NoAdapter(format!("none named like `{wanted}` among {names:?}")))?
+                    .ok_or_else(|| {
+                        GpuError::NoAdapter(format!("none named like `{wanted}` among {names:?}"))
+                    })?
             }
             None => instance
                 .request_adapter(&wgpu::RequestAdapterOptions {
@@ -180,11 +183,16 @@ impl Gpu {
 
     /// The GEMV tunables for `ty` here: the tuning table's entry for this adapter, else the
     /// heuristic default.
-    pub fn gemv_tunables(&self, ty: gpuport_kernels::quant::GgmlType) -> gpuport_kernels::gemv::GemvTunables {
+    pub fn gemv_tunables(
+        &self,
+        ty: gpuport_kernels::quant::GgmlType,
+    ) -> gpuport_kernels::gemv::GemvTunables {
         crate::tuning::TuningTable::load()
             .gemv(&self.info, ty)
             .filter(|t| t.reduction == gpuport_kernels::Reduction::Shared || self.has_subgroups())
-            .unwrap_or_else(|| gpuport_kernels::gemv::GemvTunables::default_for(self.has_subgroups()))
+            .unwrap_or_else(|| {
+                gpuport_kernels::gemv::GemvTunables::default_for(self.has_subgroups())
+            })
     }
 
     /// Whether passes can carry timestamps.
@@ -216,7 +224,9 @@ impl Gpu {
                 timeout: None,
             })
             .map_err(|e| match e {
-                wgpu::PollError::Timeout => GpuError::DeviceLost("timed out waiting for the GPU".into()),
+                wgpu::PollError::Timeout => {
+                    GpuError::DeviceLost("timed out waiting for the GPU".into())
+                }
                 other => GpuError::DeviceLost(other.to_string()),
             })?;
         self.check()
@@ -247,8 +257,14 @@ impl Gpu {
             (wgpu::Features::SHADER_F16, "shader-f16"),
             (wgpu::Features::SUBGROUP, "subgroups"),
             (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
-            (wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES, "timestamp-query-inside-passes"),
-            (wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS, "timestamp-query-inside-encoders"),
+            (
+                wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
+                "timestamp-query-inside-passes",
+            ),
+            (
+                wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
+                "timestamp-query-inside-encoders",
+            ),
         ]
         .into_iter()
         .filter(|(f, _)| self.features.contains(*f))

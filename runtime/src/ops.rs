@@ -9,13 +9,24 @@ use crate::error::GpuError;
 use crate::recorder::Recorder;
 use crate::tensor::{Elem, Tensor};
 
-fn bind(gpu: &Gpu, layout: &wgpu::BindGroupLayout, entries: &[wgpu::BindingResource<'_>]) -> wgpu::BindGroup {
+fn bind(
+    gpu: &Gpu,
+    layout: &wgpu::BindGroupLayout,
+    entries: &[wgpu::BindingResource<'_>],
+) -> wgpu::BindGroup {
     let entries: Vec<wgpu::BindGroupEntry<'_>> = entries
         .iter()
         .enumerate()
-        .map(|(i, r)| wgpu::BindGroupEntry { binding: i as u32, resource: r.clone() })
+        .map(|(i, r)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource: r.clone(),
+        })
         .collect();
-    gpu.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout, entries: &entries })
+    gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout,
+        entries: &entries,
+    })
 }
 
 fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
@@ -23,24 +34,39 @@ fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
         Elem::Ggml(ty) => Ok(ty),
         Elem::F32 => Ok(GgmlType::F32),
         Elem::F16 => Ok(GgmlType::F16),
-        other => Err(GpuError::Shape(format!("{other:?} weights have no GEMV kernel"))),
+        other => Err(GpuError::Shape(format!(
+            "{other:?} weights have no GEMV kernel"
+        ))),
     }
 }
 
 /// Row ranges `(first_row, rows, byte_offset)` of a row-major matrix such that each range fits
 /// one storage binding and starts at an offset the adapter accepts.
-pub fn row_chunks(rows: u64, row_bytes: u64, max_binding: u64, align: u64) -> Result<Vec<(u64, u64, u64)>, GpuError> {
+pub fn row_chunks(
+    rows: u64,
+    row_bytes: u64,
+    max_binding: u64,
+    align: u64,
+) -> Result<Vec<(u64, u64, u64)>, GpuError> {
     if rows * row_bytes <= max_binding {
         return Ok(vec![(0, rows, 0)]);
     }
     if row_bytes > max_binding {
-        return Err(GpuError::TooLarge { what: "one matrix row".into(), bytes: row_bytes, limit: max_binding });
+        return Err(GpuError::TooLarge {
+            what: "one matrix row".into(),
+            bytes: row_bytes,
+            limit: max_binding,
+        });
     }
     // Chunk starts must be multiples of `align` bytes: step in multiples of this many rows.
     let step = align / gcd(align, row_bytes);
     let per_chunk = (max_binding / row_bytes) / step * step;
     if per_chunk == 0 {
-        return Err(GpuError::TooLarge { what: format!("{step} aligned rows"), bytes: step * row_bytes, limit: max_binding });
+        return Err(GpuError::TooLarge {
+            what: format!("{step} aligned rows"),
+            bytes: step * row_bytes,
+            limit: max_binding,
+        });
     }
     let mut out = Vec::new();
     let mut first = 0;
@@ -58,8 +84,15 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// Records `y = W x` for `w` of shape `[rows, cols]`, f32 `x` of `cols` and f32 `y` of `rows`.
 /// Weights larger than one storage binding are bound in row chunks.
-pub fn gemv(gpu: &Gpu, rec: &mut Recorder<'_>, w: &Tensor, x: &Tensor, y: &Tensor, t: gemv::GemvTunables) -> Result<(), GpuError> {
-    let limit = u64::from(gpu.limits().max_storage_buffer_binding_size);
+pub fn gemv(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    w: &Tensor,
+    x: &Tensor,
+    y: &Tensor,
+    t: gemv::GemvTunables,
+) -> Result<(), GpuError> {
+    let limit = gpu.limits().max_storage_buffer_binding_size;
     gemv_chunked(gpu, rec, w, x, y, t, limit)
 }
 
@@ -75,53 +108,118 @@ pub fn gemv_chunked(
 ) -> Result<(), GpuError> {
     let ty = ggml_type(w)?;
     let [rows, cols] = w.shape[..] else {
-        return Err(GpuError::Shape(format!("GEMV weights must be 2-D, got {:?}", w.shape)));
+        return Err(GpuError::Shape(format!(
+            "GEMV weights must be 2-D, got {:?}",
+            w.shape
+        )));
     };
     if x.shape.iter().product::<usize>() != cols || y.shape.iter().product::<usize>() != rows {
-        return Err(GpuError::Shape(format!("GEMV [{rows}, {cols}] with x {:?} and y {:?}", x.shape, y.shape)));
+        return Err(GpuError::Shape(format!(
+            "GEMV [{rows}, {cols}] with x {:?} and y {:?}",
+            x.shape, y.shape
+        )));
     }
     let pipeline = gpu.pipeline(&gemv::spec(ty, t))?;
-    let row_bytes = ty.row_bytes(cols).ok_or_else(|| GpuError::Shape(format!("{cols} columns of {} are not whole blocks", ty.name())))? as u64;
+    let row_bytes = ty.row_bytes(cols).ok_or_else(|| {
+        GpuError::Shape(format!(
+            "{cols} columns of {} are not whole blocks",
+            ty.name()
+        ))
+    })? as u64;
     let limits = gpu.limits();
-    let chunks = row_chunks(rows as u64, row_bytes, max_binding, u64::from(limits.min_storage_buffer_offset_alignment))?;
+    let chunks = row_chunks(
+        rows as u64,
+        row_bytes,
+        max_binding,
+        u64::from(limits.min_storage_buffer_offset_alignment),
+    )?;
     for (first, n, byte_offset) in chunks {
-        let (mut p, grid) = gemv::params(ty, n as u32, cols, 0, t, limits.max_compute_workgroups_per_dimension)
-            .map_err(|e| GpuError::Shape(e.to_string()))?;
+        let (mut p, grid) = gemv::params(
+            ty,
+            n as u32,
+            cols,
+            0,
+            t,
+            limits.max_compute_workgroups_per_dimension,
+        )
+        .map_err(|e| GpuError::Shape(e.to_string()))?;
         p.y_offset = first as u32;
         let slot = rec.uniform(&p)?;
         let len = (n * row_bytes).div_ceil(4) * 4;
-        let group = bind(gpu, &pipeline.layout, &[rec.uniform_binding(slot), w.binding_range(byte_offset, len), x.binding(), y.binding()]);
+        let group = bind(
+            gpu,
+            &pipeline.layout,
+            &[
+                rec.uniform_binding(slot),
+                w.binding_range(byte_offset, len),
+                x.binding(),
+                y.binding(),
+            ],
+        );
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
     }
     Ok(())
 }
 
 /// Records the dequantization of `w` (whole blocks) into f32 `out`.
-pub fn dequantize(gpu: &Gpu, rec: &mut Recorder<'_>, w: &Tensor, out: &Tensor, wg: u32) -> Result<(), GpuError> {
+pub fn dequantize(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    w: &Tensor,
+    out: &Tensor,
+    wg: u32,
+) -> Result<(), GpuError> {
     let ty = ggml_type(w)?;
     let elems = w.shape.iter().product::<usize>();
     if out.shape.iter().product::<usize>() != elems {
-        return Err(GpuError::Shape(format!("dequantizing {elems} elements into {:?}", out.shape)));
+        return Err(GpuError::Shape(format!(
+            "dequantizing {elems} elements into {:?}",
+            out.shape
+        )));
     }
     let pipeline = gpu.pipeline(&dequant::spec(ty, wg))?;
     let groups = (elems as u32).div_ceil(wg);
     let grid = grid_2d(groups, gpu.limits().max_compute_workgroups_per_dimension);
-    let p = dequant::DequantParams { elems: elems as u32, w_offset: 0, grid_x: grid.0, pad: 0 };
+    let p = dequant::DequantParams {
+        elems: elems as u32,
+        w_offset: 0,
+        grid_x: grid.0,
+        pad: 0,
+    };
     let slot = rec.uniform(&p)?;
-    let group = bind(gpu, &pipeline.layout, &[rec.uniform_binding(slot), w.binding(), out.binding()]);
+    let group = bind(
+        gpu,
+        &pipeline.layout,
+        &[rec.uniform_binding(slot), w.binding(), out.binding()],
+    );
     rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
     Ok(())
 }
 
 /// Records one streaming read of `src` with `groups` workgroups of `wg` threads.
-pub fn stream_read(gpu: &Gpu, rec: &mut Recorder<'_>, src: &Tensor, sink: &Tensor, wg: u32, groups: u32) -> Result<(), GpuError> {
+pub fn stream_read(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    src: &Tensor,
+    sink: &Tensor,
+    wg: u32,
+    groups: u32,
+) -> Result<(), GpuError> {
     let pipeline = gpu.pipeline(&stream::spec(wg))?;
-    let p = stream::StreamParams { words: (src.bytes / 16) as u32, threads: wg * groups, pad: [0; 2] };
+    let p = stream::StreamParams {
+        words: (src.bytes / 16) as u32,
+        threads: wg * groups,
+        pad: [0; 2],
+    };
     if sink.bytes < 4 * u64::from(p.threads) {
         return Err(GpuError::Shape("stream sink smaller than the grid".into()));
     }
     let slot = rec.uniform(&p)?;
-    let group = bind(gpu, &pipeline.layout, &[rec.uniform_binding(slot), src.binding(), sink.binding()]);
+    let group = bind(
+        gpu,
+        &pipeline.layout,
+        &[rec.uniform_binding(slot), src.binding(), sink.binding()],
+    );
     rec.dispatch(&pipeline, &group, (groups, 1, 1));
     Ok(())
 }

@@ -46,11 +46,17 @@ impl Gpu {
             return Ok(p.clone());
         }
         if spec.needs_subgroups() && !self.has_subgroups() {
-            return Err(GpuError::MissingFeature("subgroups (needed by a subgroup-reduction kernel)"));
+            return Err(GpuError::MissingFeature(
+                "subgroups (needed by a subgroup-reduction kernel)",
+            ));
         }
         let label = spec.label();
         let wgsl = spec.wgsl();
-        let constants: Vec<(&str, f64)> = spec.constants.iter().map(|(k, v)| (*k, f64::from(*v))).collect();
+        let constants: Vec<(&str, f64)> = spec
+            .constants
+            .iter()
+            .map(|(k, v)| (*k, f64::from(*v)))
+            .collect();
         let checked = std::env::var_os("GPUPORT_SHADER_CHECKS").is_some();
         if std::env::var_os("GPUPORT_TRACE_PIPELINES").is_some() {
             eprintln!("compiling {label}");
@@ -80,21 +86,29 @@ impl Gpu {
                     self.device.create_shader_module_trusted(descriptor, checks)
                 }
             };
-            self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&label),
-                layout: None,
-                module: &module,
-                entry_point: Some(spec.entry()),
-                compilation_options: wgpu::PipelineCompilationOptions {
-                    constants: &constants,
-                    zero_initialize_workgroup_memory: false,
-                },
-                cache: None,
-            })
+            self.device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&label),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some(spec.entry()),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &constants,
+                        zero_initialize_workgroup_memory: false,
+                    },
+                    cache: None,
+                })
         })?;
         let layout = pipeline.get_bind_group_layout(0);
-        let p = Arc::new(Pipeline { pipeline, layout, label });
-        self.pipelines.pipelines.lock().insert(spec.clone(), p.clone());
+        let p = Arc::new(Pipeline {
+            pipeline,
+            layout,
+            label,
+        });
+        self.pipelines
+            .pipelines
+            .lock()
+            .insert(spec.clone(), p.clone());
         Ok(p)
     }
 }

@@ -26,7 +26,10 @@ pub struct BufferPool {
 impl BufferPool {
     /// A free buffer of at least `bytes` with `usage`, or `None` (allocate a new one).
     pub fn take(&self, bytes: u64, usage: wgpu::BufferUsages) -> Option<wgpu::Buffer> {
-        self.free.lock().get_mut(&(size_class(bytes), usage.bits()))?.pop()
+        self.free
+            .lock()
+            .get_mut(&(size_class(bytes), usage.bits()))?
+            .pop()
     }
 
     /// Keeps `buffer` for reuse.

@@ -77,7 +77,12 @@ impl<'g> Recorder<'g> {
             usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        r.profiler = Some(Profiler { queries, resolve, used: 0, pass_ns: Vec::new() });
+        r.profiler = Some(Profiler {
+            queries,
+            resolve,
+            used: 0,
+            pass_ns: Vec::new(),
+        });
         Ok(r)
     }
 
@@ -127,7 +132,11 @@ impl<'g> Recorder<'g> {
             })?;
             self.uniform_buffers.push(b);
         }
-        Ok(UniformSlot { chunk: chunk as usize, offset, size: bytes.len() as u64 })
+        Ok(UniformSlot {
+            chunk: chunk as usize,
+            offset,
+            size: bytes.len() as u64,
+        })
     }
 
     /// The binding resource of a uniform slot.
@@ -140,7 +149,12 @@ impl<'g> Recorder<'g> {
     }
 
     /// Appends a dispatch to the open pass (opening one if needed).
-    pub fn dispatch(&mut self, pipeline: &Pipeline, bind_group: &wgpu::BindGroup, grid: (u32, u32, u32)) {
+    pub fn dispatch(
+        &mut self,
+        pipeline: &Pipeline,
+        bind_group: &wgpu::BindGroup,
+        grid: (u32, u32, u32),
+    ) {
         if self.pass.is_none() {
             let timestamp_writes = match &mut self.profiler {
                 Some(p) if p.used < MAX_TIMED_PASSES => {
@@ -175,9 +189,17 @@ impl<'g> Recorder<'g> {
     }
 
     /// Copies between buffers (ends the open pass).
-    pub fn copy(&mut self, src: &wgpu::Buffer, src_offset: u64, dst: &wgpu::Buffer, dst_offset: u64, size: u64) {
+    pub fn copy(
+        &mut self,
+        src: &wgpu::Buffer,
+        src_offset: u64,
+        dst: &wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) {
         self.end_pass();
-        self.encoder().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
+        self.encoder()
+            .copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
     }
 
     /// Ends the pass, uploads the uniforms, submits everything recorded, and (when profiling)
@@ -203,7 +225,9 @@ impl<'g> Recorder<'g> {
             readback = Some(staging);
         }
         for (i, chunk) in self.uniforms.chunks(UNIFORM_CHUNK as usize).enumerate() {
-            self.gpu.queue.write_buffer(&self.uniform_buffers[i], 0, chunk);
+            self.gpu
+                .queue
+                .write_buffer(&self.uniform_buffers[i], 0, chunk);
         }
         let commands = self.encoder.take().map(|e| e.finish());
         self.gpu.queue.submit(commands);
@@ -219,12 +243,17 @@ impl<'g> Recorder<'g> {
             rx.recv()
                 .map_err(|e| GpuError::Readback(e.to_string()))?
                 .map_err(|e| GpuError::Readback(e.to_string()))?;
-            let view = slice.get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?;
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| GpuError::Readback(e.to_string()))?;
             let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&view[..]);
             drop(view);
             let period = f64::from(self.gpu.queue.get_timestamp_period());
             if let Some(p) = self.profiler.as_mut() {
-                p.pass_ns = ticks.chunks(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period).collect();
+                p.pass_ns = ticks
+                    .chunks(2)
+                    .map(|t| t[1].saturating_sub(t[0]) as f64 * period)
+                    .collect();
                 p.used = 0;
             }
         }

@@ -70,7 +70,11 @@ impl Gpu {
         let size = size_class(bytes.div_ceil(4) * 4);
         let limit = self.limits().max_buffer_size;
         if size > limit {
-            return Err(GpuError::TooLarge { what: what.to_owned(), bytes: size, limit });
+            return Err(GpuError::TooLarge {
+                what: what.to_owned(),
+                bytes: size,
+                limit,
+            });
         }
         if let Some(b) = self.pool.take(size, STORAGE) {
             return Ok(Arc::new(b));
@@ -94,11 +98,23 @@ impl Gpu {
     }
 
     /// Uploads `data` as a tensor.
-    pub fn upload(&self, data: &[u8], elem: Elem, shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
+    pub fn upload(
+        &self,
+        data: &[u8],
+        elem: Elem,
+        shape: &[usize],
+        what: &str,
+    ) -> Result<Tensor, GpuError> {
         let buffer = self.storage_buffer(data.len() as u64, what)?;
-        let t = Tensor { buffer, offset: 0, bytes: data.len() as u64, elem, shape: shape.to_vec() };
+        let t = Tensor {
+            buffer,
+            offset: 0,
+            bytes: data.len() as u64,
+            elem,
+            shape: shape.to_vec(),
+        };
         let mut padded;
-        let words = if data.len() % 4 == 0 {
+        let words = if data.len().is_multiple_of(4) {
             data
         } else {
             padded = data.to_vec();
@@ -110,7 +126,12 @@ impl Gpu {
     }
 
     /// Uploads f32 values.
-    pub fn upload_f32(&self, data: &[f32], shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
+    pub fn upload_f32(
+        &self,
+        data: &[f32],
+        shape: &[usize],
+        what: &str,
+    ) -> Result<Tensor, GpuError> {
         self.upload(bytemuck::cast_slice(data), Elem::F32, shape, what)
     }
 
@@ -118,7 +139,13 @@ impl Gpu {
     pub fn zeros_f32(&self, shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
         let elems: usize = shape.iter().product();
         let buffer = self.storage_buffer(4 * elems as u64, what)?;
-        let t = Tensor { buffer, offset: 0, bytes: 4 * elems as u64, elem: Elem::F32, shape: shape.to_vec() };
+        let t = Tensor {
+            buffer,
+            offset: 0,
+            bytes: 4 * elems as u64,
+            elem: Elem::F32,
+            shape: shape.to_vec(),
+        };
         let mut enc = self.device.create_command_encoder(&Default::default());
         enc.clear_buffer(&t.buffer, 0, Some(t.padded()));
         self.queue.submit([enc.finish()]);
@@ -148,7 +175,10 @@ impl Gpu {
         rx.recv()
             .map_err(|e| GpuError::Readback(e.to_string()))?
             .map_err(|e| GpuError::Readback(e.to_string()))?;
-        let mut bytes = slice.get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?.to_vec();
+        let mut bytes = slice
+            .get_mapped_range()
+            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .to_vec();
         staging.unmap();
         bytes.truncate(t.bytes as usize);
         Ok(bytes)
@@ -157,6 +187,9 @@ impl Gpu {
     /// Reads an f32 tensor back.
     pub fn readback_f32(&self, t: &Tensor) -> Result<Vec<f32>, GpuError> {
         let bytes = self.readback(t)?;
-        Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     }
 }

@@ -52,14 +52,26 @@ pub struct TuningTable {
 impl TunedGemv {
     /// As kernel tunables (`None` if the stored reduction is unknown).
     pub fn tunables(&self) -> Option<GemvTunables> {
-        let reduction = Reduction::ALL.into_iter().find(|r| r.name() == self.reduction)?;
-        Some(GemvTunables { wg: self.wg, rows: self.rows, rpt: self.rpt, reduction })
+        let reduction = Reduction::ALL
+            .into_iter()
+            .find(|r| r.name() == self.reduction)?;
+        Some(GemvTunables {
+            wg: self.wg,
+            rows: self.rows,
+            rpt: self.rpt,
+            reduction,
+        })
     }
 }
 
 impl From<GemvTunables> for TunedGemv {
     fn from(t: GemvTunables) -> Self {
-        TunedGemv { wg: t.wg, rows: t.rows, rpt: t.rpt, reduction: t.reduction.name().to_owned() }
+        TunedGemv {
+            wg: t.wg,
+            rows: t.rows,
+            rpt: t.rpt,
+            reduction: t.reduction.name().to_owned(),
+        }
     }
 }
 
@@ -81,13 +93,21 @@ impl TuningTable {
     /// The committed table with the user's file (if any) laid over it.
     pub fn load() -> TuningTable {
         let mut table = Self::committed();
-        let path = std::env::var_os("GPUPORT_TUNING").map(std::path::PathBuf::from).or_else(|| {
-            let base = std::env::var_os("XDG_CONFIG_HOME")
-                .map(std::path::PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))?;
-            Some(base.join("gpuport/tuning.json"))
-        });
-        if let Some(user) = path.and_then(|p| std::fs::read_to_string(p).ok()).and_then(|t| serde_json::from_str::<TuningTable>(&t).ok()) {
+        let path = std::env::var_os("GPUPORT_TUNING")
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                let base = std::env::var_os("XDG_CONFIG_HOME")
+                    .map(std::path::PathBuf::from)
+                    .or_else(|| {
+                        std::env::var_os("HOME")
+                            .map(|h| std::path::PathBuf::from(h).join(".config"))
+                    })?;
+                Some(base.join("gpuport/tuning.json"))
+            });
+        if let Some(user) = path
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| serde_json::from_str::<TuningTable>(&t).ok())
+        {
             for entry in user.adapters {
                 table.upsert(entry);
             }
@@ -97,7 +117,9 @@ impl TuningTable {
 
     /// Adds or replaces the entry for an adapter.
     pub fn upsert(&mut self, entry: AdapterTuning) {
-        self.adapters.retain(|a| !(a.vendor == entry.vendor && a.device == entry.device && a.driver == entry.driver));
+        self.adapters.retain(|a| {
+            !(a.vendor == entry.vendor && a.device == entry.device && a.driver == entry.driver)
+        });
         self.adapters.push(entry);
     }
 
@@ -105,7 +127,9 @@ impl TuningTable {
     pub fn gemv(&self, info: &wgpu::AdapterInfo, ty: GgmlType) -> Option<GemvTunables> {
         self.adapters
             .iter()
-            .find(|a| a.vendor == info.vendor && a.device == info.device && a.driver == info.driver)?
+            .find(|a| {
+                a.vendor == info.vendor && a.device == info.device && a.driver == info.driver
+            })?
             .gemv
             .get(&gemv_key(ty))?
             .tunables()

@@ -6,9 +6,9 @@
 
 mod support;
 
+use gpuport_kernels::Reduction;
 use gpuport_kernels::gemv::{self, GemvTunables};
 use gpuport_kernels::quant::{GgmlType, dequantize, random_blocks};
-use gpuport_kernels::Reduction;
 use gpuport_runtime::{Elem, Recorder, ops};
 
 #[test]
@@ -25,18 +25,40 @@ fn dequantization_is_bit_exact() {
         rec.submit().unwrap();
         let got = gpu.readback_f32(&out).unwrap();
         let want = dequantize(ty, &raw);
-        let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
-        assert!(diff.is_none(), "{}: element {} GPU {} CPU {}", ty.name(), diff.unwrap(), got[diff.unwrap()], want[diff.unwrap()]);
+        let diff = got
+            .iter()
+            .zip(&want)
+            .position(|(g, w)| g.to_bits() != w.to_bits());
+        assert!(
+            diff.is_none(),
+            "{}: element {} GPU {} CPU {}",
+            ty.name(),
+            diff.unwrap(),
+            got[diff.unwrap()],
+            want[diff.unwrap()]
+        );
     }
 }
 
-fn check_gemv(gpu: &gpuport_runtime::Gpu, ty: GgmlType, rows: usize, cols: usize, tunables: &[GemvTunables]) {
+fn check_gemv(
+    gpu: &gpuport_runtime::Gpu,
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    tunables: &[GemvTunables],
+) {
     let row_bytes = ty.row_bytes(cols).unwrap();
-    let raw = random_blocks(ty, rows * row_bytes / ty.block_bytes(), rows as u64 * 31 + cols as u64);
+    let raw = random_blocks(
+        ty,
+        rows * row_bytes / ty.block_bytes(),
+        rows as u64 * 31 + cols as u64,
+    );
     let x = support::random_f32(cols, 99);
     let want = gemv::reference(ty, &raw, rows, cols, &x);
     let dq = dequantize(ty, &raw);
-    let w = gpu.upload(&raw, Elem::Ggml(ty), &[rows, cols], "w").unwrap();
+    let w = gpu
+        .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
+        .unwrap();
     let xt = gpu.upload_f32(&x, &[cols], "x").unwrap();
     for &t in tunables {
         let y = gpu.zeros_f32(&[rows], "y").unwrap();
@@ -45,7 +67,11 @@ fn check_gemv(gpu: &gpuport_runtime::Gpu, ty: GgmlType, rows: usize, cols: usize
         rec.submit().unwrap();
         let got = gpu.readback_f32(&y).unwrap();
         for r in 0..rows {
-            let magnitude: f32 = dq[r * cols..(r + 1) * cols].iter().zip(&x).map(|(a, b)| (a * b).abs()).sum();
+            let magnitude: f32 = dq[r * cols..(r + 1) * cols]
+                .iter()
+                .zip(&x)
+                .map(|(a, b)| (a * b).abs())
+                .sum();
             let tol = 2e-6 * magnitude + 1e-6;
             assert!(
                 (got[r] - want[r]).abs() <= tol,
@@ -67,19 +93,42 @@ fn gemv_matches_cpu_for_every_type_and_its_tunables() {
         .filter(|t| subgroups || t.reduction == Reduction::Shared)
         .filter(|t| t.wg <= gpu.limits().max_compute_invocations_per_workgroup)
         .collect();
-    // Every (WG, ROWS, RPT) on one small-block type (shared reduction) and one K-quant type
-    // (subgroup reduction); for the others a set spanning 1 to 256 lanes per row group with
-    // both reductions. Pipeline compilation on a software adapter dominates the time.
+    // Every (ROWS, RPT) at 32 and 256 threads on one small-block type (shared reduction) and one
+    // K-quant type (subgroup reduction); for the others a set spanning 1 to 256 lanes per row
+    // group with both reductions. (Pipeline compilation on a software adapter dominates the
+    // time; naga validates every variant in the kernels crate.)
     let spanning: Vec<GemvTunables> = tunables
         .iter()
         .copied()
-        .filter(|t| matches!((t.wg, t.rows, t.rpt), (32, 32, 1) | (64, 64, 4) | (64, 64, 8) | (128, 8, 2) | (256, 4, 1) | (256, 1, 1) | (32, 4, 4)))
+        .filter(|t| {
+            matches!(
+                (t.wg, t.rows, t.rpt),
+                (32, 32, 1)
+                    | (64, 64, 4)
+                    | (64, 64, 8)
+                    | (128, 8, 2)
+                    | (256, 4, 1)
+                    | (256, 1, 1)
+                    | (32, 4, 4)
+            )
+        })
         .collect();
     for ty in GgmlType::ALL {
-        let only = |r: Reduction| tunables.iter().copied().filter(|t| t.reduction == r).collect::<Vec<_>>();
+        // Half of the (ROWS, RPT) grid each, at the smallest and largest workgroup.
+        let only = |r: Reduction, wg: u32| {
+            tunables
+                .iter()
+                .copied()
+                .filter(|t| t.reduction == r && t.wg == wg)
+                .collect::<Vec<_>>()
+        };
         let set = match ty {
-            GgmlType::Q8_0 => only(Reduction::Shared),
-            GgmlType::Q4K if subgroups => only(Reduction::Subgroup),
+            GgmlType::Q8_0 => [only(Reduction::Shared, 32), only(Reduction::Shared, 256)].concat(),
+            GgmlType::Q4K if subgroups => [
+                only(Reduction::Subgroup, 32),
+                only(Reduction::Subgroup, 256),
+            ]
+            .concat(),
             _ => spanning.clone(),
         };
         // 37 rows: not a multiple of any rows-per-workgroup; 768 columns: 3 K-blocks, 24 small blocks.
@@ -92,15 +141,35 @@ fn gemv_odd_shapes_and_empty_edges() {
     let Some(gpu) = support::gpu() else { return };
     let t = GemvTunables::default_for(gpu.has_subgroups());
     // 3 blocks per row: Q4_0/Q5_0/Q8_0 rows start on 2-byte (not 4-byte) boundaries.
-    for ty in [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::F16, GgmlType::F32] {
+    for ty in [
+        GgmlType::Q4_0,
+        GgmlType::Q5_0,
+        GgmlType::Q8_0,
+        GgmlType::Q4_1,
+        GgmlType::F16,
+        GgmlType::F32,
+    ] {
         check_gemv(&gpu, ty, 5, 96, &[t]);
         check_gemv(&gpu, ty, 1, 32, &[t]);
     }
     // One row of one K-block, and many rows (more workgroups than one row of the grid).
     check_gemv(&gpu, GgmlType::Q6K, 1, 256, &[t]);
-    check_gemv(&gpu, GgmlType::Q4K, 3000, 256, &[GemvTunables { wg: 32, rows: 1, rpt: 1, reduction: t.reduction }]);
+    check_gemv(
+        &gpu,
+        GgmlType::Q4K,
+        3000,
+        256,
+        &[GemvTunables {
+            wg: 32,
+            rows: 1,
+            rpt: 1,
+            reduction: t.reduction,
+        }],
+    );
     // Zero rows: nothing to write, no error.
-    let w = gpu.upload(&[], Elem::Ggml(GgmlType::Q8_0), &[0, 64], "w").unwrap();
+    let w = gpu
+        .upload(&[], Elem::Ggml(GgmlType::Q8_0), &[0, 64], "w")
+        .unwrap();
     let x = gpu.upload_f32(&[0.0; 64], &[64], "x").unwrap();
     let y = gpu.zeros_f32(&[0], "y").unwrap();
     let mut rec = Recorder::new(&gpu);
@@ -109,7 +178,14 @@ fn gemv_odd_shapes_and_empty_edges() {
     assert!(gpu.readback_f32(&y).unwrap().is_empty());
     // Shape errors are typed.
     let bad = gpu.upload_f32(&[0.0; 10], &[10], "x").unwrap();
-    let w = gpu.upload(&random_blocks(GgmlType::Q8_0, 2, 1), Elem::Ggml(GgmlType::Q8_0), &[1, 64], "w").unwrap();
+    let w = gpu
+        .upload(
+            &random_blocks(GgmlType::Q8_0, 2, 1),
+            Elem::Ggml(GgmlType::Q8_0),
+            &[1, 64],
+            "w",
+        )
+        .unwrap();
     let y = gpu.zeros_f32(&[1], "y").unwrap();
     let err = ops::gemv(&gpu, &mut Recorder::new(&gpu), &w, &bad, &y, t).unwrap_err();
     assert_eq!(err.code(), "BAD_REQUEST");

@@ -26,7 +26,12 @@ struct Shape {
 /// The decode GEMVs of SmolLM2-135M (Q4_1, Q8_0 tied head) and Gemma 3 270M (Q5_0, Q8_0, Q4_K,
 /// Q6_K, Q8_0 tied head), rows × cols as the kernel sees them.
 fn model_shapes() -> Vec<Shape> {
-    let s = |name: &str, ty, rows, cols| Shape { name: name.to_owned(), ty, rows, cols };
+    let s = |name: &str, ty, rows, cols| Shape {
+        name: name.to_owned(),
+        ty,
+        rows,
+        cols,
+    };
     vec![
         s("smollm2.attn_q", GgmlType::Q4_1, 576, 576),
         s("smollm2.attn_kv", GgmlType::Q4_1, 192, 576),
@@ -52,7 +57,12 @@ fn large_shapes(bytes: usize) -> Vec<Shape> {
             let cols = 8192;
             let row_bytes = ty.row_bytes(cols).unwrap_or(1);
             let rows = (bytes / row_bytes).max(1);
-            Shape { name: format!("large.{}MB", bytes / 1_000_000), ty, rows, cols }
+            Shape {
+                name: format!("large.{}MB", bytes / 1_000_000),
+                ty,
+                rows,
+                cols,
+            }
         })
         .collect()
 }
@@ -84,11 +94,20 @@ pub struct Options {
 pub fn run(opts: Options) -> anyhow::Result<()> {
     let gpu = Gpu::new(&GpuOptions::default())?;
     let report = gpu.report();
-    let adapter = format!("{} ({}, {} {})", report.name, report.backend, report.driver, report.driver_info);
+    let adapter = format!(
+        "{} ({}, {} {})",
+        report.name, report.backend, report.driver, report.driver_info
+    );
     eprintln!("adapter: {adapter}; features {:?}", report.features);
-    let max = opts.max_bytes.unwrap_or(if opts.quick { 32 << 20 } else { 1 << 30 });
+    let max = opts
+        .max_bytes
+        .unwrap_or(if opts.quick { 32 << 20 } else { 1 << 30 });
     let ceiling = stream_ceiling(&gpu, max, opts.quick)?;
-    let best_point = ceiling.points.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps)).context("no stream point")?;
+    let best_point = ceiling
+        .points
+        .iter()
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+        .context("no stream point")?;
     println!(
         "streaming-read ceiling: {:.1} GB/s ({} MB, WG {}, {} groups, {:?})",
         ceiling.gbps,
@@ -97,8 +116,16 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         best_point.groups,
         best_point.clock
     );
-    let mut shapes = if opts.quick { Vec::new() } else { model_shapes() };
-    shapes.extend(large_shapes(if opts.quick { 2_000_000 } else { (max as usize).min(256_000_000) }));
+    let mut shapes = if opts.quick {
+        Vec::new()
+    } else {
+        model_shapes()
+    };
+    shapes.extend(large_shapes(if opts.quick {
+        2_000_000
+    } else {
+        (max as usize).min(256_000_000)
+    }));
     let all: Vec<GemvTunables> = GemvTunables::all()
         .into_iter()
         .filter(|t| gpu.has_subgroups() || t.reduction == Reduction::Shared)
@@ -108,10 +135,22 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     // Per type: total seconds over its shapes for each tunable, to pick one per type.
     let mut totals: std::collections::BTreeMap<(GgmlType, GemvTunables), f64> = Default::default();
-    println!("{:<20} {:<6} {:>7} {:>6} {:>9} {:>7} {:>6}  best tunables", "shape", "quant", "rows", "cols", "MB", "GB/s", "ratio");
+    println!(
+        "{:<20} {:<6} {:>7} {:>6} {:>9} {:>7} {:>6}  best tunables",
+        "shape", "quant", "rows", "cols", "MB", "GB/s", "ratio"
+    );
     for shape in &shapes {
-        let raw = random_blocks(shape.ty, shape.rows * shape.cols / shape.ty.block_elems(), 1);
-        let w = gpu.upload(&raw, Elem::Ggml(shape.ty), &[shape.rows, shape.cols], "bench weights")?;
+        let raw = random_blocks(
+            shape.ty,
+            shape.rows * shape.cols / shape.ty.block_elems(),
+            1,
+        );
+        let w = gpu.upload(
+            &raw,
+            Elem::Ggml(shape.ty),
+            &[shape.rows, shape.cols],
+            "bench weights",
+        )?;
         let x = gpu.upload_f32(&vec![0.5; shape.cols], &[shape.cols], "bench x")?;
         let y = gpu.zeros_f32(&[shape.rows], "bench y")?;
         let bytes = gemv::bytes_moved(shape.ty, shape.rows, shape.cols) as f64;
@@ -120,7 +159,9 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         let reps = (budget / bytes).clamp(1.0, 200.0) as u32;
         let mut best: Option<Row> = None;
         for &t in &all {
-            let timing = time_reps(&gpu, reps, if opts.quick { 1 } else { 3 }, |rec| ops::gemv(&gpu, rec, &w, &x, &y, t))?;
+            let timing = time_reps(&gpu, reps, if opts.quick { 1 } else { 3 }, |rec| {
+                ops::gemv(&gpu, rec, &w, &x, &y, t)
+            })?;
             *totals.entry((shape.ty, t)).or_default() += timing.seconds;
             let gbps = bytes / timing.seconds / 1e9;
             let row = Row {
@@ -129,7 +170,13 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
                 shape: shape.name.clone(),
                 rows: shape.rows,
                 cols: shape.cols,
-                tunables: format!("WG={} ROWS={} RPT={} {}", t.wg, t.rows, t.rpt, t.reduction.name()),
+                tunables: format!(
+                    "WG={} ROWS={} RPT={} {}",
+                    t.wg,
+                    t.rows,
+                    t.rpt,
+                    t.reduction.name()
+                ),
                 seconds: timing.seconds,
                 gbps,
                 ceiling_gbps: ceiling.gbps,
@@ -144,7 +191,14 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         if let Some(b) = best {
             println!(
                 "{:<20} {:<6} {:>7} {:>6} {:>9.1} {:>7.1} {:>6.3}  {}",
-                b.shape, b.quant, b.rows, b.cols, bytes / 1e6, b.gbps, b.ratio, b.tunables
+                b.shape,
+                b.quant,
+                b.rows,
+                b.cols,
+                bytes / 1e6,
+                b.gbps,
+                b.ratio,
+                b.tunables
             );
             rows.push(b);
         }
@@ -166,12 +220,18 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             gemv: Default::default(),
         };
         for ty in GgmlType::ALL {
-            let best = totals.iter().filter(|((t, _), _)| *t == ty).min_by(|a, b| a.1.total_cmp(b.1));
+            let best = totals
+                .iter()
+                .filter(|((t, _), _)| *t == ty)
+                .min_by(|a, b| a.1.total_cmp(b.1));
             if let Some(((_, tun), _)) = best {
                 entry.gemv.insert(gemv_key(ty), (*tun).into());
             }
         }
-        let path = opts.table_out.clone().unwrap_or_else(|| crate::repo_root().join("runtime/tuning/default.json"));
+        let path = opts
+            .table_out
+            .clone()
+            .unwrap_or_else(|| crate::repo_root().join("runtime/tuning/default.json"));
         let mut table = TuningTable::committed();
         table.upsert(entry);
         std::fs::write(&path, serde_json::to_string_pretty(&table)? + "\n")?;

@@ -24,5 +24,13 @@ pub fn run() -> anyhow::Result<()> {
         &["doc", "--workspace", "--no-deps"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
-    run_command("cargo", TEST_COMMAND, &[])
+    run_command("cargo", TEST_COMMAND, &[])?;
+    eprintln!("$ cargo xtask bench --quick");
+    crate::bench::run(crate::bench::Options {
+        quick: true,
+        json: None,
+        write_table: false,
+        table_out: None,
+        max_bytes: None,
+    })
 }

