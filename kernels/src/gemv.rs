@@ -20,9 +20,9 @@ pub struct GemvParams {
     pub row_bytes: u32,
     /// Byte offset of row 0 in the weight binding.
     pub w_offset: u32,
-    /// Element offset of y[0] in the output binding.
+    /// Element offset of `y[0]` in the output binding.
     pub y_offset: u32,
-    /// vec4 offset of x[0] in the input binding.
+    /// vec4 offset of `x[0]` in the input binding.
     pub x_offset: u32,
     /// Workgroups along x.
     pub grid_x: u32,

@@ -9,7 +9,7 @@ use crate::kernel::{Family, KernelSpec};
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
 pub struct StreamParams {
-    /// vec4<u32> words to read.
+    /// `vec4<u32>` words to read.
     pub words: u32,
     /// Threads in the grid.
     pub threads: u32,
