@@ -96,7 +96,7 @@ pub fn gemv(
     gemv_chunked(gpu, rec, w, x, y, t, limit)
 }
 
-/// [`gemv`] with an explicit largest binding (tests force splitting with a small one).
+/// [`gemv()`] with an explicit largest binding (tests force splitting with a small one).
 pub fn gemv_chunked(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
