@@ -12,6 +12,16 @@ pub enum Family {
     Dequant,
     /// Streaming read (the bandwidth ceiling).
     Stream,
+    /// RMSNorm / LayerNorm.
+    Norm,
+    /// Elementwise ops and activations.
+    Elementwise,
+    /// Rotary position embedding.
+    Rope,
+    /// Row softmax.
+    Softmax,
+    /// Argmax (greedy sampling).
+    Argmax,
 }
 
 impl Family {
@@ -21,6 +31,11 @@ impl Family {
             Family::Gemv => "gemv",
             Family::Dequant => "dequant",
             Family::Stream => "stream",
+            Family::Norm => "norm",
+            Family::Elementwise => "elementwise",
+            Family::Rope => "rope",
+            Family::Softmax => "softmax",
+            Family::Argmax => "argmax",
         }
     }
 
@@ -29,6 +44,11 @@ impl Family {
             Family::Gemv => "gemv.wgsl",
             Family::Dequant => "dequant.wgsl",
             Family::Stream => "stream.wgsl",
+            Family::Norm => "norm.wgsl",
+            Family::Elementwise => "elementwise.wgsl",
+            Family::Rope => "rope.wgsl",
+            Family::Softmax => "softmax.wgsl",
+            Family::Argmax => "argmax.wgsl",
         }
     }
 }

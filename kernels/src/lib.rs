@@ -19,6 +19,7 @@ pub mod dequant;
 pub mod gemv;
 pub mod kernel;
 pub mod quant;
+pub mod rowops;
 pub mod source;
 pub mod stream;
 pub mod validate;
@@ -49,5 +50,6 @@ pub fn all_specs() -> Vec<KernelSpec> {
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
     }
     out.extend(stream::WG_VALUES.map(stream::spec));
+    out.extend(rowops::all_specs());
     out
 }

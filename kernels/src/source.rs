@@ -35,6 +35,13 @@ fn file(path: &str) -> Option<&'static str> {
         "gemv.wgsl" => include_str!("wgsl/gemv.wgsl"),
         "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),
         "stream.wgsl" => include_str!("wgsl/stream.wgsl"),
+        "norm.wgsl" => include_str!("wgsl/norm.wgsl"),
+        "elementwise.wgsl" => include_str!("wgsl/elementwise.wgsl"),
+        "rope.wgsl" => include_str!("wgsl/rope.wgsl"),
+        "softmax.wgsl" => include_str!("wgsl/softmax.wgsl"),
+        "argmax.wgsl" => include_str!("wgsl/argmax.wgsl"),
+        "wgreduce/shared.wgsl" => include_str!("wgsl/wgreduce/shared.wgsl"),
+        "wgreduce/subgroup.wgsl" => include_str!("wgsl/wgreduce/subgroup.wgsl"),
         "reduce/shared.wgsl" => include_str!("wgsl/reduce/shared.wgsl"),
         "reduce/subgroup.wgsl" => include_str!("wgsl/reduce/subgroup.wgsl"),
         "quant/kquant_scales.wgsl" => include_str!("wgsl/quant/kquant_scales.wgsl"),
@@ -67,8 +74,9 @@ fn quant_file(ty: GgmlType) -> &'static str {
     }
 }
 
-/// Expands `//!include` lines of `path`: `quant` and `reduce` name the snippet chosen by the
-/// arguments, anything else a file. Each file is included once.
+/// Expands `//!include` lines of `path`: `quant`, `reduce` (row groups) and `wgreduce` (whole
+/// workgroup) name the snippet chosen by the arguments, anything else a file. Each file is
+/// included once.
 pub fn assemble(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>) -> String {
     let mut out = String::new();
     let mut seen = Vec::new();
@@ -86,6 +94,7 @@ fn expand(
     let resolved = match (path, quant, reduce) {
         ("quant", Some(ty), _) => quant_file(ty).to_owned(),
         ("reduce", _, Some(r)) => format!("reduce/{}.wgsl", r.name()),
+        ("wgreduce", _, Some(r)) => format!("wgreduce/{}.wgsl", r.name()),
         _ => path.to_owned(),
     };
     if seen.contains(&resolved) {

@@ -9,6 +9,9 @@ use crate::error::GpuError;
 use crate::recorder::Recorder;
 use crate::tensor::{Elem, Tensor};
 
+mod rows;
+pub use rows::*;
+
 fn bind(
     gpu: &Gpu,
     layout: &wgpu::BindGroupLayout,

@@ -1,0 +1,265 @@
+//! Row-wise and elementwise kernels of a transformer layer — normalization, activations,
+//! rotary embedding, softmax, argmax — with their uniform blocks, variants and CPU references.
+//! Each is small; they share the variant scheme (WG as an override constant, the whole-workgroup
+//! reduction as a snippet) and the reference style (f64 accumulation).
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::kernel::{Family, KernelSpec};
+use crate::source::Reduction;
+
+/// Workgroup sizes the row kernels allow.
+pub const WG_VALUES: [u32; 3] = [64, 128, 256];
+
+/// Normalization flavours (`MODE` in `norm.wgsl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NormKind {
+    /// `x / rms(x) * w`.
+    Rms,
+    /// `x / rms(x) * (1 + w)` (Gemma's stored form in some converters).
+    RmsPlusOne,
+    /// `(x - mean) / std * w + b`, `b` stored after `w`.
+    Layer,
+}
+
+impl NormKind {
+    /// Every kind.
+    pub const ALL: [NormKind; 3] = [NormKind::Rms, NormKind::RmsPlusOne, NormKind::Layer];
+
+    fn mode(self) -> u32 {
+        match self {
+            NormKind::Rms => 0,
+            NormKind::RmsPlusOne => 1,
+            NormKind::Layer => 2,
+        }
+    }
+}
+
+/// Uniform block of `norm.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct NormParams {
+    /// Elements per row.
+    pub cols: u32,
+    /// Rows.
+    pub rows: u32,
+    /// Epsilon inside the square root.
+    pub eps: f32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+}
+
+/// The norm variant.
+pub fn norm_spec(kind: NormKind, wg: u32, reduction: Reduction) -> KernelSpec {
+    KernelSpec { family: Family::Norm, quant: None, reduction: Some(reduction), constants: vec![("WG", wg), ("MODE", kind.mode())] }
+}
+
+/// CPU reference of `norm.wgsl` for `rows` rows of `x`.
+pub fn norm_reference(kind: NormKind, x: &[f32], w: &[f32], cols: usize, eps: f32) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks(cols) {
+        let mean = match kind {
+            NormKind::Layer => row.iter().map(|v| f64::from(*v)).sum::<f64>() / cols as f64,
+            _ => 0.0,
+        };
+        let var = row.iter().map(|v| (f64::from(*v) - mean).powi(2)).sum::<f64>() / cols as f64;
+        let inv = 1.0 / (var + f64::from(eps)).sqrt();
+        for (i, v) in row.iter().enumerate() {
+            let n = (f64::from(*v) - mean) * inv;
+            let y = match kind {
+                NormKind::Rms => n * f64::from(w[i]),
+                NormKind::RmsPlusOne => n * (1.0 + f64::from(w[i])),
+                NormKind::Layer => n * f64::from(w[i]) + f64::from(w[cols + i]),
+            };
+            out.push(y as f32);
+        }
+    }
+    out
+}
+
+/// Elementwise operations (`OP` in `elementwise.wgsl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ElementOp {
+    /// `a + b`.
+    Add,
+    /// `a * b`.
+    Mul,
+    /// `silu(a)`.
+    Silu,
+    /// `gelu_tanh(a)`.
+    Gelu,
+    /// `silu(a) * b` (SwiGLU).
+    SiluMul,
+    /// `gelu_tanh(a) * b` (GeGLU).
+    GeluMul,
+    /// `a * s`.
+    Scale,
+}
+
+impl ElementOp {
+    /// Every op.
+    pub const ALL: [ElementOp; 7] = [
+        ElementOp::Add,
+        ElementOp::Mul,
+        ElementOp::Silu,
+        ElementOp::Gelu,
+        ElementOp::SiluMul,
+        ElementOp::GeluMul,
+        ElementOp::Scale,
+    ];
+
+    fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The CPU reference of one element.
+    pub fn apply(self, a: f32, b: f32, s: f32) -> f32 {
+        let (a, b) = (f64::from(a), f64::from(b));
+        let silu = |v: f64| v / (1.0 + (-v).exp());
+        let gelu = |v: f64| 0.5 * v * (1.0 + (0.797_884_560_802_865_4 * (v + 0.044_715 * v * v * v)).tanh());
+        (match self {
+            ElementOp::Add => a + b,
+            ElementOp::Mul => a * b,
+            ElementOp::Silu => silu(a),
+            ElementOp::Gelu => gelu(a),
+            ElementOp::SiluMul => silu(a) * b,
+            ElementOp::GeluMul => gelu(a) * b,
+            ElementOp::Scale => a * f64::from(s),
+        }) as f32
+    }
+}
+
+/// Uniform block of `elementwise.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct ElementParams {
+    /// Elements.
+    pub n: u32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+    /// The scalar of `Scale`.
+    pub s: f32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// The elementwise variant.
+pub fn element_spec(op: ElementOp, wg: u32) -> KernelSpec {
+    KernelSpec { family: Family::Elementwise, quant: None, reduction: None, constants: vec![("WG", wg), ("OP", op.code())] }
+}
+
+/// Uniform block of `rope.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct RopeParams {
+    /// Tokens.
+    pub tokens: u32,
+    /// Heads per token.
+    pub heads: u32,
+    /// Elements per head.
+    pub head_dim: u32,
+    /// Rotated elements per head (even, at most `head_dim`).
+    pub rot_dims: u32,
+    /// Frequency base (10000, or a layer's own).
+    pub base: f32,
+    /// Position scaling (1 = none).
+    pub freq_scale: f32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// The RoPE variant: `neox` rotates (i, i + rot/2) instead of (2i, 2i + 1).
+pub fn rope_spec(neox: bool, wg: u32) -> KernelSpec {
+    KernelSpec { family: Family::Rope, quant: None, reduction: None, constants: vec![("WG", wg), ("NEOX", u32::from(neox))] }
+}
+
+/// CPU reference of `rope.wgsl` (in place).
+pub fn rope_reference(x: &mut [f32], pos: &[u32], p: &RopeParams, neox: bool) {
+    let half = (p.rot_dims / 2) as usize;
+    for (t, &position) in pos.iter().enumerate().take(p.tokens as usize) {
+        for h in 0..p.heads as usize {
+            let base = (t * p.heads as usize + h) * p.head_dim as usize;
+            for i in 0..half {
+                let theta = f64::from(position) * f64::from(p.freq_scale)
+                    * f64::from(p.base).powf(-2.0 * i as f64 / f64::from(p.rot_dims));
+                let (i0, i1) = if neox { (base + i, base + i + half) } else { (base + 2 * i, base + 2 * i + 1) };
+                let (a, b) = (f64::from(x[i0]), f64::from(x[i1]));
+                x[i0] = (a * theta.cos() - b * theta.sin()) as f32;
+                x[i1] = (a * theta.sin() + b * theta.cos()) as f32;
+            }
+        }
+    }
+}
+
+/// Uniform block of `softmax.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct SoftmaxParams {
+    /// Elements per row.
+    pub cols: u32,
+    /// Rows.
+    pub rows: u32,
+    /// Multiplier applied first.
+    pub scale: f32,
+    /// Soft cap (0 = off).
+    pub cap: f32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+    /// Padding.
+    pub pad: [u32; 3],
+}
+
+/// The softmax variant.
+pub fn softmax_spec(wg: u32, reduction: Reduction) -> KernelSpec {
+    KernelSpec { family: Family::Softmax, quant: None, reduction: Some(reduction), constants: vec![("WG", wg)] }
+}
+
+/// CPU reference of `softmax.wgsl`.
+pub fn softmax_reference(x: &[f32], cols: usize, scale: f32, cap: f32) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks(cols) {
+        let v: Vec<f64> = row
+            .iter()
+            .map(|e| {
+                let v = f64::from(*e) * f64::from(scale);
+                if cap > 0.0 { f64::from(cap) * (v / f64::from(cap)).tanh() } else { v }
+            })
+            .collect();
+        let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = v.iter().map(|e| (e - m).exp()).sum();
+        out.extend(v.iter().map(|e| ((e - m).exp() / sum) as f32));
+    }
+    out
+}
+
+/// The argmax variant.
+pub fn argmax_spec(wg: u32) -> KernelSpec {
+    KernelSpec { family: Family::Argmax, quant: None, reduction: None, constants: vec![("WG", wg)] }
+}
+
+/// CPU reference of `argmax.wgsl`: the first index of the largest value (NaNs ignored).
+pub fn argmax_reference(x: &[f32]) -> Option<u32> {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, v) in x.iter().enumerate() {
+        if best.is_none_or(|(_, b)| *v > b) && !v.is_nan() {
+            best = Some((i, *v));
+        }
+    }
+    best.map(|(i, _)| i as u32)
+}
+
+/// Every row-kernel variant.
+pub fn all_specs() -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for wg in WG_VALUES {
+        for r in Reduction::ALL {
+            out.extend(NormKind::ALL.map(|k| norm_spec(k, wg, r)));
+            out.push(softmax_spec(wg, r));
+        }
+        out.extend(ElementOp::ALL.map(|op| element_spec(op, wg)));
+        out.extend([rope_spec(false, wg), rope_spec(true, wg), argmax_spec(wg)]);
+    }
+    out
+}
