@@ -22,6 +22,8 @@ pub enum Family {
     Softmax,
     /// Argmax (greedy sampling).
     Argmax,
+    /// Embedding rows gathered from a quantized table.
+    Embed,
 }
 
 impl Family {
@@ -36,6 +38,7 @@ impl Family {
             Family::Rope => "rope",
             Family::Softmax => "softmax",
             Family::Argmax => "argmax",
+            Family::Embed => "embed",
         }
     }
 
@@ -49,6 +52,7 @@ impl Family {
             Family::Rope => "rope.wgsl",
             Family::Softmax => "softmax.wgsl",
             Family::Argmax => "argmax.wgsl",
+            Family::Embed => "embed.wgsl",
         }
     }
 }

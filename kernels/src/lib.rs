@@ -48,6 +48,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
                 .map(|t| gemv::spec(ty, t)),
         );
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
+        out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
     }
     out.extend(stream::WG_VALUES.map(stream::spec));
     out.extend(rowops::all_specs());

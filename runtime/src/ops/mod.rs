@@ -199,6 +199,31 @@ pub fn dequantize(
     Ok(())
 }
 
+/// Records the lookup of rows `ids` (u32) of the `[rows, cols]` table `w` into f32 `out`
+/// (`[tokens, cols]`), scaled by `scale`; ids past the table give zero rows.
+pub fn embed(gpu: &Gpu, rec: &mut Recorder<'_>, w: &Tensor, ids: &Tensor, out: &Tensor, scale: f32) -> Result<(), GpuError> {
+    let ty = ggml_type(w)?;
+    let [rows, cols] = w.shape[..] else {
+        return Err(GpuError::Shape(format!("embedding tables are 2-D, got {:?}", w.shape)));
+    };
+    let tokens = ids.shape.iter().product::<usize>();
+    let row_bytes = ty.row_bytes(cols).ok_or_else(|| GpuError::Shape(format!("{cols} columns of {} are not whole blocks", ty.name())))?;
+    if out.shape.iter().product::<usize>() != tokens * cols {
+        return Err(GpuError::Shape(format!("embedding {tokens} tokens of {cols} into {:?}", out.shape)));
+    }
+    if w.padded() > gpu.limits().max_storage_buffer_binding_size {
+        return Err(GpuError::TooLarge { what: "embedding table binding".into(), bytes: w.padded(), limit: gpu.limits().max_storage_buffer_binding_size });
+    }
+    let wg = 256;
+    let pipeline = gpu.pipeline(&dequant::embed_spec(ty, wg))?;
+    let grid = grid_2d(((tokens * cols) as u32).div_ceil(wg), gpu.limits().max_compute_workgroups_per_dimension);
+    let p = dequant::EmbedParams { tokens: tokens as u32, cols: cols as u32, row_bytes: row_bytes as u32, rows: rows as u32, scale, grid_x: grid.0, pad: [0; 2] };
+    let slot = rec.uniform(&p)?;
+    let group = bind(gpu, &pipeline.layout, &[rec.uniform_binding(slot), w.binding(), ids.binding(), out.binding()]);
+    rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+    Ok(())
+}
+
 /// Records one streaming read of `src` with `groups` workgroups of `wg` threads.
 pub fn stream_read(
     gpu: &Gpu,
