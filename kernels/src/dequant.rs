@@ -65,9 +65,15 @@ pub fn embed_spec(ty: GgmlType, wg: u32) -> KernelSpec {
 
 /// CPU reference: rows `ids` of a `[rows, cols]` table of `ty`, times `scale` (bit-exact with
 /// the kernel: one f32 multiply after the dequantization).
-pub fn embed_reference(ty: GgmlType, table: &[u8], cols: usize, ids: &[u32], scale: f32) -> Vec<f32> {
+pub fn embed_reference(
+    ty: GgmlType,
+    table: &[u8],
+    cols: usize,
+    ids: &[u32],
+    scale: f32,
+) -> Vec<f32> {
     let row_bytes = ty.row_bytes(cols).unwrap_or(0);
-    let rows = if row_bytes == 0 { 0 } else { table.len() / row_bytes };
+    let rows = table.len().checked_div(row_bytes).unwrap_or(0);
     let mut out = Vec::with_capacity(ids.len() * cols);
     for &id in ids {
         let id = id as usize;

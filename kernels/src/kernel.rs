@@ -24,6 +24,8 @@ pub enum Family {
     Argmax,
     /// Embedding rows gathered from a quantized table.
     Embed,
+    /// Decode attention (one query row per head).
+    AttnDecode,
 }
 
 impl Family {
@@ -39,6 +41,7 @@ impl Family {
             Family::Softmax => "softmax",
             Family::Argmax => "argmax",
             Family::Embed => "embed",
+            Family::AttnDecode => "attn_decode",
         }
     }
 
@@ -53,6 +56,7 @@ impl Family {
             Family::Softmax => "softmax.wgsl",
             Family::Argmax => "argmax.wgsl",
             Family::Embed => "embed.wgsl",
+            Family::AttnDecode => "attn_decode.wgsl",
         }
     }
 }

@@ -15,6 +15,7 @@
 //! assert!(spec.wgsl().contains("fn sub_dot"));
 //! ```
 
+pub mod attention;
 pub mod dequant;
 pub mod gemv;
 pub mod kernel;
@@ -52,5 +53,8 @@ pub fn all_specs() -> Vec<KernelSpec> {
     }
     out.extend(stream::WG_VALUES.map(stream::spec));
     out.extend(rowops::all_specs());
+    for wg in attention::WG_VALUES {
+        out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, r)));
+    }
     out
 }

@@ -51,7 +51,12 @@ pub struct NormParams {
 
 /// The norm variant.
 pub fn norm_spec(kind: NormKind, wg: u32, reduction: Reduction) -> KernelSpec {
-    KernelSpec { family: Family::Norm, quant: None, reduction: Some(reduction), constants: vec![("WG", wg), ("MODE", kind.mode())] }
+    KernelSpec {
+        family: Family::Norm,
+        quant: None,
+        reduction: Some(reduction),
+        constants: vec![("WG", wg), ("MODE", kind.mode())],
+    }
 }
 
 /// CPU reference of `norm.wgsl` for `rows` rows of `x`.
@@ -62,7 +67,11 @@ pub fn norm_reference(kind: NormKind, x: &[f32], w: &[f32], cols: usize, eps: f3
             NormKind::Layer => row.iter().map(|v| f64::from(*v)).sum::<f64>() / cols as f64,
             _ => 0.0,
         };
-        let var = row.iter().map(|v| (f64::from(*v) - mean).powi(2)).sum::<f64>() / cols as f64;
+        let var = row
+            .iter()
+            .map(|v| (f64::from(*v) - mean).powi(2))
+            .sum::<f64>()
+            / cols as f64;
         let inv = 1.0 / (var + f64::from(eps)).sqrt();
         for (i, v) in row.iter().enumerate() {
             let n = (f64::from(*v) - mean) * inv;
@@ -116,7 +125,9 @@ impl ElementOp {
     pub fn apply(self, a: f32, b: f32, s: f32) -> f32 {
         let (a, b) = (f64::from(a), f64::from(b));
         let silu = |v: f64| v / (1.0 + (-v).exp());
-        let gelu = |v: f64| 0.5 * v * (1.0 + (0.797_884_560_802_865_4 * (v + 0.044_715 * v * v * v)).tanh());
+        let gelu = |v: f64| {
+            0.5 * v * (1.0 + (0.797_884_560_802_865_4 * (v + 0.044_715 * v * v * v)).tanh())
+        };
         (match self {
             ElementOp::Add => a + b,
             ElementOp::Mul => a * b,
@@ -145,7 +156,12 @@ pub struct ElementParams {
 
 /// The elementwise variant.
 pub fn element_spec(op: ElementOp, wg: u32) -> KernelSpec {
-    KernelSpec { family: Family::Elementwise, quant: None, reduction: None, constants: vec![("WG", wg), ("OP", op.code())] }
+    KernelSpec {
+        family: Family::Elementwise,
+        quant: None,
+        reduction: None,
+        constants: vec![("WG", wg), ("OP", op.code())],
+    }
 }
 
 /// Uniform block of `rope.wgsl`.
@@ -172,7 +188,12 @@ pub struct RopeParams {
 
 /// The RoPE variant: `neox` rotates (i, i + rot/2) instead of (2i, 2i + 1).
 pub fn rope_spec(neox: bool, wg: u32) -> KernelSpec {
-    KernelSpec { family: Family::Rope, quant: None, reduction: None, constants: vec![("WG", wg), ("NEOX", u32::from(neox))] }
+    KernelSpec {
+        family: Family::Rope,
+        quant: None,
+        reduction: None,
+        constants: vec![("WG", wg), ("NEOX", u32::from(neox))],
+    }
 }
 
 /// CPU reference of `rope.wgsl` (in place).
@@ -182,9 +203,14 @@ pub fn rope_reference(x: &mut [f32], pos: &[u32], p: &RopeParams, neox: bool) {
         for h in 0..p.heads as usize {
             let base = (t * p.heads as usize + h) * p.head_dim as usize;
             for i in 0..half {
-                let theta = f64::from(position) * f64::from(p.freq_scale)
+                let theta = f64::from(position)
+                    * f64::from(p.freq_scale)
                     * f64::from(p.base).powf(-2.0 * i as f64 / f64::from(p.rot_dims));
-                let (i0, i1) = if neox { (base + i, base + i + half) } else { (base + 2 * i, base + 2 * i + 1) };
+                let (i0, i1) = if neox {
+                    (base + i, base + i + half)
+                } else {
+                    (base + 2 * i, base + 2 * i + 1)
+                };
                 let (a, b) = (f64::from(x[i0]), f64::from(x[i1]));
                 x[i0] = (a * theta.cos() - b * theta.sin()) as f32;
                 x[i1] = (a * theta.sin() + b * theta.cos()) as f32;
@@ -213,7 +239,12 @@ pub struct SoftmaxParams {
 
 /// The softmax variant.
 pub fn softmax_spec(wg: u32, reduction: Reduction) -> KernelSpec {
-    KernelSpec { family: Family::Softmax, quant: None, reduction: Some(reduction), constants: vec![("WG", wg)] }
+    KernelSpec {
+        family: Family::Softmax,
+        quant: None,
+        reduction: Some(reduction),
+        constants: vec![("WG", wg)],
+    }
 }
 
 /// CPU reference of `softmax.wgsl`.
@@ -224,7 +255,11 @@ pub fn softmax_reference(x: &[f32], cols: usize, scale: f32, cap: f32) -> Vec<f3
             .iter()
             .map(|e| {
                 let v = f64::from(*e) * f64::from(scale);
-                if cap > 0.0 { f64::from(cap) * (v / f64::from(cap)).tanh() } else { v }
+                if cap > 0.0 {
+                    f64::from(cap) * (v / f64::from(cap)).tanh()
+                } else {
+                    v
+                }
             })
             .collect();
         let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -236,7 +271,12 @@ pub fn softmax_reference(x: &[f32], cols: usize, scale: f32, cap: f32) -> Vec<f3
 
 /// The argmax variant.
 pub fn argmax_spec(wg: u32) -> KernelSpec {
-    KernelSpec { family: Family::Argmax, quant: None, reduction: None, constants: vec![("WG", wg)] }
+    KernelSpec {
+        family: Family::Argmax,
+        quant: None,
+        reduction: None,
+        constants: vec![("WG", wg)],
+    }
 }
 
 /// CPU reference of `argmax.wgsl`: the first index of the largest value (NaNs ignored).

@@ -37,6 +37,7 @@ fn file(path: &str) -> Option<&'static str> {
         "stream.wgsl" => include_str!("wgsl/stream.wgsl"),
         "norm.wgsl" => include_str!("wgsl/norm.wgsl"),
         "embed.wgsl" => include_str!("wgsl/embed.wgsl"),
+        "attn_decode.wgsl" => include_str!("wgsl/attn_decode.wgsl"),
         "elementwise.wgsl" => include_str!("wgsl/elementwise.wgsl"),
         "rope.wgsl" => include_str!("wgsl/rope.wgsl"),
         "softmax.wgsl" => include_str!("wgsl/softmax.wgsl"),

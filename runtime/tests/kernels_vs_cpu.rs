@@ -198,15 +198,27 @@ fn embedding_rows_are_bit_exact() {
         let (rows, cols) = (50, 512);
         let raw = random_blocks(ty, rows * cols / ty.block_elems(), 21);
         let ids = [0u32, 49, 7, 7, 1000];
-        let w = gpu.upload(&raw, Elem::Ggml(ty), &[rows, cols], "table").unwrap();
-        let it = gpu.upload(bytemuck::cast_slice(&ids), Elem::U32, &[ids.len()], "ids").unwrap();
+        let w = gpu
+            .upload(&raw, Elem::Ggml(ty), &[rows, cols], "table")
+            .unwrap();
+        let it = gpu
+            .upload(bytemuck::cast_slice(&ids), Elem::U32, &[ids.len()], "ids")
+            .unwrap();
         let out = gpu.zeros_f32(&[ids.len(), cols], "out").unwrap();
         let mut rec = Recorder::new(&gpu);
         ops::embed(&gpu, &mut rec, &w, &it, &out, 24.0).unwrap();
         rec.submit().unwrap();
         let got = gpu.readback_f32(&out).unwrap();
         let want = gpuport_kernels::dequant::embed_reference(ty, &raw, cols, &ids, 24.0);
-        let diff = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
-        assert!(diff.is_none(), "{}: element {:?}", ty.name(), diff.map(|i| (got[i], want[i])));
+        let diff = got
+            .iter()
+            .zip(&want)
+            .position(|(g, w)| g.to_bits() != w.to_bits());
+        assert!(
+            diff.is_none(),
+            "{}: element {:?}",
+            ty.name(),
+            diff.map(|i| (got[i], want[i]))
+        );
     }
 }

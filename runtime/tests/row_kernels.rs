@@ -12,7 +12,10 @@ use gpuport_runtime::{Elem, Gpu, Recorder, ops};
 fn close(got: &[f32], want: &[f32], rel: f32, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= rel * w.abs().max(1.0), "{what}: element {i}: GPU {g} CPU {w}");
+        assert!(
+            (g - w).abs() <= rel * w.abs().max(1.0),
+            "{what}: element {i}: GPU {g} CPU {w}"
+        );
     }
 }
 
@@ -26,16 +29,30 @@ fn run(gpu: &Gpu, f: impl FnOnce(&mut Recorder<'_>)) {
 fn norms_match() {
     let Some(gpu) = support::gpu() else { return };
     for (rows, cols) in [(3, 576), (2, 1000), (1, 1), (5, 640)] {
-        let x: Vec<f32> = support::random_f32(rows * cols, 1).iter().map(|v| v * 3.0).collect();
+        let x: Vec<f32> = support::random_f32(rows * cols, 1)
+            .iter()
+            .map(|v| v * 3.0)
+            .collect();
         for kind in NormKind::ALL {
-            let wn = if kind == NormKind::Layer { 2 * cols } else { cols };
+            let wn = if kind == NormKind::Layer {
+                2 * cols
+            } else {
+                cols
+            };
             let w = support::random_f32(wn, 2);
             let xt = gpu.upload_f32(&x, &[rows, cols], "x").unwrap();
             let wt = gpu.upload_f32(&w, &[wn], "w").unwrap();
             let y = gpu.zeros_f32(&[rows, cols], "y").unwrap();
-            run(&gpu, |rec| ops::norm(&gpu, rec, kind, &xt, &wt, &y, cols, 1e-6).unwrap());
+            run(&gpu, |rec| {
+                ops::norm(&gpu, rec, kind, [&xt, &wt, &y], cols, 1e-6).unwrap()
+            });
             let want = rowops::norm_reference(kind, &x, &w, cols, 1e-6);
-            close(&gpu.readback_f32(&y).unwrap(), &want, 1e-5, &format!("{kind:?} {rows}x{cols}"));
+            close(
+                &gpu.readback_f32(&y).unwrap(),
+                &want,
+                1e-5,
+                &format!("{kind:?} {rows}x{cols}"),
+            );
         }
     }
 }
@@ -50,9 +67,20 @@ fn elementwise_ops_match() {
         let bt = gpu.upload_f32(&b, &[n], "b").unwrap();
         for op in ElementOp::ALL {
             let out = gpu.zeros_f32(&[n], "out").unwrap();
-            run(&gpu, |rec| ops::elementwise(&gpu, rec, op, &at, &bt, &out, 0.125).unwrap());
-            let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| op.apply(*x, *y, 0.125)).collect();
-            close(&gpu.readback_f32(&out).unwrap(), &want, 1e-5, &format!("{op:?} n={n}"));
+            run(&gpu, |rec| {
+                ops::elementwise(&gpu, rec, op, &at, &bt, &out, 0.125).unwrap()
+            });
+            let want: Vec<f32> = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| op.apply(*x, *y, 0.125))
+                .collect();
+            close(
+                &gpu.readback_f32(&out).unwrap(),
+                &want,
+                1e-5,
+                &format!("{op:?} n={n}"),
+            );
         }
     }
 }
@@ -62,18 +90,36 @@ fn rope_matches_in_both_layouts() {
     let Some(gpu) = support::gpu() else { return };
     let (tokens, heads, head_dim) = (3u32, 5u32, 64u32);
     let pos = [0u32, 17, 1023];
-    for (neox, rot, base) in [(false, 64, 10_000.0), (true, 64, 1_000_000.0), (true, 32, 10_000.0)] {
-        let p = RopeParams { tokens, heads, head_dim, rot_dims: rot, base, freq_scale: 1.0, grid_x: 0, pad: 0 };
+    for (neox, rot, base) in [
+        (false, 64, 10_000.0),
+        (true, 64, 1_000_000.0),
+        (true, 32, 10_000.0),
+    ] {
+        let p = RopeParams {
+            tokens,
+            heads,
+            head_dim,
+            rot_dims: rot,
+            base,
+            freq_scale: 1.0,
+            grid_x: 0,
+            pad: 0,
+        };
         let x = support::random_f32((tokens * heads * head_dim) as usize, 5);
         let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
-        let pt = gpu.upload(bytemuck::cast_slice(&pos), Elem::U32, &[3], "pos").unwrap();
+        let pt = gpu
+            .upload(bytemuck::cast_slice(&pos), Elem::U32, &[3], "pos")
+            .unwrap();
         run(&gpu, |rec| ops::rope(&gpu, rec, &xt, &pt, p, neox).unwrap());
         let mut want = x.clone();
         rowops::rope_reference(&mut want, &pos, &p, neox);
         // f32 angles up to ~1000 rad: GPU sin/cos agree to ~1e-4 absolute.
         let got = gpu.readback_f32(&xt).unwrap();
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 2e-3, "neox={neox} rot={rot}: element {i}: {g} vs {w}");
+            assert!(
+                (g - w).abs() <= 2e-3,
+                "neox={neox} rot={rot}: element {i}: {g} vs {w}"
+            );
         }
     }
 }
@@ -82,13 +128,21 @@ fn rope_matches_in_both_layouts() {
 fn softmax_and_argmax_match() {
     let Some(gpu) = support::gpu() else { return };
     for (rows, cols, cap) in [(4, 1000, 0.0), (2, 49152, 0.0), (3, 7, 30.0), (1, 1, 0.0)] {
-        let x: Vec<f32> = support::random_f32(rows * cols, 6).iter().map(|v| v * 20.0).collect();
+        let x: Vec<f32> = support::random_f32(rows * cols, 6)
+            .iter()
+            .map(|v| v * 20.0)
+            .collect();
         let xt = gpu.upload_f32(&x, &[rows, cols], "x").unwrap();
-        run(&gpu, |rec| ops::softmax(&gpu, rec, &xt, cols, 0.5, cap).unwrap());
+        run(&gpu, |rec| {
+            ops::softmax(&gpu, rec, &xt, cols, 0.5, cap).unwrap()
+        });
         let want = rowops::softmax_reference(&x, cols, 0.5, cap);
         let got = gpu.readback_f32(&xt).unwrap();
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 1e-5 + 1e-4 * w.abs(), "softmax {rows}x{cols}: {i}: {g} vs {w}");
+            assert!(
+                (g - w).abs() <= 1e-5 + 1e-4 * w.abs(),
+                "softmax {rows}x{cols}: {i}: {g} vs {w}"
+            );
         }
     }
     for n in [1usize, 300, 262_144] {
@@ -103,5 +157,52 @@ fn softmax_and_argmax_match() {
         run(&gpu, |rec| ops::argmax(&gpu, rec, &xt, &out).unwrap());
         let got = u32::from_le_bytes(gpu.readback(&out).unwrap()[..4].try_into().unwrap());
         assert_eq!(Some(got), rowops::argmax_reference(&x), "argmax n={n}");
+    }
+}
+
+#[test]
+fn decode_attention_matches() {
+    let Some(gpu) = support::gpu() else { return };
+    use gpuport_kernels::attention::{DecodeAttnParams, decode_reference};
+    // (heads, kv_heads, head_dim, n_keys, max_ctx, window, cap): MHA, GQA 4:1 with a sliding
+    // window, a single key, and a soft cap.
+    for (heads, kv_heads, head_dim, n_keys, max_ctx, window, cap) in [
+        (4, 4, 64, 37, 64, 0, 0.0),
+        (8, 2, 256, 300, 512, 128, 0.0),
+        (3, 1, 64, 1, 8, 0, 0.0),
+        (2, 1, 128, 77, 100, 0, 50.0),
+    ] {
+        let p = DecodeAttnParams {
+            heads,
+            kv_heads,
+            head_dim,
+            n_keys,
+            max_ctx,
+            window,
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            cap,
+        };
+        let q: Vec<f32> = support::random_f32((heads * head_dim) as usize, 1)
+            .iter()
+            .map(|x| x * 4.0)
+            .collect();
+        let k = support::random_f32((kv_heads * max_ctx * head_dim) as usize, 2);
+        let v = support::random_f32((kv_heads * max_ctx * head_dim) as usize, 3);
+        let qt = gpu.upload_f32(&q, &[q.len()], "q").unwrap();
+        let kt = gpu.upload_f32(&k, &[k.len()], "k").unwrap();
+        let vt = gpu.upload_f32(&v, &[v.len()], "v").unwrap();
+        let st = gpu
+            .zeros_f32(&[(heads * max_ctx) as usize], "scores")
+            .unwrap();
+        let out = gpu.zeros_f32(&[q.len()], "out").unwrap();
+        run(&gpu, |rec| {
+            ops::attention_decode(&gpu, rec, p, [&qt, &kt, &vt, &st, &out]).unwrap()
+        });
+        close(
+            &gpu.readback_f32(&out).unwrap(),
+            &decode_reference(&p, &q, &k, &v),
+            1e-4,
+            &format!("{p:?}"),
+        );
     }
 }

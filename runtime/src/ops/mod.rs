@@ -2,7 +2,7 @@
 //! tensors larger than one storage binding are split, and grids respect the adapter's limits.
 
 use gpuport_kernels::quant::GgmlType;
-use gpuport_kernels::{dequant, gemv, grid_2d, stream};
+use gpuport_kernels::{KernelSpec, dequant, gemv, grid_2d, stream};
 
 use crate::device::Gpu;
 use crate::error::GpuError;
@@ -41,6 +41,24 @@ fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
             "{other:?} weights have no GEMV kernel"
         ))),
     }
+}
+
+/// Uploads `params`, binds `tensors` after it (bindings 1..), and records the dispatch.
+pub(crate) fn launch<P: bytemuck::Pod>(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    spec: &KernelSpec,
+    params: &P,
+    tensors: &[&Tensor],
+    grid: (u32, u32),
+) -> Result<(), GpuError> {
+    let pipeline = gpu.pipeline(spec)?;
+    let slot = rec.uniform(params)?;
+    let mut resources = vec![rec.uniform_binding(slot)];
+    resources.extend(tensors.iter().map(|t| t.binding()));
+    let group = bind(gpu, &pipeline.layout, &resources);
+    rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+    Ok(())
 }
 
 /// Row ranges `(first_row, rows, byte_offset)` of a row-major matrix such that each range fits
@@ -201,27 +219,63 @@ pub fn dequantize(
 
 /// Records the lookup of rows `ids` (u32) of the `[rows, cols]` table `w` into f32 `out`
 /// (`[tokens, cols]`), scaled by `scale`; ids past the table give zero rows.
-pub fn embed(gpu: &Gpu, rec: &mut Recorder<'_>, w: &Tensor, ids: &Tensor, out: &Tensor, scale: f32) -> Result<(), GpuError> {
+pub fn embed(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    w: &Tensor,
+    ids: &Tensor,
+    out: &Tensor,
+    scale: f32,
+) -> Result<(), GpuError> {
     let ty = ggml_type(w)?;
     let [rows, cols] = w.shape[..] else {
-        return Err(GpuError::Shape(format!("embedding tables are 2-D, got {:?}", w.shape)));
+        return Err(GpuError::Shape(format!(
+            "embedding tables are 2-D, got {:?}",
+            w.shape
+        )));
     };
     let tokens = ids.shape.iter().product::<usize>();
-    let row_bytes = ty.row_bytes(cols).ok_or_else(|| GpuError::Shape(format!("{cols} columns of {} are not whole blocks", ty.name())))?;
+    let row_bytes = ty.row_bytes(cols).ok_or_else(|| {
+        GpuError::Shape(format!(
+            "{cols} columns of {} are not whole blocks",
+            ty.name()
+        ))
+    })?;
     if out.shape.iter().product::<usize>() != tokens * cols {
-        return Err(GpuError::Shape(format!("embedding {tokens} tokens of {cols} into {:?}", out.shape)));
+        return Err(GpuError::Shape(format!(
+            "embedding {tokens} tokens of {cols} into {:?}",
+            out.shape
+        )));
     }
     if w.padded() > gpu.limits().max_storage_buffer_binding_size {
-        return Err(GpuError::TooLarge { what: "embedding table binding".into(), bytes: w.padded(), limit: gpu.limits().max_storage_buffer_binding_size });
+        return Err(GpuError::TooLarge {
+            what: "embedding table binding".into(),
+            bytes: w.padded(),
+            limit: gpu.limits().max_storage_buffer_binding_size,
+        });
     }
     let wg = 256;
-    let pipeline = gpu.pipeline(&dequant::embed_spec(ty, wg))?;
-    let grid = grid_2d(((tokens * cols) as u32).div_ceil(wg), gpu.limits().max_compute_workgroups_per_dimension);
-    let p = dequant::EmbedParams { tokens: tokens as u32, cols: cols as u32, row_bytes: row_bytes as u32, rows: rows as u32, scale, grid_x: grid.0, pad: [0; 2] };
-    let slot = rec.uniform(&p)?;
-    let group = bind(gpu, &pipeline.layout, &[rec.uniform_binding(slot), w.binding(), ids.binding(), out.binding()]);
-    rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
-    Ok(())
+    let grid = grid_2d(
+        ((tokens * cols) as u32).div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    let p = dequant::EmbedParams {
+        tokens: tokens as u32,
+        cols: cols as u32,
+        row_bytes: row_bytes as u32,
+        rows: rows as u32,
+        scale,
+        grid_x: grid.0,
+        pad: [0; 2],
+    };
+    launch(
+        gpu,
+        rec,
+        &dequant::embed_spec(ty, wg),
+        &p,
+        &[w, ids, out],
+        grid,
+    )
 }
 
 /// Records one streaming read of `src` with `groups` workgroups of `wg` threads.
@@ -233,7 +287,6 @@ pub fn stream_read(
     wg: u32,
     groups: u32,
 ) -> Result<(), GpuError> {
-    let pipeline = gpu.pipeline(&stream::spec(wg))?;
     let p = stream::StreamParams {
         words: (src.bytes / 16) as u32,
         threads: wg * groups,
@@ -242,14 +295,7 @@ pub fn stream_read(
     if sink.bytes < 4 * u64::from(p.threads) {
         return Err(GpuError::Shape("stream sink smaller than the grid".into()));
     }
-    let slot = rec.uniform(&p)?;
-    let group = bind(
-        gpu,
-        &pipeline.layout,
-        &[rec.uniform_binding(slot), src.binding(), sink.binding()],
-    );
-    rec.dispatch(&pipeline, &group, (groups, 1, 1));
-    Ok(())
+    launch(gpu, rec, &stream::spec(wg), &p, &[src, sink], (groups, 1))
 }
 
 #[cfg(test)]

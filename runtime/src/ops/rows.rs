@@ -1,9 +1,10 @@
 //! Launches of the row and elementwise kernels (`gpuport_kernels::rowops`).
 
+use gpuport_kernels::attention::{self, DecodeAttnParams};
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
-use gpuport_kernels::{KernelSpec, Reduction, grid_2d};
+use gpuport_kernels::{Reduction, grid_2d};
 
-use super::bind;
+use super::launch;
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
@@ -11,87 +12,205 @@ use crate::tensor::Tensor;
 
 /// The whole-workgroup reduction to use here.
 fn reduction(gpu: &Gpu) -> Reduction {
-    if gpu.has_subgroups() { Reduction::Subgroup } else { Reduction::Shared }
+    if gpu.has_subgroups() {
+        Reduction::Subgroup
+    } else {
+        Reduction::Shared
+    }
 }
 
 fn elems(t: &Tensor) -> usize {
     t.shape.iter().product()
 }
 
-/// Uploads `params`, binds `tensors` after it (bindings 1..), and records the dispatch.
-fn launch<P: bytemuck::Pod>(
+fn row_grid(gpu: &Gpu, rows: usize) -> (u32, u32) {
+    grid_2d(
+        rows as u32,
+        gpu.limits().max_compute_workgroups_per_dimension,
+    )
+}
+
+/// `y = norm(x) * w` per row of `cols`, tensors `[x, w, y]` (LayerNorm: `w` holds weights then
+/// biases).
+pub fn norm(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    spec: &KernelSpec,
-    params: &P,
-    tensors: &[&Tensor],
-    grid: (u32, u32),
+    kind: NormKind,
+    [x, w, y]: [&Tensor; 3],
+    cols: usize,
+    eps: f32,
 ) -> Result<(), GpuError> {
-    let pipeline = gpu.pipeline(spec)?;
-    let slot = rec.uniform(params)?;
-    let mut resources = vec![rec.uniform_binding(slot)];
-    resources.extend(tensors.iter().map(|t| t.binding()));
-    let group = bind(gpu, &pipeline.layout, &resources);
-    rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
-    Ok(())
-}
-
-fn row_grid(gpu: &Gpu, rows: usize) -> (u32, u32) {
-    grid_2d(rows as u32, gpu.limits().max_compute_workgroups_per_dimension)
-}
-
-/// `y = norm(x) * w` per row of `cols` (LayerNorm: `w` holds weights then biases).
-pub fn norm(gpu: &Gpu, rec: &mut Recorder<'_>, kind: NormKind, x: &Tensor, w: &Tensor, y: &Tensor, cols: usize, eps: f32) -> Result<(), GpuError> {
     let n = elems(x);
-    let want_w = if kind == NormKind::Layer { 2 * cols } else { cols };
-    if cols == 0 || n % cols != 0 || elems(w) != want_w || elems(y) != n {
-        return Err(GpuError::Shape(format!("norm of {:?} by rows of {cols} with weights {:?} into {:?}", x.shape, w.shape, y.shape)));
+    let want_w = if kind == NormKind::Layer {
+        2 * cols
+    } else {
+        cols
+    };
+    if cols == 0 || !n.is_multiple_of(cols) || elems(w) != want_w || elems(y) != n {
+        return Err(GpuError::Shape(format!(
+            "norm of {:?} by rows of {cols} with weights {:?} into {:?}",
+            x.shape, w.shape, y.shape
+        )));
     }
     let rows = n / cols;
     let grid = row_grid(gpu, rows);
-    let p = rowops::NormParams { cols: cols as u32, rows: rows as u32, eps, grid_x: grid.0 };
-    launch(gpu, rec, &rowops::norm_spec(kind, 256, reduction(gpu)), &p, &[x, w, y], grid)
+    let p = rowops::NormParams {
+        cols: cols as u32,
+        rows: rows as u32,
+        eps,
+        grid_x: grid.0,
+    };
+    launch(
+        gpu,
+        rec,
+        &rowops::norm_spec(kind, 256, reduction(gpu)),
+        &p,
+        &[x, w, y],
+        grid,
+    )
 }
 
 /// `out = op(a, b)` elementwise (`b` is ignored by unary ops; pass `a`).
-pub fn elementwise(gpu: &Gpu, rec: &mut Recorder<'_>, op: ElementOp, a: &Tensor, b: &Tensor, out: &Tensor, s: f32) -> Result<(), GpuError> {
+pub fn elementwise(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    op: ElementOp,
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    s: f32,
+) -> Result<(), GpuError> {
     let n = elems(a);
     if elems(out) != n || elems(b) < n {
-        return Err(GpuError::Shape(format!("{op:?} of {:?} and {:?} into {:?}", a.shape, b.shape, out.shape)));
+        return Err(GpuError::Shape(format!(
+            "{op:?} of {:?} and {:?} into {:?}",
+            a.shape, b.shape, out.shape
+        )));
     }
     let wg = 256;
-    let grid = grid_2d((n as u32).div_ceil(wg), gpu.limits().max_compute_workgroups_per_dimension);
-    let p = rowops::ElementParams { n: n as u32, grid_x: grid.0, s, pad: 0 };
-    launch(gpu, rec, &rowops::element_spec(op, wg), &p, &[a, b, out], grid)
+    let grid = grid_2d(
+        (n as u32).div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    let p = rowops::ElementParams {
+        n: n as u32,
+        grid_x: grid.0,
+        s,
+        pad: 0,
+    };
+    launch(
+        gpu,
+        rec,
+        &rowops::element_spec(op, wg),
+        &p,
+        &[a, b, out],
+        grid,
+    )
 }
 
 /// Rotates `x` = `[tokens, heads, head_dim]` in place by the positions in `pos` (u32).
-pub fn rope(gpu: &Gpu, rec: &mut Recorder<'_>, x: &Tensor, pos: &Tensor, mut p: rowops::RopeParams, neox: bool) -> Result<(), GpuError> {
+pub fn rope(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    x: &Tensor,
+    pos: &Tensor,
+    mut p: rowops::RopeParams,
+    neox: bool,
+) -> Result<(), GpuError> {
     let n = (p.tokens * p.heads * p.head_dim) as usize;
-    if elems(x) != n || elems(pos) < p.tokens as usize || p.rot_dims % 2 != 0 || p.rot_dims > p.head_dim {
+    if elems(x) != n
+        || elems(pos) < p.tokens as usize
+        || !p.rot_dims.is_multiple_of(2)
+        || p.rot_dims > p.head_dim
+    {
         return Err(GpuError::Shape(format!("rope {p:?} over {:?}", x.shape)));
     }
     let wg = 256;
     let pairs = p.tokens * p.heads * (p.rot_dims / 2);
-    let grid = grid_2d(pairs.div_ceil(wg), gpu.limits().max_compute_workgroups_per_dimension);
+    let grid = grid_2d(
+        pairs.div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
     p.grid_x = grid.0;
     launch(gpu, rec, &rowops::rope_spec(neox, wg), &p, &[x, pos], grid)
 }
 
 /// Softmax of each row of `cols`, in place, after `scale` and an optional soft cap.
-pub fn softmax(gpu: &Gpu, rec: &mut Recorder<'_>, x: &Tensor, cols: usize, scale: f32, cap: f32) -> Result<(), GpuError> {
+pub fn softmax(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    x: &Tensor,
+    cols: usize,
+    scale: f32,
+    cap: f32,
+) -> Result<(), GpuError> {
     let n = elems(x);
-    if cols == 0 || n % cols != 0 {
-        return Err(GpuError::Shape(format!("softmax of {:?} by rows of {cols}", x.shape)));
+    if cols == 0 || !n.is_multiple_of(cols) {
+        return Err(GpuError::Shape(format!(
+            "softmax of {:?} by rows of {cols}",
+            x.shape
+        )));
     }
     let rows = n / cols;
     let grid = row_grid(gpu, rows);
-    let p = rowops::SoftmaxParams { cols: cols as u32, rows: rows as u32, scale, cap, grid_x: grid.0, pad: [0; 3] };
-    launch(gpu, rec, &rowops::softmax_spec(256, reduction(gpu)), &p, &[x], grid)
+    let p = rowops::SoftmaxParams {
+        cols: cols as u32,
+        rows: rows as u32,
+        scale,
+        cap,
+        grid_x: grid.0,
+        pad: [0; 3],
+    };
+    launch(
+        gpu,
+        rec,
+        &rowops::softmax_spec(256, reduction(gpu)),
+        &p,
+        &[x],
+        grid,
+    )
 }
 
 /// The index of the largest element of `x`, written to `out[0]` (u32) on the GPU.
 pub fn argmax(gpu: &Gpu, rec: &mut Recorder<'_>, x: &Tensor, out: &Tensor) -> Result<(), GpuError> {
     let p = [elems(x) as u32, 0, 0, 0];
     launch(gpu, rec, &rowops::argmax_spec(256), &p, &[x, out], (1, 1))
+}
+
+/// Decode attention for one token: `out[h] = softmax(q[h] . K[kvh]^T * scale) V[kvh]` over the
+/// cache positions `p` names; `scores` is scratch of `[heads, max_ctx]` f32.
+pub fn attention_decode(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    p: DecodeAttnParams,
+    [q, k, v, scores, out]: [&Tensor; 5],
+) -> Result<(), GpuError> {
+    let (heads, kv_heads, hd, ctx) = (
+        p.heads as usize,
+        p.kv_heads as usize,
+        p.head_dim as usize,
+        p.max_ctx as usize,
+    );
+    let ok = kv_heads > 0
+        && heads % kv_heads == 0
+        && p.n_keys as usize <= ctx
+        && elems(q) == heads * hd
+        && elems(out) == heads * hd
+        && elems(k) >= kv_heads * ctx * hd
+        && elems(v) >= kv_heads * ctx * hd
+        && elems(scores) >= heads * ctx;
+    if !ok {
+        return Err(GpuError::Shape(format!(
+            "decode attention {p:?} with q {:?}, k {:?}, v {:?}",
+            q.shape, k.shape, v.shape
+        )));
+    }
+    launch(
+        gpu,
+        rec,
+        &attention::decode_spec(128, reduction(gpu)),
+        &p,
+        &[q, k, v, scores, out],
+        (p.heads, 1),
+    )
 }

@@ -1,0 +1,86 @@
+//! Attention kernels. Decode: one query row per head against the KV cache (GQA, sliding
+//! window, optional logit soft cap).
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::kernel::{Family, KernelSpec};
+use crate::source::Reduction;
+
+/// The uniform block of `attn_decode.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct DecodeAttnParams {
+    /// Query heads.
+    pub heads: u32,
+    /// KV heads (divides `heads`).
+    pub kv_heads: u32,
+    /// Elements per head.
+    pub head_dim: u32,
+    /// Valid cache positions, the current token's included.
+    pub n_keys: u32,
+    /// Positions the cache holds per KV head (its stride).
+    pub max_ctx: u32,
+    /// Sliding window in positions (0 = none).
+    pub window: u32,
+    /// Score multiplier (usually 1/sqrt(head_dim)).
+    pub scale: f32,
+    /// Logit soft cap (0 = none).
+    pub cap: f32,
+}
+
+/// Allowed workgroup sizes.
+pub const WG_VALUES: [u32; 3] = [64, 128, 256];
+
+/// The decode-attention variant.
+pub fn decode_spec(wg: u32, reduction: Reduction) -> KernelSpec {
+    KernelSpec {
+        family: Family::AttnDecode,
+        quant: None,
+        reduction: Some(reduction),
+        constants: vec![("WG", wg)],
+    }
+}
+
+/// CPU reference of `attn_decode.wgsl`.
+pub fn decode_reference(p: &DecodeAttnParams, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f32> {
+    let (hd, ctx) = (p.head_dim as usize, p.max_ctx as usize);
+    let group = (p.heads / p.kv_heads) as usize;
+    let first = if p.window > 0 && p.n_keys > p.window {
+        (p.n_keys - p.window) as usize
+    } else {
+        0
+    };
+    let mut out = vec![0.0f32; p.heads as usize * hd];
+    for h in 0..p.heads as usize {
+        let kvh = h / group;
+        let qh = &q[h * hd..(h + 1) * hd];
+        let scores: Vec<f64> = (first..p.n_keys as usize)
+            .map(|j| {
+                let kj = &k[(kvh * ctx + j) * hd..(kvh * ctx + j + 1) * hd];
+                let s = qh
+                    .iter()
+                    .zip(kj)
+                    .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                    .sum::<f64>()
+                    * f64::from(p.scale);
+                if p.cap > 0.0 {
+                    f64::from(p.cap) * (s / f64::from(p.cap)).tanh()
+                } else {
+                    s
+                }
+            })
+            .collect();
+        let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        for d in 0..hd {
+            let acc: f64 = e
+                .iter()
+                .enumerate()
+                .map(|(i, w)| w * f64::from(v[(kvh * ctx + first + i) * hd + d]))
+                .sum();
+            out[h * hd + d] = (acc / sum) as f32;
+        }
+    }
+    out
+}
