@@ -41,7 +41,7 @@ pub fn run(what: HashKind, path: &Path) -> u8 {
             return EXIT_INVALID;
         }
     };
-    // The ids being computed may be stale or placeholders in the document: only their
+    // The ids being computed may be stale or not yet filled in: only their
     // mismatch is tolerated here, never any other problem.
     let package = match read_package(&value) {
         Ok(p) => Some(p.document),

@@ -61,6 +61,24 @@ pub(crate) fn launch<P: bytemuck::Pod>(
     Ok(())
 }
 
+/// A 2-D matrix of GGUF rows: `(type, rows, cols, bytes per row)`.
+fn matrix(w: &Tensor) -> Result<(GgmlType, usize, usize, usize), GpuError> {
+    let ty = ggml_type(w)?;
+    let [rows, cols] = w.shape[..] else {
+        return Err(GpuError::Shape(format!(
+            "a weight matrix must be 2-D, got {:?}",
+            w.shape
+        )));
+    };
+    let row_bytes = ty.row_bytes(cols).ok_or_else(|| {
+        GpuError::Shape(format!(
+            "{cols} columns of {} are not whole blocks",
+            ty.name()
+        ))
+    })?;
+    Ok((ty, rows, cols, row_bytes))
+}
+
 /// Row ranges `(first_row, rows, byte_offset)` of a row-major matrix such that each range fits
 /// one storage binding and starts at an offset the adapter accepts.
 pub fn row_chunks(
@@ -127,13 +145,7 @@ pub fn gemv_chunked(
     t: gemv::GemvTunables,
     max_binding: u64,
 ) -> Result<(), GpuError> {
-    let ty = ggml_type(w)?;
-    let [rows, cols] = w.shape[..] else {
-        return Err(GpuError::Shape(format!(
-            "GEMV weights must be 2-D, got {:?}",
-            w.shape
-        )));
-    };
+    let (ty, rows, cols, row_bytes) = matrix(w)?;
     if x.shape.iter().product::<usize>() != cols || y.shape.iter().product::<usize>() != rows {
         return Err(GpuError::Shape(format!(
             "GEMV [{rows}, {cols}] with x {:?} and y {:?}",
@@ -141,12 +153,7 @@ pub fn gemv_chunked(
         )));
     }
     let pipeline = gpu.pipeline(&gemv::spec(ty, t))?;
-    let row_bytes = ty.row_bytes(cols).ok_or_else(|| {
-        GpuError::Shape(format!(
-            "{cols} columns of {} are not whole blocks",
-            ty.name()
-        ))
-    })? as u64;
+    let row_bytes = row_bytes as u64;
     let limits = gpu.limits();
     let chunks = row_chunks(
         rows as u64,
@@ -198,7 +205,6 @@ pub fn dequantize(
             out.shape
         )));
     }
-    let pipeline = gpu.pipeline(&dequant::spec(ty, wg))?;
     let groups = (elems as u32).div_ceil(wg);
     let grid = grid_2d(groups, gpu.limits().max_compute_workgroups_per_dimension);
     let p = dequant::DequantParams {
@@ -207,14 +213,7 @@ pub fn dequantize(
         grid_x: grid.0,
         pad: 0,
     };
-    let slot = rec.uniform(&p)?;
-    let group = bind(
-        gpu,
-        &pipeline.layout,
-        &[rec.uniform_binding(slot), w.binding(), out.binding()],
-    );
-    rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
-    Ok(())
+    launch(gpu, rec, &dequant::spec(ty, wg), &p, &[w, out], grid)
 }
 
 /// Records the lookup of rows `ids` (u32) of the `[rows, cols]` table `w` into f32 `out`
@@ -227,20 +226,8 @@ pub fn embed(
     out: &Tensor,
     scale: f32,
 ) -> Result<(), GpuError> {
-    let ty = ggml_type(w)?;
-    let [rows, cols] = w.shape[..] else {
-        return Err(GpuError::Shape(format!(
-            "embedding tables are 2-D, got {:?}",
-            w.shape
-        )));
-    };
+    let (ty, rows, cols, row_bytes) = matrix(w)?;
     let tokens = ids.shape.iter().product::<usize>();
-    let row_bytes = ty.row_bytes(cols).ok_or_else(|| {
-        GpuError::Shape(format!(
-            "{cols} columns of {} are not whole blocks",
-            ty.name()
-        ))
-    })?;
     if out.shape.iter().product::<usize>() != tokens * cols {
         return Err(GpuError::Shape(format!(
             "embedding {tokens} tokens of {cols} into {:?}",
