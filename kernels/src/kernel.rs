@@ -26,6 +26,8 @@ pub enum Family {
     Embed,
     /// Decode attention (one query row per head).
     AttnDecode,
+    /// Token sampling.
+    Sample,
 }
 
 impl Family {
@@ -42,6 +44,7 @@ impl Family {
             Family::Argmax => "argmax",
             Family::Embed => "embed",
             Family::AttnDecode => "attn_decode",
+            Family::Sample => "sample",
         }
     }
 
@@ -57,6 +60,7 @@ impl Family {
             Family::Argmax => "argmax.wgsl",
             Family::Embed => "embed.wgsl",
             Family::AttnDecode => "attn_decode.wgsl",
+            Family::Sample => "sample.wgsl",
         }
     }
 }

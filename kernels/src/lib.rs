@@ -21,6 +21,7 @@ pub mod gemv;
 pub mod kernel;
 pub mod quant;
 pub mod rowops;
+pub mod sample;
 pub mod source;
 pub mod stream;
 pub mod validate;
@@ -53,6 +54,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
     }
     out.extend(stream::WG_VALUES.map(stream::spec));
     out.extend(rowops::all_specs());
+    out.push(sample::spec());
     for wg in attention::WG_VALUES {
         out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, r)));
     }

@@ -214,3 +214,34 @@ pub fn attention_decode(
         (p.heads, 1),
     )
 }
+
+/// Samples one token from `logits` (modified in place by the penalty) into `out[0]` (u32), with
+/// the count of tokens that kept a probability in `out[1]`; `probs` is `[vocab]` f32 scratch and
+/// `recent` the ids to penalize.
+pub fn sample(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    p: gpuport_kernels::sample::SampleParams,
+    [logits, probs, recent, out]: [&Tensor; 4],
+) -> Result<(), GpuError> {
+    let v = p.vocab as usize;
+    if elems(logits) != v
+        || elems(probs) < v
+        || elems(recent) < p.n_recent as usize
+        || elems(out) < 2
+        || v == 0
+    {
+        return Err(GpuError::Shape(format!(
+            "sampling {p:?} with logits {:?}",
+            logits.shape
+        )));
+    }
+    launch(
+        gpu,
+        rec,
+        &gpuport_kernels::sample::spec(),
+        &p,
+        &[logits, probs, recent, out],
+        (1, 1),
+    )
+}
