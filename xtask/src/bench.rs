@@ -206,7 +206,11 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         gpu.recycle(x);
         gpu.recycle(y);
     }
-    let others = if opts.quick { Vec::new() } else { other_kernels(&gpu)? };
+    let others = if opts.quick {
+        Vec::new()
+    } else {
+        other_kernels(&gpu)?
+    };
     if let Some(path) = &opts.json {
         let doc = serde_json::json!({ "adapter": report, "ceiling": ceiling, "results": rows, "other_kernels": others });
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
@@ -255,36 +259,89 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
     use gpuport_kernels::rowops::{ElementOp, NormKind};
     use gpuport_kernels::sample::SampleParams;
     let mut out = Vec::new();
-    let mut time = |name: String, f: &mut dyn FnMut(&mut gpuport_runtime::Recorder<'_>) -> Result<(), gpuport_runtime::GpuError>| -> anyhow::Result<()> {
+    let mut time = |name: String,
+                    f: &mut dyn FnMut(
+        &mut gpuport_runtime::Recorder<'_>,
+    ) -> Result<(), gpuport_runtime::GpuError>|
+     -> anyhow::Result<()> {
         let t = time_reps(gpu, 50, 3, |rec| f(rec))?;
         println!("{name:<44} {:>9.2} µs", t.seconds * 1e6);
-        out.push(KernelTime { kernel: name, microseconds: t.seconds * 1e6, clock: format!("{:?}", t.clock) });
+        out.push(KernelTime {
+            kernel: name,
+            microseconds: t.seconds * 1e6,
+            clock: format!("{:?}", t.clock),
+        });
         Ok(())
     };
     let x = gpu.upload_f32(&vec![0.25; 640], &[640], "x")?;
     let wn = gpu.upload_f32(&vec![1.0; 640], &[640], "w")?;
     let y = gpu.zeros_f32(&[640], "y")?;
-    time("rmsnorm 640".into(), &mut |rec| ops::norm(gpu, rec, NormKind::Rms, [&x, &wn, &y], 640, 1e-6))?;
+    time("rmsnorm 640".into(), &mut |rec| {
+        ops::norm(gpu, rec, NormKind::Rms, [&x, &wn, &y], 640, 1e-6)
+    })?;
     let a = gpu.upload_f32(&vec![0.5; 2048], &[2048], "a")?;
     let o = gpu.zeros_f32(&[2048], "o")?;
-    time("geglu 2048".into(), &mut |rec| ops::elementwise(gpu, rec, ElementOp::GeluMul, &a, &a, &o, 1.0))?;
+    time("geglu 2048".into(), &mut |rec| {
+        ops::elementwise(gpu, rec, ElementOp::GeluMul, &a, &a, &o, 1.0)
+    })?;
     for ctx in [512u32, 4096] {
-        let p = DecodeAttnParams { heads: 4, kv_heads: 1, head_dim: 256, n_keys: ctx, max_ctx: ctx, window: 0, scale: 0.0625, cap: 0.0 };
+        let p = DecodeAttnParams {
+            heads: 4,
+            kv_heads: 1,
+            head_dim: 256,
+            n_keys: ctx,
+            max_ctx: ctx,
+            window: 0,
+            scale: 0.0625,
+            cap: 0.0,
+        };
         let q = gpu.upload_f32(&vec![0.1; 1024], &[1024], "q")?;
-        let k = gpu.upload_f32(&vec![0.1; (ctx * 256) as usize], &[(ctx * 256) as usize], "k")?;
+        let k = gpu.upload_f32(
+            &vec![0.1; (ctx * 256) as usize],
+            &[(ctx * 256) as usize],
+            "k",
+        )?;
         let s = gpu.zeros_f32(&[(4 * ctx) as usize], "scores")?;
         let o = gpu.zeros_f32(&[1024], "out")?;
-        time(format!("attention decode 4q/1kv x 256, {ctx} keys"), &mut |rec| ops::attention_decode(gpu, rec, p, [&q, &k, &k, &s, &o]))?;
+        time(
+            format!("attention decode 4q/1kv x 256, {ctx} keys"),
+            &mut |rec| ops::attention_decode(gpu, rec, p, [&q, &k, &k, &s, &o]),
+        )?;
     }
     for vocab in [49_152usize, 262_144] {
-        let logits = gpu.upload_f32(&(0..vocab).map(|i| (i % 977) as f32 * 0.01).collect::<Vec<_>>(), &[vocab], "logits")?;
+        let logits = gpu.upload_f32(
+            &(0..vocab)
+                .map(|i| (i % 977) as f32 * 0.01)
+                .collect::<Vec<_>>(),
+            &[vocab],
+            "logits",
+        )?;
         let probs = gpu.zeros_f32(&[vocab], "probs")?;
         let recent = gpu.upload(&[0u8; 256], Elem::U32, &[64], "recent")?;
         let outp = gpu.upload(&[0u8; 8], Elem::U32, &[2], "out")?;
-        let p = SampleParams { vocab: vocab as u32, top_k: 40, n_recent: 64, step: 0, temperature: 0.8, top_p: 0.95, penalty: 1.1, seed_lo: 1, seed_hi: 0, pad: [0; 3] };
-        time(format!("sample top-k 40 top-p 0.95, vocab {vocab}"), &mut |rec| ops::sample(gpu, rec, p, [&logits, &probs, &recent, &outp]))?;
-        let g = SampleParams { temperature: 0.0, ..p };
-        time(format!("sample greedy, vocab {vocab}"), &mut |rec| ops::sample(gpu, rec, g, [&logits, &probs, &recent, &outp]))?;
+        let p = SampleParams {
+            vocab: vocab as u32,
+            top_k: 40,
+            n_recent: 64,
+            step: 0,
+            temperature: 0.8,
+            top_p: 0.95,
+            penalty: 1.1,
+            seed_lo: 1,
+            seed_hi: 0,
+            pad: [0; 3],
+        };
+        time(
+            format!("sample top-k 40 top-p 0.95, vocab {vocab}"),
+            &mut |rec| ops::sample(gpu, rec, p, [&logits, &probs, &recent, &outp]),
+        )?;
+        let g = SampleParams {
+            temperature: 0.0,
+            ..p
+        };
+        time(format!("sample greedy, vocab {vocab}"), &mut |rec| {
+            ops::sample(gpu, rec, g, [&logits, &probs, &recent, &outp])
+        })?;
     }
     Ok(out)
 }
