@@ -1,5 +1,6 @@
 //! Attention kernels. Decode: one query row per head against the KV cache (GQA, sliding
-//! window, optional logit soft cap).
+//! window, optional logit soft cap), split over blocks of keys so that every key block is a
+//! workgroup, then combined per head.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -26,6 +27,10 @@ pub struct DecodeAttnParams {
     pub scale: f32,
     /// Logit soft cap (0 = none).
     pub cap: f32,
+    /// Key blocks per head (set by the launcher: `ceil(n_keys / WG)`).
+    pub blocks: u32,
+    /// Padding.
+    pub pad: [u32; 3],
 }
 
 /// Allowed workgroup sizes.
@@ -37,6 +42,16 @@ pub fn decode_spec(wg: u32, reduction: Reduction) -> KernelSpec {
         family: Family::AttnDecode,
         quant: None,
         reduction: Some(reduction),
+        constants: vec![("WG", wg)],
+    }
+}
+
+/// The combining pass.
+pub fn combine_spec(wg: u32) -> KernelSpec {
+    KernelSpec {
+        family: Family::AttnCombine,
+        quant: None,
+        reduction: None,
         constants: vec![("WG", wg)],
     }
 }

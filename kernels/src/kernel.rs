@@ -24,8 +24,10 @@ pub enum Family {
     Argmax,
     /// Embedding rows gathered from a quantized table.
     Embed,
-    /// Decode attention (one query row per head).
+    /// Decode attention, first pass: one block of keys per workgroup.
     AttnDecode,
+    /// Decode attention, second pass: combine the key blocks of each head.
+    AttnCombine,
     /// Token sampling.
     Sample,
 }
@@ -44,6 +46,7 @@ impl Family {
             Family::Argmax => "argmax",
             Family::Embed => "embed",
             Family::AttnDecode => "attn_decode",
+            Family::AttnCombine => "attn_combine",
             Family::Sample => "sample",
         }
     }
@@ -60,6 +63,7 @@ impl Family {
             Family::Argmax => "argmax.wgsl",
             Family::Embed => "embed.wgsl",
             Family::AttnDecode => "attn_decode.wgsl",
+            Family::AttnCombine => "attn_combine.wgsl",
             Family::Sample => "sample.wgsl",
         }
     }

@@ -57,6 +57,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
     out.push(sample::spec());
     for wg in attention::WG_VALUES {
         out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, r)));
+        out.push(attention::combine_spec(wg));
     }
     out
 }

@@ -38,6 +38,7 @@ fn file(path: &str) -> Option<&'static str> {
         "norm.wgsl" => include_str!("wgsl/norm.wgsl"),
         "embed.wgsl" => include_str!("wgsl/embed.wgsl"),
         "attn_decode.wgsl" => include_str!("wgsl/attn_decode.wgsl"),
+        "attn_combine.wgsl" => include_str!("wgsl/attn_combine.wgsl"),
         "sample.wgsl" => include_str!("wgsl/sample.wgsl"),
         "elementwise.wgsl" => include_str!("wgsl/elementwise.wgsl"),
         "rope.wgsl" => include_str!("wgsl/rope.wgsl"),

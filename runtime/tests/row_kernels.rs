@@ -171,6 +171,9 @@ fn decode_attention_matches() {
         (8, 2, 256, 300, 512, 128, 0.0),
         (3, 1, 64, 1, 8, 0, 0.0),
         (2, 1, 128, 77, 100, 0, 50.0),
+        // Many key blocks, and a window starting mid-block.
+        (4, 1, 256, 1000, 1024, 0, 0.0),
+        (2, 2, 64, 700, 800, 301, 0.0),
     ] {
         let p = DecodeAttnParams {
             heads,
@@ -181,6 +184,8 @@ fn decode_attention_matches() {
             window,
             scale: 1.0 / (head_dim as f32).sqrt(),
             cap,
+            blocks: 0,
+            pad: [0; 3],
         };
         let q: Vec<f32> = support::random_f32((heads * head_dim) as usize, 1)
             .iter()
@@ -192,7 +197,10 @@ fn decode_attention_matches() {
         let kt = gpu.upload_f32(&k, &[k.len()], "k").unwrap();
         let vt = gpu.upload_f32(&v, &[v.len()], "v").unwrap();
         let st = gpu
-            .zeros_f32(&[(heads * max_ctx) as usize], "scores")
+            .zeros_f32(
+                &[ops::attention_scratch(heads, head_dim, max_ctx)],
+                "scratch",
+            )
             .unwrap();
         let out = gpu.zeros_f32(&[q.len()], "out").unwrap();
         run(&gpu, |rec| {

@@ -301,7 +301,7 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             &[(ctx * 256) as usize],
             "k",
         )?;
-        let s = gpu.zeros_f32(&[(4 * ctx) as usize], "scores")?;
+        let s = gpu.zeros_f32(&[ops::attention_scratch(4, 256, ctx)], "scratch")?;
         let o = gpu.zeros_f32(&[1024], "out")?;
         time(
             format!("attention decode 4q/1kv x 256, {ctx} keys"),

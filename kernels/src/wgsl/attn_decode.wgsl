@@ -1,12 +1,12 @@
-// Decode attention: one query row per head against the KV cache, one workgroup per head.
-// GQA: query head h reads KV head h / (heads / kv_heads). Keys are cache positions
-// [first, n_keys), first = n_keys - window when a sliding window is set. Scores are scaled,
-// optionally soft-capped (cap * tanh(s / cap)), and soft-maxed; the output is the weighted sum of
-// the values. Scores go through a scratch buffer, so the context length is bounded by memory,
-// not by workgroup storage.
+// Decode attention, split over the keys (flash-decoding): one query row per head against the
+// KV cache. Pass SPLIT (this entry point) gives each workgroup one head and one block of WG
+// keys: it scores them (scaled, optionally soft-capped), and writes the block's max m, sum of
+// exp(s - m) l, and the exp-weighted value sum o. Pass COMBINE (attn_combine.wgsl) rescales
+// and adds the blocks of each head. GQA: head h reads KV head h / (heads / kv_heads). Keys are
+// cache positions [first, n_keys), first = n_keys - window when a sliding window is set.
 //
 // Layouts (f32): q [heads, head_dim]; k, v [kv_heads, max_ctx, head_dim];
-// scores [heads, max_ctx]; out [heads, head_dim].
+// part [heads, blocks, head_dim + 2] (o, then m and l).
 
 struct Params {
     heads: u32,
@@ -17,6 +17,10 @@ struct Params {
     window: u32,   // 0: attend to every key
     scale: f32,
     cap: f32,      // 0: no soft cap
+    blocks: u32,   // key blocks per head (grid y)
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 override WG: u32 = 128u;
@@ -25,50 +29,59 @@ override WG: u32 = 128u;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read_write> scores: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> part: array<f32>;
+
+var<workgroup> weights: array<f32, 1024>;
 
 //!include wgreduce
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let h = l.wg.x;
+    let blk = l.wg.y;
     let kvh = h / (p.heads / p.kv_heads);
     var first = 0u;
     if p.window > 0u && p.n_keys > p.window {
         first = p.n_keys - p.window;
     }
-    let qb = h * p.head_dim;
+    let j = blk * WG + l.lid;
+    let live = j >= first && j < p.n_keys;
     let kb = kvh * p.max_ctx * p.head_dim;
-    let sb = h * p.max_ctx;
-    var m = -3.0e38;
-    for (var j = first + l.lid; j < p.n_keys; j += WG) {
-        var s = 0.0;
+    var s = -3.0e38;
+    if live {
+        var acc = 0.0;
+        let qb = h * p.head_dim;
+        let kr = kb + j * p.head_dim;
         for (var d = 0u; d < p.head_dim; d++) {
-            s += q[qb + d] * k[kb + j * p.head_dim + d];
+            acc += q[qb + d] * k[kr + d];
         }
-        s *= p.scale;
+        s = acc * p.scale;
         if p.cap > 0.0 {
             s = p.cap * tanh(clamp(s / p.cap, -15.0, 15.0));
         }
-        scores[sb + j] = s;
-        m = max(m, s);
     }
-    m = wg_max(l, m);
-    var sum = 0.0;
-    for (var j = first + l.lid; j < p.n_keys; j += WG) {
-        let e = exp(scores[sb + j] - m);
-        scores[sb + j] = e;
-        sum += e;
+    let m = wg_max(l, s);
+    var e = 0.0;
+    if live {
+        e = exp(s - m);
     }
-    // Makes this workgroup's score writes visible to all its threads.
-    storageBarrier();
-    let inv = 1.0 / wg_sum(l, sum);
+    weights[l.lid] = e;
+    let total = wg_sum(l, e);
+    let stride = p.head_dim + 2u;
+    let pb = (h * p.blocks + blk) * stride;
+    let j0 = blk * WG;
     for (var d = l.lid; d < p.head_dim; d += WG) {
-        var acc = 0.0;
-        for (var j = first; j < p.n_keys; j++) {
-            acc += scores[sb + j] * v[kb + j * p.head_dim + d];
+        var o = 0.0;
+        for (var i = 0u; i < WG; i++) {
+            let jj = j0 + i;
+            if jj >= first && jj < p.n_keys {
+                o += weights[i] * v[kb + jj * p.head_dim + d];
+            }
         }
-        out[qb + d] = acc * inv;
+        part[pb + d] = o;
+    }
+    if l.lid == 0u {
+        part[pb + p.head_dim] = m;
+        part[pb + p.head_dim + 1u] = total;
     }
 }

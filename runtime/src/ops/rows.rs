@@ -178,27 +178,32 @@ pub fn argmax(gpu: &Gpu, rec: &mut Recorder<'_>, x: &Tensor, out: &Tensor) -> Re
 }
 
 /// Decode attention for one token: `out[h] = softmax(q[h] . K[kvh]^T * scale) V[kvh]` over the
-/// cache positions `p` names; `scores` is scratch of `[heads, max_ctx]` f32.
+/// cache positions `p` names, split over blocks of 128 keys (one workgroup each) and combined
+/// per head in a second dispatch of the same pass. `part` is scratch of at least
+/// `heads * ceil(max_ctx / 128) * (head_dim + 2)` f32.
 pub fn attention_decode(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    p: DecodeAttnParams,
-    [q, k, v, scores, out]: [&Tensor; 5],
+    mut p: DecodeAttnParams,
+    [q, k, v, part, out]: [&Tensor; 5],
 ) -> Result<(), GpuError> {
+    const WG: u32 = 128;
     let (heads, kv_heads, hd, ctx) = (
         p.heads as usize,
         p.kv_heads as usize,
         p.head_dim as usize,
         p.max_ctx as usize,
     );
+    p.blocks = p.n_keys.div_ceil(WG).max(1);
     let ok = kv_heads > 0
-        && heads % kv_heads == 0
+        && heads.is_multiple_of(kv_heads)
         && p.n_keys as usize <= ctx
         && elems(q) == heads * hd
         && elems(out) == heads * hd
         && elems(k) >= kv_heads * ctx * hd
         && elems(v) >= kv_heads * ctx * hd
-        && elems(scores) >= heads * ctx;
+        && elems(part) >= heads * p.blocks as usize * (hd + 2)
+        && p.blocks <= gpu.limits().max_compute_workgroups_per_dimension;
     if !ok {
         return Err(GpuError::Shape(format!(
             "decode attention {p:?} with q {:?}, k {:?}, v {:?}",
@@ -208,11 +213,24 @@ pub fn attention_decode(
     launch(
         gpu,
         rec,
-        &attention::decode_spec(128, reduction(gpu)),
+        &attention::decode_spec(WG, reduction(gpu)),
         &p,
-        &[q, k, v, scores, out],
+        &[q, k, v, part],
+        (p.heads, p.blocks),
+    )?;
+    launch(
+        gpu,
+        rec,
+        &attention::combine_spec(WG),
+        &p,
+        &[part, out],
         (p.heads, 1),
     )
+}
+
+/// Scratch elements [`attention_decode`] needs for a cache of `max_ctx` positions.
+pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
+    (heads * max_ctx.div_ceil(128).max(1) * (head_dim + 2)) as usize
 }
 
 /// Samples one token from `logits` (modified in place by the penalty) into `out[0]` (u32), with
