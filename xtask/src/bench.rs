@@ -294,6 +294,8 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             window: 0,
             scale: 0.0625,
             cap: 0.0,
+            blocks: 0,
+            pad: [0; 3],
         };
         let q = gpu.upload_f32(&vec![0.1; 1024], &[1024], "q")?;
         let k = gpu.upload_f32(
