@@ -39,6 +39,7 @@ fn file(path: &str) -> Option<&'static str> {
         "embed.wgsl" => include_str!("wgsl/embed.wgsl"),
         "attn_decode.wgsl" => include_str!("wgsl/attn_decode.wgsl"),
         "attn_combine.wgsl" => include_str!("wgsl/attn_combine.wgsl"),
+        "attn_params.wgsl" => include_str!("wgsl/attn_params.wgsl"),
         "sample.wgsl" => include_str!("wgsl/sample.wgsl"),
         "elementwise.wgsl" => include_str!("wgsl/elementwise.wgsl"),
         "rope.wgsl" => include_str!("wgsl/rope.wgsl"),

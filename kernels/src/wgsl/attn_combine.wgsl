@@ -2,20 +2,7 @@
 // sum_b exp(m_b - M) l_b over its key blocks (M the largest m_b); blocks without keys have
 // l = 0 and drop out.
 
-struct Params {
-    heads: u32,
-    kv_heads: u32,
-    head_dim: u32,
-    n_keys: u32,
-    max_ctx: u32,
-    window: u32,
-    scale: f32,
-    cap: f32,
-    blocks: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
+//!include attn_params.wgsl
 
 override WG: u32 = 128u;
 

@@ -8,20 +8,7 @@
 // Layouts (f32): q [heads, head_dim]; k, v [kv_heads, max_ctx, head_dim];
 // part [heads, blocks, head_dim + 2] (o, then m and l).
 
-struct Params {
-    heads: u32,
-    kv_heads: u32,
-    head_dim: u32,
-    n_keys: u32,
-    max_ctx: u32,
-    window: u32,   // 0: attend to every key
-    scale: f32,
-    cap: f32,      // 0: no soft cap
-    blocks: u32,   // key blocks per head (grid y)
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
+//!include attn_params.wgsl
 
 override WG: u32 = 128u;
 
