@@ -23,10 +23,6 @@ pub struct Case {
     pub difference: Option<String>,
 }
 
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 pub fn cases() -> Vec<Case> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases/modelport.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -74,39 +70,6 @@ pub fn document(case: &Case) -> Value {
     doc
 }
 
-/// Whether a peer tool or fixture is available. When it is not, the test says it is skipped;
-/// with `GPUPORT_REQUIRE_REFERENCES=1` (set by `.ci/run`) that is a failure instead.
-pub fn available(what: &str, ok: bool) -> bool {
-    if !ok {
-        assert!(
-            std::env::var_os("GPUPORT_REQUIRE_REFERENCES").is_none(),
-            "{what} is required here (GPUPORT_REQUIRE_REFERENCES is set) but missing"
-        );
-        eprintln!("SKIPPED: {what} is missing; see README (set-up) to run this test");
-    }
-    ok
-}
-
-/// Whether `modelport` (modelport-cli 0.1.0) runs.
-pub fn modelport_available() -> bool {
-    let ok = std::process::Command::new("modelport")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    available(
-        "`modelport` (pip install -r tools/requirements-test.txt)",
-        ok,
-    )
-}
-
-/// A model fetched by `cargo xtask fetch-models`, if present.
-pub fn model(file: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("GPUPORT_MODELS_DIR")
-        .map_or_else(|| repo_root().join("models"), PathBuf::from);
-    let path = dir.join(file);
-    available(
-        &format!("model {} (cargo xtask fetch-models)", path.display()),
-        path.is_file(),
-    )
-    .then_some(path)
-}
+#[path = "../../../testing/references.rs"]
+mod references;
+pub use references::*;

@@ -43,3 +43,7 @@ pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
         })
         .collect()
 }
+
+#[path = "../../../testing/references.rs"]
+mod references;
+pub use references::*;
