@@ -19,7 +19,7 @@ pub struct DecodeAttnParams {
     pub head_dim: u32,
     /// Valid cache positions, the current token's included.
     pub n_keys: u32,
-    /// Positions the cache holds per KV head (its stride).
+    /// Positions the cache holds (`k`, `v` are `[max_ctx, kv_heads, head_dim]`).
     pub max_ctx: u32,
     /// Sliding window in positions (0 = none).
     pub window: u32,
@@ -31,6 +31,30 @@ pub struct DecodeAttnParams {
     pub blocks: u32,
     /// Padding.
     pub pad: [u32; 3],
+}
+
+/// The uniform block of `kv_store.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct KvStoreParams {
+    /// Elements to copy into each cache (`tokens * kv_heads * head_dim`).
+    pub n: u32,
+    /// Element offset of the first destination (`position * kv_heads * head_dim`).
+    pub dst: u32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// The KV-append variant.
+pub fn kv_store_spec(wg: u32) -> KernelSpec {
+    KernelSpec {
+        family: Family::KvStore,
+        quant: None,
+        reduction: None,
+        constants: vec![("WG", wg)],
+    }
 }
 
 /// Allowed workgroup sizes.
@@ -58,7 +82,7 @@ pub fn combine_spec(wg: u32) -> KernelSpec {
 
 /// CPU reference of `attn_decode.wgsl`.
 pub fn decode_reference(p: &DecodeAttnParams, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f32> {
-    let (hd, ctx) = (p.head_dim as usize, p.max_ctx as usize);
+    let (hd, kvn) = (p.head_dim as usize, p.kv_heads as usize);
     let group = (p.heads / p.kv_heads) as usize;
     let first = if p.window > 0 && p.n_keys > p.window {
         (p.n_keys - p.window) as usize
@@ -71,7 +95,7 @@ pub fn decode_reference(p: &DecodeAttnParams, q: &[f32], k: &[f32], v: &[f32]) -
         let qh = &q[h * hd..(h + 1) * hd];
         let scores: Vec<f64> = (first..p.n_keys as usize)
             .map(|j| {
-                let kj = &k[(kvh * ctx + j) * hd..(kvh * ctx + j + 1) * hd];
+                let kj = &k[(j * kvn + kvh) * hd..(j * kvn + kvh + 1) * hd];
                 let s = qh
                     .iter()
                     .zip(kj)
@@ -92,7 +116,7 @@ pub fn decode_reference(p: &DecodeAttnParams, q: &[f32], k: &[f32], v: &[f32]) -
             let acc: f64 = e
                 .iter()
                 .enumerate()
-                .map(|(i, w)| w * f64::from(v[(kvh * ctx + first + i) * hd + d]))
+                .map(|(i, w)| w * f64::from(v[((first + i) * kvn + kvh) * hd + d]))
                 .sum();
             out[h * hd + d] = (acc / sum) as f32;
         }

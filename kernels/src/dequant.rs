@@ -43,14 +43,20 @@ pub struct EmbedParams {
     pub cols: u32,
     /// Bytes per table row.
     pub row_bytes: u32,
-    /// Rows in the table (an id past it yields zeros).
+    /// Rows in the whole table (an id past it yields zeros).
     pub rows: u32,
     /// Multiplier (Gemma scales embeddings by sqrt(hidden)); 1 for none.
     pub scale: f32,
     /// Workgroups along x.
     pub grid_x: u32,
+    /// First table row of the bound chunk.
+    pub first_row: u32,
+    /// Rows in the bound chunk.
+    pub chunk_rows: u32,
+    /// Index of the first id in the ids buffer.
+    pub id_offset: u32,
     /// Padding.
-    pub pad: [u32; 2],
+    pub pad: [u32; 3],
 }
 
 /// The embedding-gather variant for a table of `ty`.

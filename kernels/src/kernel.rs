@@ -30,6 +30,8 @@ pub enum Family {
     AttnCombine,
     /// Token sampling.
     Sample,
+    /// Appending keys and values to the KV cache.
+    KvStore,
 }
 
 impl Family {
@@ -48,6 +50,7 @@ impl Family {
             Family::AttnDecode => "attn_decode",
             Family::AttnCombine => "attn_combine",
             Family::Sample => "sample",
+            Family::KvStore => "kv_store",
         }
     }
 
@@ -65,6 +68,7 @@ impl Family {
             Family::AttnDecode => "attn_decode.wgsl",
             Family::AttnCombine => "attn_combine.wgsl",
             Family::Sample => "sample.wgsl",
+            Family::KvStore => "kv_store.wgsl",
         }
     }
 }

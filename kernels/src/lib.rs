@@ -58,6 +58,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
     for wg in attention::WG_VALUES {
         out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, r)));
         out.push(attention::combine_spec(wg));
+        out.push(attention::kv_store_spec(wg));
     }
     out
 }

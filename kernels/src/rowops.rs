@@ -182,8 +182,8 @@ pub struct RopeParams {
     pub freq_scale: f32,
     /// Workgroups along x.
     pub grid_x: u32,
-    /// Padding.
-    pub pad: u32,
+    /// Added to every position read from the `pos` buffer.
+    pub pos_base: u32,
 }
 
 /// The RoPE variant: `neox` rotates (i, i + rot/2) instead of (2i, 2i + 1).
@@ -203,7 +203,7 @@ pub fn rope_reference(x: &mut [f32], pos: &[u32], p: &RopeParams, neox: bool) {
         for h in 0..p.heads as usize {
             let base = (t * p.heads as usize + h) * p.head_dim as usize;
             for i in 0..half {
-                let theta = f64::from(position)
+                let theta = f64::from(p.pos_base + position)
                     * f64::from(p.freq_scale)
                     * f64::from(p.base).powf(-2.0 * i as f64 / f64::from(p.rot_dims));
                 let (i0, i1) = if neox {

@@ -14,7 +14,7 @@ pub struct SampleParams {
     pub vocab: u32,
     /// Keep the k largest logits (0 = off).
     pub top_k: u32,
-    /// Recent ids to penalize (from the `recent` buffer).
+    /// Recent ids to penalize: `tokens[recent_start..recent_start + n_recent]`.
     pub n_recent: u32,
     /// The Philox counter: the index of the token being sampled.
     pub step: u32,
@@ -28,8 +28,12 @@ pub struct SampleParams {
     pub seed_lo: u32,
     /// Seed, high word.
     pub seed_hi: u32,
+    /// Index in `tokens` of the first recent id.
+    pub recent_start: u32,
+    /// Index in `tokens` that receives the chosen id.
+    pub out_index: u32,
     /// Padding.
-    pub pad: [u32; 3],
+    pub pad: u32,
 }
 
 /// The sampler (its workgroup is fixed at 256 threads: the radix histograms have 256 bins).

@@ -197,19 +197,26 @@ fn embedding_rows_are_bit_exact() {
     for ty in GgmlType::ALL {
         let (rows, cols) = (50, 512);
         let raw = random_blocks(ty, rows * cols / ty.block_elems(), 21);
-        let ids = [0u32, 49, 7, 7, 1000];
+        // The first id is skipped by the offset; the rest span the table, a repeat, and an id
+        // past the end.
+        let ids = [3u32, 0, 49, 7, 7, 1000, 31];
         let w = gpu
             .upload(&raw, Elem::Ggml(ty), &[rows, cols], "table")
             .unwrap();
         let it = gpu
             .upload(bytemuck::cast_slice(&ids), Elem::U32, &[ids.len()], "ids")
             .unwrap();
-        let out = gpu.zeros_f32(&[ids.len(), cols], "out").unwrap();
-        let mut rec = Recorder::new(&gpu);
-        ops::embed(&gpu, &mut rec, &w, &it, &out, 24.0).unwrap();
-        rec.submit().unwrap();
+        let out = gpu.zeros_f32(&[ids.len() - 1, cols], "out").unwrap();
+        let row_bytes = ty.row_bytes(cols).unwrap() as u64;
+        // Whole table in one binding, then bound in chunks of a few rows.
+        for max_binding in [u64::MAX, row_bytes * 12] {
+            let mut rec = Recorder::new(&gpu);
+            let tensors = [&w, &it, &out];
+            ops::embed_chunked(&gpu, &mut rec, tensors, 1, 24.0, max_binding).unwrap();
+            rec.submit().unwrap();
+        }
         let got = gpu.readback_f32(&out).unwrap();
-        let want = gpuport_kernels::dequant::embed_reference(ty, &raw, cols, &ids, 24.0);
+        let want = gpuport_kernels::dequant::embed_reference(ty, &raw, cols, &ids[1..], 24.0);
         let diff = got
             .iter()
             .zip(&want)

@@ -90,10 +90,11 @@ fn rope_matches_in_both_layouts() {
     let Some(gpu) = support::gpu() else { return };
     let (tokens, heads, head_dim) = (3u32, 5u32, 64u32);
     let pos = [0u32, 17, 1023];
-    for (neox, rot, base) in [
-        (false, 64, 10_000.0),
-        (true, 64, 1_000_000.0),
-        (true, 32, 10_000.0),
+    for (neox, rot, base, pos_base) in [
+        (false, 64, 10_000.0, 0),
+        (true, 64, 1_000_000.0, 0),
+        (true, 32, 10_000.0, 0),
+        (false, 64, 100_000.0, 4000),
     ] {
         let p = RopeParams {
             tokens,
@@ -103,7 +104,7 @@ fn rope_matches_in_both_layouts() {
             base,
             freq_scale: 1.0,
             grid_x: 0,
-            pad: 0,
+            pos_base,
         };
         let x = support::random_f32((tokens * heads * head_dim) as usize, 5);
         let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
@@ -213,4 +214,34 @@ fn decode_attention_matches() {
             &format!("{p:?}"),
         );
     }
+}
+
+#[test]
+fn kv_store_appends_at_the_offset() {
+    let Some(gpu) = support::gpu() else { return };
+    let (n, dst) = (3 * 64, 5 * 3 * 64);
+    let k = support::random_f32(n, 11);
+    let v = support::random_f32(n, 12);
+    let kt = gpu.upload_f32(&k, &[n], "k").unwrap();
+    let vt = gpu.upload_f32(&v, &[n], "v").unwrap();
+    let kc = gpu.upload_f32(&vec![7.0; 8 * n], &[8 * n], "kc").unwrap();
+    let vc = gpu.zeros_f32(&[8 * n], "vc").unwrap();
+    run(&gpu, |rec| {
+        ops::kv_store(&gpu, rec, dst, [&kt, &vt, &kc, &vc]).unwrap()
+    });
+    let (gk, gv) = (
+        gpu.readback_f32(&kc).unwrap(),
+        gpu.readback_f32(&vc).unwrap(),
+    );
+    assert_eq!(&gk[dst..dst + n], &k[..]);
+    assert_eq!(&gv[dst..dst + n], &v[..]);
+    assert!(gk[..dst].iter().chain(&gk[dst + n..]).all(|x| *x == 7.0));
+    assert!(gv[..dst].iter().chain(&gv[dst + n..]).all(|x| *x == 0.0));
+    let too_far = ops::kv_store(
+        &gpu,
+        &mut Recorder::new(&gpu),
+        8 * n - 1,
+        [&kt, &vt, &kc, &vc],
+    );
+    assert_eq!(too_far.unwrap_err().code(), "BAD_REQUEST");
 }

@@ -32,7 +32,9 @@ fn params(vocab: usize) -> SampleParams {
         penalty: 1.0,
         seed_lo: 7,
         seed_hi: 0,
-        pad: [0; 3],
+        recent_start: 0,
+        out_index: 0,
+        pad: 0,
     }
 }
 
@@ -46,17 +48,21 @@ fn run(
     let n = logits.len();
     let lt = gpu.upload_f32(logits, &[n], "logits").unwrap();
     let pt = gpu.zeros_f32(&[n], "probs").unwrap();
-    let ids: Vec<u32> = if recent.is_empty() {
-        vec![0]
-    } else {
-        recent.to_vec()
+    // The sequence buffer: the recent ids after one unrelated id, then the slot for the draw.
+    let mut ids = vec![u32::MAX - 1];
+    ids.extend_from_slice(recent);
+    ids.push(u32::MAX);
+    let p = SampleParams {
+        recent_start: 1,
+        out_index: ids.len() as u32 - 1,
+        ..p
     };
     let rt = gpu
         .upload(
             bytemuck::cast_slice(&ids),
             Elem::U32,
             &[ids.len()],
-            "recent",
+            "tokens",
         )
         .unwrap();
     let out: Tensor = gpu.upload(&[0xFF; 8], Elem::U32, &[2], "out").unwrap();
@@ -65,6 +71,13 @@ fn run(
     rec.submit().unwrap();
     let o = gpu.readback(&out).unwrap();
     let word = |i: usize| u32::from_le_bytes(o[4 * i..4 * i + 4].try_into().unwrap());
+    let seq = gpu.readback(&rt).unwrap();
+    let last = seq.len() - 4;
+    assert_eq!(
+        u32::from_le_bytes(seq[last..].try_into().unwrap()),
+        word(0),
+        "the sequence buffer gets the drawn id"
+    );
     (
         word(0),
         word(1),

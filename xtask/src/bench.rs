@@ -319,7 +319,7 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             "logits",
         )?;
         let probs = gpu.zeros_f32(&[vocab], "probs")?;
-        let recent = gpu.upload(&[0u8; 256], Elem::U32, &[64], "recent")?;
+        let recent = gpu.upload(&[0u8; 260], Elem::U32, &[65], "tokens")?;
         let outp = gpu.upload(&[0u8; 8], Elem::U32, &[2], "out")?;
         let p = SampleParams {
             vocab: vocab as u32,
@@ -331,7 +331,9 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             penalty: 1.1,
             seed_lo: 1,
             seed_hi: 0,
-            pad: [0; 3],
+            recent_start: 0,
+            out_index: 64,
+            pad: 0,
         };
         time(
             format!("sample top-k 40 top-p 0.95, vocab {vocab}"),

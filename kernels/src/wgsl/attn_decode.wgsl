@@ -5,7 +5,8 @@
 // and adds the blocks of each head. GQA: head h reads KV head h / (heads / kv_heads). Keys are
 // cache positions [first, n_keys), first = n_keys - window when a sliding window is set.
 //
-// Layouts (f32): q [heads, head_dim]; k, v [kv_heads, max_ctx, head_dim];
+// Layouts (f32): q [heads, head_dim]; k, v [max_ctx, kv_heads, head_dim] (token-major, so a
+// token's keys are one contiguous row and the cache grows by appending);
 // part [heads, blocks, head_dim + 2] (o, then m and l).
 
 //!include attn_params.wgsl
@@ -33,12 +34,13 @@ fn main(l: Lanes) {
     }
     let j = blk * WG + l.lid;
     let live = j >= first && j < p.n_keys;
-    let kb = kvh * p.max_ctx * p.head_dim;
+    let kv_row = p.kv_heads * p.head_dim;
+    let kb = kvh * p.head_dim;
     var s = -3.0e38;
     if live {
         var acc = 0.0;
         let qb = h * p.head_dim;
-        let kr = kb + j * p.head_dim;
+        let kr = kb + j * kv_row;
         for (var d = 0u; d < p.head_dim; d++) {
             acc += q[qb + d] * k[kr + d];
         }
@@ -62,7 +64,7 @@ fn main(l: Lanes) {
         for (var i = 0u; i < WG; i++) {
             let jj = j0 + i;
             if jj >= first && jj < p.n_keys {
-                o += weights[i] * v[kb + jj * p.head_dim + d];
+                o += weights[i] * v[kb + jj * kv_row + d];
             }
         }
         part[pb + d] = o;

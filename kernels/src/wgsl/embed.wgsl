@@ -1,15 +1,22 @@
-// Embedding lookup: out[t, :] = dequant(table[ids[t], :]) * scale, straight from the quantized
-// table (GGUF rows of whole blocks), one thread per output element.
+// Embedding lookup: out[t, :] = dequant(table[ids[id_offset + t], :]) * scale, straight from
+// the quantized table (GGUF rows of whole blocks), one thread per output element. A table
+// larger than one binding is bound in chunks of rows [first_row, first_row + chunk_rows), one
+// dispatch each: a chunk writes only the ids it holds, and the chunk at row 0 writes zeros for
+// ids past the table.
 
 struct Params {
     tokens: u32,
     cols: u32,
     row_bytes: u32,
-    rows: u32,      // rows of the table; an id past it writes zeros
+    rows: u32,      // rows of the whole table; an id past it gives zeros
     scale: f32,
     grid_x: u32,
+    first_row: u32,
+    chunk_rows: u32,
+    id_offset: u32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 override WG: u32 = 256u;
@@ -32,11 +39,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     let t = i / p.cols;
     let e = i % p.cols;
-    let row = ids[t];
+    let row = ids[p.id_offset + t];
     if row >= p.rows {
-        out[i] = 0.0;
+        if p.first_row == 0u {
+            out[i] = 0.0;
+        }
         return;
     }
-    let b = row * p.row_bytes + (e / UNIT_ELEMS) * UNIT_BYTES;
+    if row < p.first_row || row - p.first_row >= p.chunk_rows {
+        return;
+    }
+    let b = (row - p.first_row) * p.row_bytes + (e / UNIT_ELEMS) * UNIT_BYTES;
     out[i] = dequant_elem(b, e % UNIT_ELEMS) * p.scale;
 }

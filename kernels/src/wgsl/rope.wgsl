@@ -1,5 +1,5 @@
 // Rotary position embedding, in place on x = [tokens, heads, head_dim]; token t has position
-// pos[t]. Pair i (i < rot_dims / 2) rotates by theta = pos * freq_scale * base^(-2i / rot_dims):
+// pos_base + pos[t] (decode binds a zero and sets pos_base; prefill binds 0..n). Pair i (i < rot_dims / 2) rotates by theta = pos * freq_scale * base^(-2i / rot_dims):
 // NEOX 0 rotates elements (2i, 2i + 1) (GGUF's "normal" llama layout), NEOX 1 rotates
 // (i, i + rot_dims / 2). Dimensions past rot_dims are left alone.
 
@@ -11,7 +11,7 @@ struct Params {
     base: f32,
     freq_scale: f32,
     grid_x: u32,
-    _pad: u32,
+    pos_base: u32,
 }
 
 override WG: u32 = 256u;
@@ -32,7 +32,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let head = (i / half) % p.heads;
     let token = i / (half * p.heads);
     let base = (token * p.heads + head) * p.head_dim;
-    let theta = f32(pos[token]) * p.freq_scale * pow(p.base, -2.0 * f32(pair) / f32(p.rot_dims));
+    let theta = f32(p.pos_base + pos[token]) * p.freq_scale * pow(p.base, -2.0 * f32(pair) / f32(p.rot_dims));
     var i0 = base + 2u * pair;
     var i1 = i0 + 1u;
     if NEOX == 1u {

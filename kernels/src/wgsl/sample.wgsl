@@ -10,7 +10,9 @@
 //    fixed point (2^24 per whole), keeping the smallest head whose mass reaches top_p;
 // 6. an inverse-CDF draw with a Philox4x32-10 uniform keyed by (seed_lo, seed_hi), counter
 //    (step, 0, 0, 0), over contiguous per-lane chunks.
-// out[0] = the token, out[1] = how many tokens had non-zero probability.
+// The recent ids are tokens[recent_start .. recent_start + n_recent]; the chosen id is written
+// to tokens[out_index] (the sequence buffer the next embedding reads) and to out[0], with how
+// many tokens had non-zero probability in out[1].
 
 struct Params {
     vocab: u32,
@@ -22,9 +24,9 @@ struct Params {
     penalty: f32,      // 1: off
     seed_lo: u32,
     seed_hi: u32,
+    recent_start: u32,
+    out_index: u32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 const WG: u32 = 256u;
@@ -32,7 +34,7 @@ const WG: u32 = 256u;
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> logits: array<f32>;
 @group(0) @binding(2) var<storage, read_write> probs: array<f32>;
-@group(0) @binding(3) var<storage, read> recent: array<u32>;
+@group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
 
 var<workgroup> hist: array<atomic<u32>, 256>;
@@ -128,10 +130,10 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     // 1. Penalty, once per distinct id (one lane: the recent window is short).
     if lid == 0u && p.penalty != 1.0 {
         for (var r = 0u; r < p.n_recent; r++) {
-            let id = recent[r];
+            let id = tokens[p.recent_start + r];
             var seen = id >= p.vocab;
             for (var s = 0u; s < r && !seen; s++) {
-                seen = recent[s] == id;
+                seen = tokens[p.recent_start + s] == id;
             }
             if !seen {
                 let l = logits[id];
@@ -171,6 +173,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         if lid == 0u {
             out[0] = argmax;
             out[1] = 1u;
+            tokens[p.out_index] = argmax;
         }
         return;
     }
@@ -263,5 +266,6 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     if lid == 0u {
         out[0] = bcast[2];
         out[1] = redu[WG - 1u];
+        tokens[p.out_index] = bcast[2];
     }
 }

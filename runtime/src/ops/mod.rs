@@ -216,53 +216,82 @@ pub fn dequantize(
     launch(gpu, rec, &dequant::spec(ty, wg), &p, &[w, out], grid)
 }
 
-/// Records the lookup of rows `ids` (u32) of the `[rows, cols]` table `w` into f32 `out`
-/// (`[tokens, cols]`), scaled by `scale`; ids past the table give zero rows.
+/// Records the lookup of rows `ids[id_offset..id_offset + tokens]` (u32) of the `[rows, cols]`
+/// table `w` into f32 `out` (`[tokens, cols]`), scaled by `scale`; ids past the table give zero
+/// rows. Tables larger than one storage binding are bound in row chunks, one dispatch each.
 pub fn embed(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     w: &Tensor,
     ids: &Tensor,
+    id_offset: usize,
     out: &Tensor,
     scale: f32,
 ) -> Result<(), GpuError> {
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    embed_chunked(gpu, rec, [w, ids, out], id_offset, scale, limit)
+}
+
+/// [`embed()`] with an explicit largest binding (tests force chunking with a small one).
+pub fn embed_chunked(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    [w, ids, out]: [&Tensor; 3],
+    id_offset: usize,
+    scale: f32,
+    max_binding: u64,
+) -> Result<(), GpuError> {
     let (ty, rows, cols, row_bytes) = matrix(w)?;
-    let tokens = ids.shape.iter().product::<usize>();
-    if out.shape.iter().product::<usize>() != tokens * cols {
+    let tokens = out.shape.iter().product::<usize>() / cols.max(1);
+    if out.shape.iter().product::<usize>() != tokens * cols
+        || ids.shape.iter().product::<usize>() < id_offset + tokens
+    {
         return Err(GpuError::Shape(format!(
-            "embedding {tokens} tokens of {cols} into {:?}",
-            out.shape
+            "embedding ids {id_offset}.. of {:?} ({cols} columns) into {:?}",
+            ids.shape, out.shape
         )));
     }
-    if w.padded() > gpu.limits().max_storage_buffer_binding_size {
-        return Err(GpuError::TooLarge {
-            what: "embedding table binding".into(),
-            bytes: w.padded(),
-            limit: gpu.limits().max_storage_buffer_binding_size,
-        });
-    }
+    let limits = gpu.limits();
+    let chunks = row_chunks(
+        rows as u64,
+        row_bytes as u64,
+        max_binding,
+        u64::from(limits.min_storage_buffer_offset_alignment),
+    )?;
     let wg = 256;
     let grid = grid_2d(
         ((tokens * cols) as u32).div_ceil(wg),
-        gpu.limits().max_compute_workgroups_per_dimension,
+        limits.max_compute_workgroups_per_dimension,
     );
-    let p = dequant::EmbedParams {
-        tokens: tokens as u32,
-        cols: cols as u32,
-        row_bytes: row_bytes as u32,
-        rows: rows as u32,
-        scale,
-        grid_x: grid.0,
-        pad: [0; 2],
-    };
-    launch(
-        gpu,
-        rec,
-        &dequant::embed_spec(ty, wg),
-        &p,
-        &[w, ids, out],
-        grid,
-    )
+    let pipeline = gpu.pipeline(&dequant::embed_spec(ty, wg))?;
+    for (first, n, byte_offset) in chunks {
+        let p = dequant::EmbedParams {
+            tokens: tokens as u32,
+            cols: cols as u32,
+            row_bytes: row_bytes as u32,
+            rows: rows as u32,
+            scale,
+            grid_x: grid.0,
+            first_row: first as u32,
+            chunk_rows: n as u32,
+            id_offset: id_offset as u32,
+            pad: [0; 3],
+        };
+        let slot = rec.uniform(&p)?;
+        let len = (n * row_bytes as u64).div_ceil(4) * 4;
+        let group = bind(
+            gpu,
+            &pipeline.layout,
+            &[
+                rec.uniform_binding(slot),
+                w.binding_range(byte_offset, len),
+                ids.binding(),
+                out.binding(),
+            ],
+        );
+        rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+    }
+    Ok(())
 }
 
 /// Records one streaming read of `src` with `groups` workgroups of `wg` threads.

@@ -1,6 +1,6 @@
 //! Launches of the row and elementwise kernels (`gpuport_kernels::rowops`).
 
-use gpuport_kernels::attention::{self, DecodeAttnParams};
+use gpuport_kernels::attention::{self, DecodeAttnParams, KvStoreParams};
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
 use gpuport_kernels::{Reduction, grid_2d};
 
@@ -178,7 +178,7 @@ pub fn argmax(gpu: &Gpu, rec: &mut Recorder<'_>, x: &Tensor, out: &Tensor) -> Re
 }
 
 /// Decode attention for one token: `out[h] = softmax(q[h] . K[kvh]^T * scale) V[kvh]` over the
-/// cache positions `p` names, split over blocks of 128 keys (one workgroup each) and combined
+/// cache positions `p` names (`k`, `v`: `[max_ctx, kv_heads, head_dim]`), split over blocks of 128 keys (one workgroup each) and combined
 /// per head in a second dispatch of the same pass. `part` is scratch of at least
 /// `heads * ceil(max_ctx / 128) * (head_dim + 2)` f32.
 pub fn attention_decode(
@@ -200,8 +200,8 @@ pub fn attention_decode(
         && p.n_keys as usize <= ctx
         && elems(q) == heads * hd
         && elems(out) == heads * hd
-        && elems(k) >= kv_heads * ctx * hd
-        && elems(v) >= kv_heads * ctx * hd
+        && elems(k) >= ctx * kv_heads * hd
+        && elems(v) >= ctx * kv_heads * hd
         && elems(part) >= heads * p.blocks as usize * (hd + 2)
         && p.blocks <= gpu.limits().max_compute_workgroups_per_dimension;
     if !ok {
@@ -233,25 +233,63 @@ pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
     (heads * max_ctx.div_ceil(128).max(1) * (head_dim + 2)) as usize
 }
 
-/// Samples one token from `logits` (modified in place by the penalty) into `out[0]` (u32), with
-/// the count of tokens that kept a probability in `out[1]`; `probs` is `[vocab]` f32 scratch and
-/// `recent` the ids to penalize.
+/// Appends `k` and `v` (`tokens * kv_heads * head_dim` f32 each) to the caches `kc`, `vc` at
+/// element offset `dst`.
+pub fn kv_store(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    dst: usize,
+    [k, v, kc, vc]: [&Tensor; 4],
+) -> Result<(), GpuError> {
+    let n = elems(k);
+    if elems(v) != n || elems(kc) < dst + n || elems(vc) < dst + n {
+        return Err(GpuError::Shape(format!(
+            "storing {:?} keys at {dst} into a cache of {:?}",
+            k.shape, kc.shape
+        )));
+    }
+    let wg = 256;
+    let grid = grid_2d(
+        (n as u32).div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    let p = KvStoreParams {
+        n: n as u32,
+        dst: dst as u32,
+        grid_x: grid.0,
+        pad: 0,
+    };
+    launch(
+        gpu,
+        rec,
+        &attention::kv_store_spec(wg),
+        &p,
+        &[k, v, kc, vc],
+        grid,
+    )
+}
+
+/// Samples one token from `logits` (modified in place by the penalty): the id goes to
+/// `tokens[p.out_index]` and `out[0]`, with the count of tokens that kept a probability in
+/// `out[1]`; `probs` is `[vocab]` f32 scratch; the ids to penalize are
+/// `tokens[p.recent_start..][..p.n_recent]`.
 pub fn sample(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     p: gpuport_kernels::sample::SampleParams,
-    [logits, probs, recent, out]: [&Tensor; 4],
+    [logits, probs, tokens, out]: [&Tensor; 4],
 ) -> Result<(), GpuError> {
     let v = p.vocab as usize;
     if elems(logits) != v
         || elems(probs) < v
-        || elems(recent) < p.n_recent as usize
+        || elems(tokens) < (p.recent_start + p.n_recent) as usize
+        || elems(tokens) <= p.out_index as usize
         || elems(out) < 2
         || v == 0
     {
         return Err(GpuError::Shape(format!(
-            "sampling {p:?} with logits {:?}",
-            logits.shape
+            "sampling {p:?} with logits {:?} and tokens {:?}",
+            logits.shape, tokens.shape
         )));
     }
     launch(
@@ -259,7 +297,7 @@ pub fn sample(
         rec,
         &gpuport_kernels::sample::spec(),
         &p,
-        &[logits, probs, recent, out],
+        &[logits, probs, tokens, out],
         (1, 1),
     )
 }
