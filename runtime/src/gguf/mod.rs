@@ -256,7 +256,7 @@ fn check_extents(tensors: &[TensorInfo], len: u64) -> Result<(), GgufError> {
     let mut order: Vec<&TensorInfo> = tensors.iter().collect();
     order.sort_by_key(|t| t.offset);
     for (i, t) in order.iter().enumerate() {
-        let end = t.offset.checked_add(t.bytes).unwrap_or(u64::MAX);
+        let end = t.offset.saturating_add(t.bytes);
         if end > len {
             return Err(GgufError::OutOfBounds {
                 name: t.name.clone(),
@@ -359,7 +359,7 @@ impl<'a> Cursor<'a> {
                 let min = match elem {
                     0 | 1 | 7 => 1,
                     2 | 3 => 2,
-                    4 | 5 | 6 => 4,
+                    4..=6 => 4,
                     8 | 10 | 11 | 12 => 8,
                     9 => 12,
                     _ => {
