@@ -46,4 +46,5 @@ pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
 
 #[path = "../../../testing/references.rs"]
 mod references;
+#[allow(unused_imports)]
 pub use references::*;
