@@ -24,6 +24,7 @@ pub mod bench;
 pub mod device;
 pub mod error;
 pub mod gguf;
+pub mod llm;
 pub mod ops;
 pub mod pipeline;
 pub mod pool;

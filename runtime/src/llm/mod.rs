@@ -1,0 +1,15 @@
+//! The GGUF LLM executor: configuration from metadata, weights uploaded as stored, a forward
+//! pass recorded into one compute pass per submit, GPU sampling, and sessions that keep their
+//! KV cache across turns.
+
+pub mod config;
+pub mod error;
+pub mod model;
+pub mod session;
+pub mod weights;
+
+pub use config::{Arch, ModelConfig};
+pub use error::LlmError;
+pub use model::Model;
+pub use session::{Generated, Request, Sampling, Session, StopReason};
+pub use weights::LoadPlan;

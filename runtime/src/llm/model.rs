@@ -1,0 +1,255 @@
+//! A loaded model: configuration, GPU weights, and the forward pass of one token recorded onto
+//! a [`Recorder`] — every kernel of every layer appended to the open compute pass, nothing read
+//! back.
+
+use std::collections::HashMap;
+
+use gpuport_kernels::attention::DecodeAttnParams;
+use gpuport_kernels::gemv::GemvTunables;
+use gpuport_kernels::quant::GgmlType;
+use gpuport_kernels::rowops::{ElementOp, RopeParams};
+
+use super::config::ModelConfig;
+use super::error::LlmError;
+use super::weights::{self, LoadPlan, Weights};
+use crate::device::Gpu;
+use crate::error::GpuError;
+use crate::gguf::Gguf;
+use crate::ops;
+use crate::recorder::Recorder;
+use crate::tensor::{Elem, Tensor};
+
+/// A model on the GPU.
+pub struct Model {
+    /// Hyperparameters and graph options.
+    pub cfg: ModelConfig,
+    /// Tensors.
+    pub weights: Weights,
+    tunables: HashMap<GgmlType, GemvTunables>,
+}
+
+/// Activations of one token, reused by every layer and step.
+pub(crate) struct Scratch {
+    x: Tensor,
+    x_alt: Tensor,
+    h: Tensor,
+    q: Tensor,
+    q_normed: Tensor,
+    k: Tensor,
+    k_normed: Tensor,
+    v: Tensor,
+    attn: Tensor,
+    proj: Tensor,
+    proj_normed: Tensor,
+    gate: Tensor,
+    up: Tensor,
+    act: Tensor,
+    pub(crate) logits: Tensor,
+    pub(crate) probs: Tensor,
+    part: Tensor,
+    zero_pos: Tensor,
+    pub(crate) sampled: Tensor,
+}
+
+impl Scratch {
+    pub(crate) fn new(gpu: &Gpu, cfg: &ModelConfig, ctx: usize) -> Result<Scratch, GpuError> {
+        let f = |n: usize, what: &str| gpu.zeros_f32(&[n], what);
+        let (e, q, kv) = (cfg.embd, cfg.q_dim(), cfg.kv_dim());
+        Ok(Scratch {
+            x: f(e, "x")?,
+            x_alt: f(e, "x'")?,
+            h: f(e, "h")?,
+            q: f(q, "q")?,
+            q_normed: f(q, "q normed")?,
+            k: f(kv, "k")?,
+            k_normed: f(kv, "k normed")?,
+            v: f(kv, "v")?,
+            attn: f(q, "attention")?,
+            proj: f(e, "projection")?,
+            proj_normed: f(e, "projection normed")?,
+            gate: f(cfg.ff, "gate")?,
+            up: f(cfg.ff, "up")?,
+            act: f(cfg.ff, "activation")?,
+            logits: f(cfg.vocab, "logits")?,
+            probs: f(cfg.vocab, "probabilities")?,
+            part: f(
+                ops::attention_scratch(cfg.heads as u32, cfg.head_dim as u32, ctx as u32),
+                "attention blocks",
+            )?,
+            zero_pos: gpu.upload(&[0; 4], Elem::U32, &[1], "position 0")?,
+            sampled: gpu.upload(&[0; 8], Elem::U32, &[2], "sampled")?,
+        })
+    }
+}
+
+/// The per-layer KV cache: `[ctx, kv_heads, head_dim]` f32 keys and values.
+pub(crate) struct KvCache {
+    pub(crate) layers: Vec<(Tensor, Tensor)>,
+    pub(crate) ctx: usize,
+}
+
+impl KvCache {
+    pub(crate) fn new(gpu: &Gpu, cfg: &ModelConfig, ctx: usize) -> Result<KvCache, GpuError> {
+        let n = ctx * cfg.kv_dim();
+        let layers = (0..cfg.layers)
+            .map(|i| {
+                Ok((
+                    gpu.zeros_f32(&[n], &format!("keys {i}"))?,
+                    gpu.zeros_f32(&[n], &format!("values {i}"))?,
+                ))
+            })
+            .collect::<Result<_, GpuError>>()?;
+        Ok(KvCache { layers, ctx })
+    }
+}
+
+impl Model {
+    /// Reads the configuration, checks the plan against the adapter (every blocker reported),
+    /// and uploads the weights.
+    pub fn load(gpu: &Gpu, g: &Gguf, ctx: usize) -> Result<Model, LlmError> {
+        let cfg = ModelConfig::from_gguf(g)?;
+        let plan = Model::plan(gpu, g, &cfg, ctx);
+        if !plan.blockers.is_empty() {
+            return Err(LlmError::CannotRun(plan.blockers));
+        }
+        let weights = Weights::load(&cfg, g, gpu)?;
+        let mut tunables = HashMap::new();
+        for ty in GgmlType::ALL {
+            tunables.insert(ty, gpu.gemv_tunables(ty));
+        }
+        Ok(Model {
+            cfg,
+            weights,
+            tunables,
+        })
+    }
+
+    /// What loading would take here, with blockers and warnings (`gpuport can-run`).
+    pub fn plan(gpu: &Gpu, g: &Gguf, cfg: &ModelConfig, ctx: usize) -> LoadPlan {
+        let mut p = weights::plan(cfg, g, gpu, ctx);
+        if cfg.final_cap != 0.0 {
+            p.blockers
+                .push("final logit soft-capping is not implemented".to_string());
+        }
+        if ctx == 0 {
+            p.blockers.push("a context of 0 positions".to_string());
+        }
+        p
+    }
+
+    fn gemv(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        w: &Tensor,
+        x: &Tensor,
+        y: &Tensor,
+    ) -> Result<(), GpuError> {
+        let ty = match w.elem {
+            Elem::Ggml(ty) => ty,
+            Elem::F16 => GgmlType::F16,
+            _ => GgmlType::F32,
+        };
+        let t = self
+            .tunables
+            .get(&ty)
+            .copied()
+            .unwrap_or_else(|| GemvTunables::default_for(gpu.has_subgroups()));
+        ops::gemv(gpu, rec, w, x, y, t)
+    }
+
+    /// Records the forward pass of the token at `tokens[pos]` (position `pos`): its keys and
+    /// values are appended to `kv`, and when `logits` is set the final norm and output
+    /// projection leave the next-token logits in `s.logits`.
+    pub(crate) fn record_token(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        s: &Scratch,
+        kv: &KvCache,
+        tokens: &Tensor,
+        pos: usize,
+        logits: bool,
+    ) -> Result<(), GpuError> {
+        let c = &self.cfg;
+        let w = &self.weights;
+        let norm = |rec: &mut Recorder<'_>, x: &Tensor, wt: &Tensor, y: &Tensor, cols| {
+            ops::norm(gpu, rec, c.norm, [x, wt, y], cols, c.eps)
+        };
+        ops::embed(gpu, rec, &w.embd, tokens, pos, &s.x, c.embed_scale)?;
+        let (mut x, mut x_next) = (&s.x, &s.x_alt);
+        for (i, l) in w.layers.iter().enumerate() {
+            let (kc, vc) = &kv.layers[i];
+            norm(rec, x, &l.attn_norm, &s.h, c.embd)?;
+            self.gemv(gpu, rec, &l.wq, &s.h, &s.q)?;
+            self.gemv(gpu, rec, &l.wk, &s.h, &s.k)?;
+            self.gemv(gpu, rec, &l.wv, &s.h, &s.v)?;
+            let (q, k) = match (&l.q_norm, &l.k_norm) {
+                (Some(qn), Some(kn)) => {
+                    norm(rec, &s.q, qn, &s.q_normed, c.head_dim)?;
+                    norm(rec, &s.k, kn, &s.k_normed, c.head_dim)?;
+                    (&s.q_normed, &s.k_normed)
+                }
+                _ => (&s.q, &s.k),
+            };
+            let local = c.is_local(i);
+            let (base, scale) = if local {
+                (c.rope_base_local, 1.0)
+            } else {
+                (c.rope_base, c.rope_scale)
+            };
+            for (t, heads) in [(q, c.heads), (k, c.kv_heads)] {
+                let p = RopeParams {
+                    tokens: 1,
+                    heads: heads as u32,
+                    head_dim: c.head_dim as u32,
+                    rot_dims: c.rope_dims as u32,
+                    base,
+                    freq_scale: scale,
+                    grid_x: 0,
+                    pos_base: pos as u32,
+                };
+                ops::rope(gpu, rec, t, &s.zero_pos, p, c.rope_neox)?;
+            }
+            ops::kv_store(gpu, rec, pos * c.kv_dim(), [k, &s.v, kc, vc])?;
+            let p = DecodeAttnParams {
+                heads: c.heads as u32,
+                kv_heads: c.kv_heads as u32,
+                head_dim: c.head_dim as u32,
+                n_keys: pos as u32 + 1,
+                max_ctx: kv.ctx as u32,
+                window: if local { c.window as u32 } else { 0 },
+                scale: c.attn_scale,
+                cap: c.attn_cap,
+                blocks: 0,
+                pad: [0; 3],
+            };
+            ops::attention_decode(gpu, rec, p, [q, kc, vc, &s.part, &s.attn])?;
+            self.gemv(gpu, rec, &l.wo, &s.attn, &s.proj)?;
+            let mut proj = &s.proj;
+            if let Some(pn) = &l.post_attn_norm {
+                norm(rec, &s.proj, pn, &s.proj_normed, c.embd)?;
+                proj = &s.proj_normed;
+            }
+            ops::elementwise(gpu, rec, ElementOp::Add, x, proj, x_next, 1.0)?;
+            (x, x_next) = (x_next, x);
+            norm(rec, x, &l.ffn_norm, &s.h, c.embd)?;
+            self.gemv(gpu, rec, &l.w_gate, &s.h, &s.gate)?;
+            self.gemv(gpu, rec, &l.w_up, &s.h, &s.up)?;
+            ops::elementwise(gpu, rec, c.glu, &s.gate, &s.up, &s.act, 1.0)?;
+            self.gemv(gpu, rec, &l.w_down, &s.act, &s.proj)?;
+            let mut proj = &s.proj;
+            if let Some(pn) = &l.post_ffn_norm {
+                norm(rec, &s.proj, pn, &s.proj_normed, c.embd)?;
+                proj = &s.proj_normed;
+            }
+            ops::elementwise(gpu, rec, ElementOp::Add, x, proj, x_next, 1.0)?;
+            (x, x_next) = (x_next, x);
+        }
+        if logits {
+            norm(rec, x, &w.output_norm, &s.h, c.embd)?;
+            self.gemv(gpu, rec, &w.output, &s.h, &s.logits)?;
+        }
+        Ok(())
+    }
+}
