@@ -49,6 +49,9 @@ pub(crate) struct Scratch {
     part: Tensor,
     zero_pos: Tensor,
     pub(crate) sampled: Tensor,
+    /// The token sequence (u32, `ctx + 1`): prompt ids written by the CPU, sampled ids by the
+    /// GPU; the embedding of position `p` reads `tokens[p]`.
+    pub(crate) tokens: Tensor,
 }
 
 impl Scratch {
@@ -78,6 +81,7 @@ impl Scratch {
             )?,
             zero_pos: gpu.upload(&[0; 4], Elem::U32, &[1], "position 0")?,
             sampled: gpu.upload(&[0; 8], Elem::U32, &[2], "sampled")?,
+            tokens: gpu.upload(&vec![0u8; 4 * (ctx + 1)], Elem::U32, &[ctx + 1], "tokens")?,
         })
     }
 }
@@ -158,7 +162,7 @@ impl Model {
         ops::gemv(gpu, rec, w, x, y, t)
     }
 
-    /// Records the forward pass of the token at `tokens[pos]` (position `pos`): its keys and
+    /// Records the forward pass of the token at `s.tokens[pos]` (position `pos`): its keys and
     /// values are appended to `kv`, and when `logits` is set the final norm and output
     /// projection leave the next-token logits in `s.logits`.
     pub(crate) fn record_token(
@@ -167,7 +171,6 @@ impl Model {
         rec: &mut Recorder<'_>,
         s: &Scratch,
         kv: &KvCache,
-        tokens: &Tensor,
         pos: usize,
         logits: bool,
     ) -> Result<(), GpuError> {
@@ -176,7 +179,7 @@ impl Model {
         let norm = |rec: &mut Recorder<'_>, x: &Tensor, wt: &Tensor, y: &Tensor, cols| {
             ops::norm(gpu, rec, c.norm, [x, wt, y], cols, c.eps)
         };
-        ops::embed(gpu, rec, &w.embd, tokens, pos, &s.x, c.embed_scale)?;
+        ops::embed(gpu, rec, &w.embd, &s.tokens, pos, &s.x, c.embed_scale)?;
         let (mut x, mut x_next) = (&s.x, &s.x_alt);
         for (i, l) in w.layers.iter().enumerate() {
             let (kc, vc) = &kv.layers[i];

@@ -10,7 +10,7 @@ use super::model::{KvCache, Model, Scratch};
 use crate::device::Gpu;
 use crate::ops;
 use crate::recorder::Recorder;
-use crate::tensor::{Elem, Tensor};
+use crate::tensor::Tensor;
 
 /// How the next token is chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,10 +45,13 @@ impl Sampling {
         if !self.temperature.is_finite() {
             return bad(format!("temperature {}", self.temperature));
         }
-        if !(self.top_p > 0.0) || !self.top_p.is_finite() {
+        if self.top_p.is_nan() || self.top_p <= 0.0 || !self.top_p.is_finite() {
             return bad(format!("top_p {} (must be in (0, 1], 1 = off)", self.top_p));
         }
-        if !(self.repeat_penalty > 0.0) || !self.repeat_penalty.is_finite() {
+        if self.repeat_penalty.is_nan()
+            || self.repeat_penalty <= 0.0
+            || !self.repeat_penalty.is_finite()
+        {
             return bad(format!(
                 "repeat_penalty {} (must be > 0)",
                 self.repeat_penalty
@@ -106,7 +109,6 @@ pub struct Session<'m> {
     model: &'m Model,
     kv: KvCache,
     scratch: Scratch,
-    tokens: Tensor,
     /// The tokens whose keys and values are in the cache, by position.
     cached: Vec<u32>,
     /// Decode steps recorded per submit.
@@ -127,7 +129,6 @@ impl<'m> Session<'m> {
             model,
             kv: KvCache::new(gpu, &model.cfg, ctx)?,
             scratch: Scratch::new(gpu, &model.cfg, ctx)?,
-            tokens: gpu.upload(&vec![0u8; 4 * (ctx + 1)], Elem::U32, &[ctx + 1], "tokens")?,
             cached: Vec::new(),
             steps_per_submit: DEFAULT_STEPS_PER_SUBMIT,
         })
@@ -183,22 +184,15 @@ impl<'m> Session<'m> {
         // The last prompt token always runs: its logits pick the first new token.
         let start = shared.min(prompt.len() - 1);
         self.gpu.queue.write_buffer(
-            &self.tokens.buffer,
+            &self.scratch.tokens.buffer,
             4 * start as u64,
             bytemuck::cast_slice(&prompt[start..]),
         );
         self.cached.truncate(start);
         for pos in start..prompt.len() {
             let last = pos + 1 == prompt.len();
-            self.model.record_token(
-                self.gpu,
-                rec,
-                &self.scratch,
-                &self.kv,
-                &self.tokens,
-                pos,
-                last,
-            )?;
+            self.model
+                .record_token(self.gpu, rec, &self.scratch, &self.kv, pos, last)?;
             self.cached.push(prompt[pos]);
         }
         Ok((start, prompt.len() - start))
@@ -234,7 +228,7 @@ impl<'m> Session<'m> {
             self.gpu,
             rec,
             p,
-            [&sc.logits, &sc.probs, &self.tokens, &sc.sampled],
+            [&sc.logits, &sc.probs, &sc.tokens, &sc.sampled],
         )?;
         Ok(())
     }
@@ -271,15 +265,8 @@ impl<'m> Session<'m> {
             let budget = req.max_tokens - out.tokens.len();
             while pending < self.steps_per_submit.min(budget) && pos + pending < ctx {
                 let p = pos + pending;
-                self.model.record_token(
-                    self.gpu,
-                    &mut rec,
-                    &self.scratch,
-                    &self.kv,
-                    &self.tokens,
-                    p,
-                    true,
-                )?;
+                self.model
+                    .record_token(self.gpu, &mut rec, &self.scratch, &self.kv, p, true)?;
                 self.record_sample(&mut rec, p, &req.sampling)?;
                 pending += 1;
             }
@@ -289,7 +276,7 @@ impl<'m> Session<'m> {
                 offset: 4 * (pos as u64 + 1),
                 bytes: 4 * pending as u64,
                 shape: vec![pending],
-                ..self.tokens.clone()
+                ..self.scratch.tokens.clone()
             };
             let ids: Vec<u32> = bytemuck::pod_collect_to_vec(&self.gpu.readback(&view)?);
             // Positions pos + 1 .. pos + pending - 1 were run (their KV are valid when their
@@ -322,15 +309,8 @@ impl<'m> Session<'m> {
             pos += pending;
             rec = Recorder::new(self.gpu);
             // The newest token has to run before the next sample.
-            self.model.record_token(
-                self.gpu,
-                &mut rec,
-                &self.scratch,
-                &self.kv,
-                &self.tokens,
-                pos,
-                true,
-            )?;
+            self.model
+                .record_token(self.gpu, &mut rec, &self.scratch, &self.kv, pos, true)?;
             self.cached.push(ids[ids.len() - 1]);
             self.record_sample(&mut rec, pos, &req.sampling)?;
             pending = 1;
