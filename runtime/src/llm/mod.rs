@@ -6,10 +6,12 @@ pub mod config;
 pub mod error;
 pub mod model;
 pub mod session;
+pub mod tokenizer;
 pub mod weights;
 
 pub use config::{Arch, ModelConfig};
 pub use error::LlmError;
 pub use model::Model;
 pub use session::{Generated, Request, Sampling, Session, StopReason};
+pub use tokenizer::{Tokenizer, TokenizerError, Utf8Stream};
 pub use weights::LoadPlan;
