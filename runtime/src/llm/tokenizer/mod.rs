@@ -58,7 +58,7 @@ impl TokenType {
 }
 
 enum Model {
-    Bpe(bpe::Bpe),
+    Bpe(Box<bpe::Bpe>),
     Spm {
         scores: Vec<f32>,
         bytes: Box<[Option<u32>; 256]>,
@@ -134,7 +134,7 @@ impl Tokenizer {
                     None => "gpt2",
                 };
                 let merges = g.str_array("tokenizer.ggml.merges")?;
-                Model::Bpe(bpe::Bpe::new(pre, &merges)?)
+                Model::Bpe(Box::new(bpe::Bpe::new(pre, &merges)?))
             }
             "llama" => {
                 let scores = g.f32_array("tokenizer.ggml.scores")?;
