@@ -1,9 +1,13 @@
 //! `gpuport`: run model bundles on any GPU. This binary is a thin layer over the library crates:
 //! argument parsing and printing only.
 
+mod can_run;
+mod chat;
+mod generate;
 mod hash;
 mod host;
 mod inspect;
+mod llm;
 mod output;
 mod probe;
 mod validate;
@@ -72,6 +76,56 @@ enum Command {
         #[arg(long)]
         bench: bool,
     },
+    /// Generate text from a prompt with an LLM (a .gguf file or a ModelPort text-generation
+    /// bundle). Text streams to stdout; load and speed figures go to stderr.
+    Generate {
+        /// A .gguf file or a ModelPort text-generation bundle.
+        model: PathBuf,
+        /// The prompt.
+        #[arg(
+            long,
+            conflicts_with = "prompt_file",
+            required_unless_present = "prompt_file"
+        )]
+        prompt: Option<String>,
+        /// Read the prompt from this file.
+        #[arg(long, value_name = "FILE")]
+        prompt_file: Option<PathBuf>,
+        /// Tokenize the prompt as-is (BOS added by the model's rule; control-token text such
+        /// as `<|im_start|>` becomes the control token) instead of rendering it as one user
+        /// message with the chat template.
+        #[arg(long)]
+        raw: bool,
+        #[command(flatten)]
+        sampling: generate::SamplingArgs,
+        /// Print a final line `ids: …` with the generated token ids.
+        #[arg(long)]
+        print_token_ids: bool,
+        /// Print one JSON report instead of streaming text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Chat with an LLM interactively (needs a chat template in the model).
+    Chat {
+        /// A .gguf file or a ModelPort text-generation bundle.
+        model: PathBuf,
+        /// A system message to start every conversation with.
+        #[arg(long)]
+        system: Option<String>,
+        #[command(flatten)]
+        sampling: generate::SamplingArgs,
+    },
+    /// Check whether an LLM fits this adapter: sizes against limits, blockers and warnings.
+    CanRun {
+        /// A .gguf file or a ModelPort text-generation bundle.
+        model: PathBuf,
+        /// KV cache positions to plan for.
+        #[arg(long)]
+        ctx: Option<usize>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the canonical ids and sizes an MLC package should carry, so a producer can fill
     /// them in (see docs/spec/hashes.md).
     Hash {
@@ -81,6 +135,13 @@ enum Command {
         /// MLC package folder or `mlc-model-manifest.json`.
         path: PathBuf,
     },
+}
+
+/// clap requires `--prompt` unless `--prompt-file` is given, so this is never reached; it
+/// exits with a usage error rather than panicking all the same.
+fn unreachable_prompt() -> String {
+    eprintln!("error: give --prompt or --prompt-file");
+    std::process::exit(i32::from(EXIT_USAGE));
 }
 
 fn main() -> ExitCode {
@@ -99,6 +160,41 @@ fn main() -> ExitCode {
         } => inspect::run(&path, &runtimes, ram_mb),
         Command::Hash { what, path } => hash::run(what, &path),
         Command::Probe { json, bench } => probe::run(json, bench),
+        Command::Generate {
+            model,
+            prompt,
+            prompt_file,
+            raw,
+            sampling,
+            print_token_ids,
+            json,
+        } => {
+            let prompt = match (prompt, prompt_file) {
+                (Some(p), _) => p,
+                (None, Some(f)) => match std::fs::read_to_string(&f) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        eprintln!("error: {}: {e}", f.display());
+                        return ExitCode::from(EXIT_USAGE);
+                    }
+                },
+                (None, None) => unreachable_prompt(),
+            };
+            generate::run(generate::GenerateArgs {
+                model,
+                prompt,
+                raw,
+                sampling,
+                print_ids: print_token_ids,
+                json,
+            })
+        }
+        Command::Chat {
+            model,
+            system,
+            sampling,
+        } => chat::run(model, system, sampling),
+        Command::CanRun { model, ctx, json } => can_run::run(&model, ctx, json),
     };
     ExitCode::from(code)
 }

@@ -61,6 +61,18 @@ pub const ROWS_VALUES: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 pub const RPT_VALUES: [u32; 4] = [1, 2, 4, 8];
 
 impl GemvTunables {
+    /// These tunables with rows per workgroup halved (the variant stays valid) until a matrix
+    /// of `matrix_rows` rows gets at least `min_groups` workgroups: a table tuned on large
+    /// matrices otherwise starves small decode GEMVs of parallelism.
+    pub fn fit_rows(self, matrix_rows: usize, min_groups: usize) -> Self {
+        let mut t = self;
+        while t.rows > 1 && matrix_rows.div_ceil(t.rows as usize) < min_groups {
+            t.rows /= 2;
+            t.rpt = t.rpt.min(t.rows);
+        }
+        t
+    }
+
     /// Every allowed combination: rows per thread at most rows per workgroup, and at most one
     /// row group per thread (all values are powers of two, so lanes per group are too).
     pub fn all() -> Vec<GemvTunables> {

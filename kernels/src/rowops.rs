@@ -269,13 +269,31 @@ pub fn softmax_reference(x: &[f32], cols: usize, scale: f32, cap: f32) -> Vec<f3
     out
 }
 
-/// The argmax variant.
-pub fn argmax_spec(wg: u32) -> KernelSpec {
+/// Uniform block of `argmax.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+pub struct ArgmaxParams {
+    /// Elements.
+    pub n: u32,
+    /// Workgroups of stage 0 (partials).
+    pub groups: u32,
+    /// Index in `tokens` that receives the result.
+    pub out_index: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// Workgroups of the first argmax stage (a multiple of a large GPU's core count; the second
+/// stage reduces this many partials in one workgroup).
+pub const ARGMAX_GROUPS: u32 = 256;
+
+/// The argmax variant: stage 0 (per-workgroup partials) or 1 (the final reduction).
+pub fn argmax_spec(wg: u32, stage: u32) -> KernelSpec {
     KernelSpec {
         family: Family::Argmax,
         quant: None,
         reduction: None,
-        constants: vec![("WG", wg)],
+        constants: vec![("WG", wg), ("STAGE", stage)],
     }
 }
 
@@ -299,7 +317,12 @@ pub fn all_specs() -> Vec<KernelSpec> {
             out.push(softmax_spec(wg, r));
         }
         out.extend(ElementOp::ALL.map(|op| element_spec(op, wg)));
-        out.extend([rope_spec(false, wg), rope_spec(true, wg), argmax_spec(wg)]);
+        out.extend([
+            rope_spec(false, wg),
+            rope_spec(true, wg),
+            argmax_spec(wg, 0),
+            argmax_spec(wg, 1),
+        ]);
     }
     out
 }

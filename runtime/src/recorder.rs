@@ -33,6 +33,11 @@ struct Profiler {
     used: u32,
     /// Nanoseconds per pass, filled by [`Recorder::submit`] once the GPU is done.
     pass_ns: Vec<f64>,
+    /// Per-dispatch mode: a timestamp at each pass start and after each dispatch; the label
+    /// of each mark (`None` for a pass start).
+    marks: Option<Vec<Option<String>>>,
+    /// Per-dispatch mode: (label, nanoseconds) of each dispatch of the last submit.
+    dispatch_ns: Vec<(String, f64)>,
 }
 
 /// Records one command stream. See the module docs.
@@ -82,8 +87,33 @@ impl<'g> Recorder<'g> {
             resolve,
             used: 0,
             pass_ns: Vec::new(),
+            marks: None,
+            dispatch_ns: Vec::new(),
         });
         Ok(r)
+    }
+
+    /// A recorder that timestamps every dispatch inside its pass (needs
+    /// TIMESTAMP_QUERY_INSIDE_PASSES): [`Recorder::dispatch_times_ns`] then says where a
+    /// forward pass spends its time. Up to ~2,000 dispatches per submit are timed.
+    pub fn profiling_dispatches(gpu: &'g Gpu) -> Result<Self, GpuError> {
+        if !gpu
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
+        {
+            return Err(GpuError::MissingFeature("timestamp-query-inside-passes"));
+        }
+        let mut r = Self::profiling(gpu)?;
+        if let Some(p) = r.profiler.as_mut() {
+            p.marks = Some(Vec::new());
+        }
+        Ok(r)
+    }
+
+    /// (kernel label, nanoseconds) of each dispatch of the last submit of a
+    /// [`Recorder::profiling_dispatches`] recorder.
+    pub fn dispatch_times_ns(&self) -> &[(String, f64)] {
+        self.profiler.as_ref().map_or(&[], |p| &p.dispatch_ns)
     }
 
     /// What was issued so far.
@@ -155,9 +185,10 @@ impl<'g> Recorder<'g> {
         bind_group: &wgpu::BindGroup,
         grid: (u32, u32, u32),
     ) {
+        let per_dispatch = self.profiler.as_ref().is_some_and(|p| p.marks.is_some());
         if self.pass.is_none() {
             let timestamp_writes = match &mut self.profiler {
-                Some(p) if p.used < MAX_TIMED_PASSES => {
+                Some(p) if p.used < MAX_TIMED_PASSES && p.marks.is_none() => {
                     p.used += 1;
                     Some((2 * (p.used - 1), 2 * (p.used - 1) + 1))
                 }
@@ -179,12 +210,32 @@ impl<'g> Recorder<'g> {
             });
             self.pass = Some(pass.forget_lifetime());
             self.stats.passes += 1;
+            if per_dispatch {
+                self.mark(None);
+            }
         }
         if let Some(pass) = self.pass.as_mut() {
             pass.set_pipeline(&pipeline.pipeline);
             pass.set_bind_group(0, bind_group, &[]);
             pass.dispatch_workgroups(grid.0, grid.1, grid.2);
             self.stats.dispatches += 1;
+        }
+        if per_dispatch {
+            self.mark(Some(pipeline.label.clone()));
+        }
+    }
+
+    /// Writes a per-dispatch timestamp (pass start: `None`).
+    fn mark(&mut self, label: Option<String>) {
+        let (Some(p), Some(pass)) = (self.profiler.as_mut(), self.pass.as_mut()) else {
+            return;
+        };
+        let Some(marks) = p.marks.as_mut() else {
+            return;
+        };
+        if (marks.len() as u32) < 2 * MAX_TIMED_PASSES {
+            pass.write_timestamp(&p.queries, marks.len() as u32);
+            marks.push(label);
         }
     }
 
@@ -207,12 +258,18 @@ impl<'g> Recorder<'g> {
     pub fn submit(&mut self) -> Result<(), GpuError> {
         self.end_pass();
         let timed = match &self.profiler {
-            Some(p) if p.used > 0 => Some((p.queries.clone(), p.resolve.clone(), p.used)),
-            _ => None,
+            Some(p) => {
+                let n = match &p.marks {
+                    Some(m) => m.len() as u32,
+                    None => 2 * p.used,
+                };
+                (n > 0).then(|| (p.queries.clone(), p.resolve.clone(), n))
+            }
+            None => None,
         };
         let mut readback = None;
-        if let Some((queries, resolve, used)) = timed {
-            let bytes = 16 * u64::from(used);
+        if let Some((queries, resolve, n)) = timed {
+            let bytes = 8 * u64::from(n);
             let staging = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("timestamps"),
                 size: bytes,
@@ -220,7 +277,7 @@ impl<'g> Recorder<'g> {
                 mapped_at_creation: false,
             });
             let enc = self.encoder();
-            enc.resolve_query_set(&queries, 0..2 * used, &resolve, 0);
+            enc.resolve_query_set(&queries, 0..n, &resolve, 0);
             enc.copy_buffer_to_buffer(&resolve, 0, &staging, 0, bytes);
             readback = Some(staging);
         }
@@ -250,11 +307,28 @@ impl<'g> Recorder<'g> {
             drop(view);
             let period = f64::from(self.gpu.queue.get_timestamp_period());
             if let Some(p) = self.profiler.as_mut() {
-                p.pass_ns = ticks
-                    .chunks(2)
-                    .map(|t| t[1].saturating_sub(t[0]) as f64 * period)
-                    .collect();
-                p.used = 0;
+                match p.marks.as_mut() {
+                    Some(marks) => {
+                        p.dispatch_ns = marks
+                            .iter()
+                            .zip(&ticks)
+                            .zip(ticks.iter().skip(1).zip(marks.iter().skip(1)))
+                            .filter_map(|((_, t0), (t1, label))| {
+                                label
+                                    .clone()
+                                    .map(|l| (l, t1.saturating_sub(*t0) as f64 * period))
+                            })
+                            .collect();
+                        marks.clear();
+                    }
+                    None => {
+                        p.pass_ns = ticks
+                            .chunks(2)
+                            .map(|t| t[1].saturating_sub(t[0]) as f64 * period)
+                            .collect();
+                        p.used = 0;
+                    }
+                }
             }
         }
         self.gpu.check()

@@ -1,8 +1,12 @@
-//! The executor against llama.cpp (llama-cpp-python) on the real models, on lavapipe: the
-//! logits after each prompt, and greedy continuations token for token. Both sides compute in
-//! f32 but differently (llama.cpp quantizes activations to 8 bits for its quantized dot
-//! products), so logits agree to a tolerance, and a greedy divergence is accepted only where
-//! llama.cpp's top two logits are within that tolerance of a tie.
+//! The executor against llama.cpp on the real models, on lavapipe, over fixtures written by
+//! `tools/llama_reference.py generate` (llama-cpp-python 0.3.36): six prompts per model, the ten
+//! largest next-token logits after each prompt, and 32 greedy tokens.
+//!
+//! Both sides compute in f32 but differently (llama.cpp quantizes activations to 8 bits for its
+//! quantized dot products; summation orders differ), so logits agree to a tolerance, and
+//! greedy continuations must be identical on at least five of the six prompts; where one
+//! diverges, llama.cpp's own top two logits at that step must be within the tolerance (a
+//! near-tie that either implementation may break either way).
 
 #![allow(clippy::unwrap_used)]
 
@@ -10,60 +14,66 @@ mod support;
 
 use gpuport_runtime::gguf::Gguf;
 use gpuport_runtime::llm::{Model, Request, Sampling, Session, StopReason};
-use serde_json::Value;
+use serde::Deserialize;
 
-const STEPS: usize = 16;
+/// The full comparison (six prompts, 32 greedy tokens each) takes ~10 minutes on lavapipe with
+/// two cores; CI runs the first two prompts for 8 tokens. `GPUPORT_LLM_FULL=1` runs it all.
+fn scope() -> (usize, usize) {
+    if std::env::var_os("GPUPORT_LLM_FULL").is_some() {
+        (6, 32)
+    } else {
+        (2, 8)
+    }
+}
 
-fn check(file: &str, prompts: &[&str], logit_tol: f32) {
+#[derive(Deserialize)]
+struct Case {
+    text: String,
+    prompt: Vec<u32>,
+    ids: Vec<u32>,
+    margins: Vec<f32>,
+    top10: Vec<(u32, f32)>,
+}
+
+#[derive(Deserialize)]
+struct Fixture {
+    cases: Vec<Case>,
+}
+
+fn check(file: &str, fixture: &str, logit_tol: f32) {
     let Some(path) = support::model(file) else {
         return;
     };
-    if !support::python_modules_available(&["llama_cpp", "numpy"]) {
-        return;
-    }
     let Some(gpu) = support::gpu() else { return };
-    let mut args: Vec<&std::ffi::OsStr> = vec![
-        "generate".as_ref(),
-        path.as_os_str(),
-        std::ffi::OsStr::new("16"),
-    ];
-    args.extend(prompts.iter().map(|p| std::ffi::OsStr::new(*p)));
-    let reference: Vec<Value> =
-        serde_json::from_slice(&support::python_tool("llama_reference.py", &args)).unwrap();
+    let fixture: Fixture = serde_json::from_slice(
+        &std::fs::read(
+            support::repo_root()
+                .join("runtime/tests/fixtures/llama_cpp")
+                .join(fixture),
+        )
+        .unwrap(),
+    )
+    .unwrap();
     let g = Gguf::open(&path).unwrap();
-    let model = Model::load(&gpu, &g, 256).unwrap();
-    let mut session = Session::new(&gpu, &model, 256).unwrap();
-    for case in &reference {
-        let prompt: Vec<u32> = serde_json::from_value(case["prompt"].clone()).unwrap();
-        let want_ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
-        let margins: Vec<f32> = serde_json::from_value(case["margins"].clone()).unwrap();
-        let want_logits: Vec<f32> = serde_json::from_value(case["first_logits"].clone()).unwrap();
-        let logits = session.logits(&prompt).unwrap();
-        let worst = logits
-            .iter()
-            .zip(&want_logits)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0f32, f32::max);
-        let mean = logits
-            .iter()
-            .zip(&want_logits)
-            .map(|(a, b)| (a - b).abs())
-            .sum::<f32>()
-            / logits.len() as f32;
-        eprintln!(
-            "{file} {:?}: |logit diff| max {worst}, mean {mean}",
-            case["text"]
-        );
-        assert!(worst < logit_tol, "{file}: logits differ by {worst}");
-        assert!(
-            mean < logit_tol / 5.0,
-            "{file}: logits differ by {mean} on average"
-        );
+    let model = Model::load(&gpu, &g, 128).unwrap();
+    let mut session = Session::new(&gpu, &model, 128).unwrap();
+    let (prompts, steps) = scope();
+    let mut identical = 0;
+    for case in fixture.cases.iter().take(prompts) {
+        let logits = session.logits(&case.prompt).unwrap();
+        for (id, want) in &case.top10 {
+            let got = logits[*id as usize];
+            assert!(
+                (got - want).abs() < logit_tol,
+                "{file} {:?}: logit of {id} is {got}, llama.cpp {want}",
+                case.text
+            );
+        }
         let got = session
             .generate(
                 &Request {
-                    prompt: &prompt,
-                    max_tokens: STEPS,
+                    prompt: &case.prompt,
+                    max_tokens: steps,
                     stop: &[],
                     sampling: Sampling::GREEDY,
                 },
@@ -71,44 +81,51 @@ fn check(file: &str, prompts: &[&str], logit_tol: f32) {
             )
             .unwrap();
         assert_eq!(got.reason, StopReason::Length);
-        assert_eq!(got.reused, prompt.len() - 1, "the prompt's cache is reused");
+        assert_eq!(
+            got.reused,
+            case.prompt.len() - 1,
+            "the prompt's cache is reused"
+        );
         let same = got
             .tokens
             .iter()
-            .zip(&want_ids)
+            .zip(&case.ids)
             .take_while(|(a, b)| a == b)
             .count();
         eprintln!(
-            "  greedy: {same} of {STEPS} equal; ours {:?}, llama.cpp {want_ids:?}",
-            got.tokens
+            "{file} {:?}: {same} of {steps} greedy tokens equal",
+            case.text
         );
-        if same < STEPS {
+        if same == steps {
+            identical += 1;
+        } else {
             assert!(
-                margins[same] < logit_tol,
-                "{file}: diverged at step {same} where llama.cpp's margin is {}",
-                margins[same]
+                case.margins[same] < logit_tol,
+                "{file} {:?}: diverged at step {same} where llama.cpp's margin is {}; ours {:?}, \
+                 llama.cpp {:?}",
+                case.text,
+                case.margins[same],
+                got.tokens,
+                &case.ids[..steps]
             );
         }
     }
+    assert!(
+        identical + 1 >= prompts,
+        "{file}: only {identical} of {prompts} greedy continuations identical"
+    );
 }
 
 #[test]
 fn smollm2_matches_llama_cpp() {
     check(
         "SmolLM2-135M-Instruct.Q4_1.gguf",
-        &[
-            "The capital of France is",
-            "<|im_start|>user\nWrite a haiku about GPUs.<|im_end|>\n<|im_start|>assistant\n",
-        ],
-        1.0,
+        "smollm2_greedy.json",
+        0.5,
     );
 }
 
 #[test]
 fn gemma3_matches_llama_cpp() {
-    check(
-        "gemma-3-270m-q4_k_m.gguf",
-        &["The capital of France is", "def fibonacci(n):"],
-        1.5,
-    );
+    check("gemma-3-270m-q4_k_m.gguf", "gemma3_greedy.json", 1.0);
 }

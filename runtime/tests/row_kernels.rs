@@ -154,10 +154,16 @@ fn softmax_and_argmax_match() {
             x[n / 2] = 5.0;
         }
         let xt = gpu.upload_f32(&x, &[n], "x").unwrap();
-        let out = gpu.upload(&[0xFF; 4], Elem::U32, &[1], "out").unwrap();
-        run(&gpu, |rec| ops::argmax(&gpu, rec, &xt, &out).unwrap());
+        let part = gpu.upload(&[0; 2048], Elem::U32, &[512], "part").unwrap();
+        let tokens = gpu.upload(&[0xFF; 16], Elem::U32, &[4], "tokens").unwrap();
+        let out = gpu.upload(&[0xFF; 8], Elem::U32, &[2], "out").unwrap();
+        run(&gpu, |rec| {
+            ops::argmax(&gpu, rec, [&xt, &part, &tokens, &out], 2).unwrap()
+        });
         let got = u32::from_le_bytes(gpu.readback(&out).unwrap()[..4].try_into().unwrap());
         assert_eq!(Some(got), rowops::argmax_reference(&x), "argmax n={n}");
+        let seq = gpu.readback(&tokens).unwrap();
+        assert_eq!(u32::from_le_bytes(seq[8..12].try_into().unwrap()), got);
     }
 }
 

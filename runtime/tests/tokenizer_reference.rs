@@ -1,6 +1,9 @@
-//! Tokenizers against llama.cpp's (llama-cpp-python, vocab only) on both models' real
-//! vocabularies: plain text without specials, and text with BOS and special-token parsing;
-//! detokenization gives the text back.
+//! Tokenizers against llama.cpp's on both models' real vocabularies, over the 240-string corpus
+//! in `tests/fixtures/llama_cpp/tokenizer_corpus.json` (prose, scripts, emoji, code, whitespace
+//! runs, numbers, special-token text, random mixtures): plain text without specials, and text
+//! with BOS and special-token parsing. The ids are fixtures written by
+//! `tools/llama_reference.py tokenize` (llama-cpp-python 0.3.36). Detokenization, whole and
+//! streamed token by token, gives the text back.
 
 #![allow(clippy::unwrap_used)]
 
@@ -10,42 +13,22 @@ use gpuport_runtime::gguf::Gguf;
 use gpuport_runtime::llm::{Tokenizer, Utf8Stream};
 use serde_json::Value;
 
-const TEXTS: &[&str] = &[
-    "Hello world",
-    "The capital of France is Paris.",
-    "  leading spaces and trailing   ",
-    "multiple\n\nnewlines\n\n\n and\ttabs\r\nCRLF",
-    "numbers 1234567 and 3.14159, 2024-11-29",
-    "contractions: don't, I'll, we've, she'd, THEY'RE",
-    "ÀÉÎÕÜ ñ ç ß Ωμέγα Привет мир",
-    "日本語のテキストと中文文本",
-    "emoji 😀👍🏽 family 👨‍👩‍👧 flags 🇫🇷",
-    "fn main() {\n    println!(\"hi {}\", x + 1); // ok\n}",
-    "<|im_start|>user\nWrite a haiku.<|im_end|>\n<|im_start|>assistant\n",
-    "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
-    "mixed<|endoftext|>text<bos>and<eos>",
-    "",
-    " ",
-    "a",
-    "\u{2581}already escaped\u{2581}",
-    "x\u{0300}\u{0301} combining, zero\u{200b}width, nbsp\u{a0}here",
-];
-
-fn check(file: &str) {
+fn check(file: &str, ids: &str) {
     let Some(path) = support::model(file) else {
         return;
     };
-    if !support::python_modules_available(&["llama_cpp"]) {
-        return;
-    }
-    let mut args: Vec<&std::ffi::OsStr> = vec!["tokenize".as_ref(), path.as_os_str()];
-    args.extend(TEXTS.iter().map(|t| std::ffi::OsStr::new(*t)));
-    let reference: Vec<Value> =
-        serde_json::from_slice(&support::python_tool("llama_reference.py", &args)).unwrap();
+    let fixtures = support::repo_root().join("runtime/tests/fixtures/llama_cpp");
+    let read = |name: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(fixtures.join(name)).unwrap()).unwrap()
+    };
+    let texts: Vec<String> = serde_json::from_value(read("tokenizer_corpus.json")).unwrap();
+    let reference = read(ids);
+    let reference = reference["cases"].as_array().unwrap();
+    assert_eq!(reference.len(), texts.len());
     let g = Gguf::open(&path).unwrap();
     let tok = Tokenizer::from_gguf(&g).unwrap();
     let mut failures = Vec::new();
-    for (case, text) in reference.iter().zip(TEXTS) {
+    for (case, text) in reference.iter().zip(&texts) {
         let plain: Vec<u32> = serde_json::from_value(case["plain"].clone()).unwrap();
         let special: Vec<u32> = serde_json::from_value(case["special"].clone()).unwrap();
         let got_plain = tok.encode(text, false, false);
@@ -66,7 +49,7 @@ fn check(file: &str) {
             continue;
         }
         let back = String::from_utf8(tok.decode(&got_plain, false)).unwrap();
-        if back != *text {
+        if back != **text {
             failures.push(format!("{text:?} decodes to {back:?}"));
         }
         // Streaming one token at a time gives the same text.
@@ -78,7 +61,7 @@ fn check(file: &str) {
             streamed.push_str(&stream.push(&bytes));
         }
         streamed.push_str(&stream.finish());
-        if streamed != *text {
+        if streamed != **text {
             failures.push(format!("{text:?} streams as {streamed:?}"));
         }
     }
@@ -87,10 +70,10 @@ fn check(file: &str) {
 
 #[test]
 fn smollm2_bpe_matches_llama_cpp() {
-    check("SmolLM2-135M-Instruct.Q4_1.gguf");
+    check("SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2_tokens.json");
 }
 
 #[test]
 fn gemma3_spm_matches_llama_cpp() {
-    check("gemma-3-270m-q4_k_m.gguf");
+    check("gemma-3-270m-q4_k_m.gguf", "gemma3_tokens.json");
 }

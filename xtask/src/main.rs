@@ -5,6 +5,7 @@
 //! - `cargo xtask demo` — the README's main job.
 
 mod bench;
+mod bench_llm;
 mod ci;
 mod demo;
 mod models;
@@ -54,6 +55,24 @@ enum Command {
         #[arg(long)]
         max_bytes: Option<u64>,
     },
+    /// End-to-end LLM speed: prefill and decode tok/s, time to first token, and decode bytes
+    /// per token against the streaming ceiling, for several steps-per-submit values.
+    BenchLlm {
+        /// The GGUF model (a rebuilt skeleton measures the same as the real file).
+        model: PathBuf,
+        /// Prompt tokens for prefill.
+        #[arg(long, default_value_t = 512)]
+        prompt_tokens: usize,
+        /// Tokens per decode run.
+        #[arg(long, default_value_t = 128)]
+        gen_tokens: usize,
+        /// Steps-per-submit values to measure.
+        #[arg(long, value_delimiter = ',', default_value = "1,4,8,16,32")]
+        steps: Vec<usize>,
+        /// Write the results here as JSON.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -73,6 +92,19 @@ fn main() -> anyhow::Result<()> {
             write_table,
             table_out,
             max_bytes,
+        }),
+        Command::BenchLlm {
+            model,
+            prompt_tokens,
+            gen_tokens,
+            steps,
+            json,
+        } => bench_llm::run(bench_llm::Options {
+            model,
+            prompt_tokens,
+            gen_tokens,
+            steps,
+            json,
         }),
     }
 }

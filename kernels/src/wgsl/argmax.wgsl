@@ -1,48 +1,73 @@
-// Argmax of an f32 vector in one workgroup (ties: the smallest index), written as u32 — the
-// greedy sampler, so the chosen token never leaves the GPU.
+// Greedy sampling: the index of the largest logit (ties: the smallest index) in two
+// dispatches, so a 262,144-entry vocabulary is read by the whole GPU rather than one
+// workgroup. STAGE 0: workgroup g reduces the elements i with i / WG % groups == g (a
+// grid-stride loop, coalesced) to part[2g] = value bits, part[2g + 1] = index. STAGE 1: one
+// workgroup reduces the `groups` partials and writes the index to tokens[out_index] (the
+// sequence buffer the next embedding reads) and out[0].
 
 struct Params {
     n: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    groups: u32,
+    out_index: u32,
+    _pad: u32,
 }
 
 override WG: u32 = 256u;
+override STAGE: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+@group(0) @binding(2) var<storage, read_write> part: array<u32>;
+@group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out: array<u32>;
 
 var<workgroup> best_v: array<f32, 1024>;
 var<workgroup> best_i: array<u32, 1024>;
 
+fn better(v: f32, i: u32, bv: f32, bi: u32) -> bool {
+    return v > bv || (v == bv && i < bi);
+}
+
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     var v = -3.4e38;
     var idx = 0xFFFFFFFFu;
-    for (var i = lid; i < p.n; i += WG) {
-        let e = x[i];
-        if e > v {
-            v = e;
-            idx = i;
+    if STAGE == 0u {
+        for (var i = wg.x * WG + lid; i < p.n; i += p.groups * WG) {
+            let e = x[i];
+            if better(e, i, v, idx) {
+                v = e;
+                idx = i;
+            }
+        }
+    } else {
+        for (var g = lid; g < p.groups; g += WG) {
+            let e = bitcast<f32>(part[2u * g]);
+            let i = part[2u * g + 1u];
+            if better(e, i, v, idx) {
+                v = e;
+                idx = i;
+            }
         }
     }
     best_v[lid] = v;
     best_i[lid] = idx;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s {
-            let ov = best_v[lid + s];
-            let oi = best_i[lid + s];
-            if ov > best_v[lid] || (ov == best_v[lid] && oi < best_i[lid]) {
-                best_v[lid] = ov;
-                best_i[lid] = oi;
-            }
+        if lid < s && better(best_v[lid + s], best_i[lid + s], best_v[lid], best_i[lid]) {
+            best_v[lid] = best_v[lid + s];
+            best_i[lid] = best_i[lid + s];
         }
         workgroupBarrier();
     }
     if lid == 0u {
-        out[0] = best_i[0];
+        if STAGE == 0u {
+            part[2u * wg.x] = bitcast<u32>(best_v[0]);
+            part[2u * wg.x + 1u] = best_i[0];
+        } else {
+            tokens[p.out_index] = best_i[0];
+            out[0] = best_i[0];
+            out[1] = 1u;
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! pass recorded into one compute pass per submit, GPU sampling, and sessions that keep their
 //! KV cache across turns.
 
+pub mod chat;
 pub mod config;
 pub mod error;
 pub mod model;
@@ -9,6 +10,7 @@ pub mod session;
 pub mod tokenizer;
 pub mod weights;
 
+pub use chat::{ChatTemplate, Message, stop_tokens};
 pub use config::{Arch, ModelConfig};
 pub use error::LlmError;
 pub use model::Model;

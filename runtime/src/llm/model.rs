@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use gpuport_kernels::attention::DecodeAttnParams;
 use gpuport_kernels::gemv::GemvTunables;
 use gpuport_kernels::quant::GgmlType;
-use gpuport_kernels::rowops::{ElementOp, RopeParams};
+use gpuport_kernels::rowops::{self, ElementOp, RopeParams};
 
 use super::config::ModelConfig;
 use super::error::LlmError;
@@ -18,6 +18,10 @@ use crate::gguf::Gguf;
 use crate::ops;
 use crate::recorder::Recorder;
 use crate::tensor::{Elem, Tensor};
+
+/// Workgroups a decode GEMV should have at least: tables tuned on 100+ MB matrices choose many
+/// rows per workgroup, which leaves a 576-row projection 9 workgroups on a 132-core GPU.
+const MIN_GEMV_GROUPS: usize = 264;
 
 /// A model on the GPU.
 pub struct Model {
@@ -48,6 +52,7 @@ pub(crate) struct Scratch {
     pub(crate) probs: Tensor,
     part: Tensor,
     zero_pos: Tensor,
+    pub(crate) argmax_part: Tensor,
     pub(crate) sampled: Tensor,
     /// The token sequence (u32, `ctx + 1`): prompt ids written by the CPU, sampled ids by the
     /// GPU; the embedding of position `p` reads `tokens[p]`.
@@ -80,6 +85,12 @@ impl Scratch {
                 "attention blocks",
             )?,
             zero_pos: gpu.upload(&[0; 4], Elem::U32, &[1], "position 0")?,
+            argmax_part: gpu.upload(
+                &vec![0u8; 8 * rowops::ARGMAX_GROUPS as usize],
+                Elem::U32,
+                &[2 * rowops::ARGMAX_GROUPS as usize],
+                "argmax partials",
+            )?,
             sampled: gpu.upload(&[0; 8], Elem::U32, &[2], "sampled")?,
             tokens: gpu.upload(&vec![0u8; 4 * (ctx + 1)], Elem::U32, &[ctx + 1], "tokens")?,
         })
@@ -158,7 +169,8 @@ impl Model {
             .tunables
             .get(&ty)
             .copied()
-            .unwrap_or_else(|| GemvTunables::default_for(gpu.has_subgroups()));
+            .unwrap_or_else(|| GemvTunables::default_for(gpu.has_subgroups()))
+            .fit_rows(w.shape[0], MIN_GEMV_GROUPS);
         ops::gemv(gpu, rec, w, x, y, t)
     }
 

@@ -113,6 +113,15 @@ pub struct Session<'m> {
     cached: Vec<u32>,
     /// Decode steps recorded per submit.
     pub steps_per_submit: usize,
+    /// Timestamp every submit's pass (needs TIMESTAMP_QUERY) and add it to `gpu_seconds`.
+    pub profile: bool,
+    /// GPU time of the submits so far, when profiling.
+    pub gpu_seconds: f64,
+    /// Timestamp every dispatch (needs TIMESTAMP_QUERY_INSIDE_PASSES); the last submit's
+    /// (kernel, nanoseconds) land in `dispatch_profile`.
+    pub profile_dispatches: bool,
+    /// Per-dispatch times of the last submit, when `profile_dispatches`.
+    pub dispatch_profile: Vec<(String, f64)>,
 }
 
 /// Decode steps per submit unless set: see docs/performance.md for the measurement.
@@ -131,6 +140,10 @@ impl<'m> Session<'m> {
             scratch: Scratch::new(gpu, &model.cfg, ctx)?,
             cached: Vec::new(),
             steps_per_submit: DEFAULT_STEPS_PER_SUBMIT,
+            profile: false,
+            gpu_seconds: 0.0,
+            profile_dispatches: false,
+            dispatch_profile: Vec::new(),
         })
     }
 
@@ -146,10 +159,29 @@ impl<'m> Session<'m> {
 
     /// Runs `prompt` (reusing the cache) and returns the logits of the token after it.
     pub fn logits(&mut self, prompt: &[u32]) -> Result<Vec<f32>, LlmError> {
-        let mut rec = Recorder::new(self.gpu);
+        let mut rec = self.recorder()?;
         self.prefill(&mut rec, prompt)?;
-        rec.submit()?;
+        self.submit(&mut rec)?;
         Ok(self.gpu.readback_f32(&self.scratch.logits)?)
+    }
+
+    fn recorder(&self) -> Result<Recorder<'m>, LlmError> {
+        Ok(if self.profile_dispatches {
+            Recorder::profiling_dispatches(self.gpu)?
+        } else if self.profile {
+            Recorder::profiling(self.gpu)?
+        } else {
+            Recorder::new(self.gpu)
+        })
+    }
+
+    fn submit(&mut self, rec: &mut Recorder<'_>) -> Result<(), LlmError> {
+        rec.submit()?;
+        self.gpu_seconds += rec.pass_times_ns().iter().sum::<f64>() * 1e-9;
+        if self.profile_dispatches {
+            self.dispatch_profile = rec.dispatch_times_ns().to_vec();
+        }
+        Ok(())
     }
 
     /// Records the prompt's uncached suffix; the logits of its last token end in
@@ -224,12 +256,14 @@ impl<'m> Session<'m> {
             pad: 0,
         };
         let sc = &self.scratch;
-        ops::sample(
-            self.gpu,
-            rec,
-            p,
-            [&sc.logits, &sc.probs, &sc.tokens, &sc.sampled],
-        )?;
+        if s.temperature <= 0.0 && s.repeat_penalty == 1.0 {
+            // Greedy without a penalty is an argmax over the whole GPU.
+            let t = [&sc.logits, &sc.argmax_part, &sc.tokens, &sc.sampled];
+            ops::argmax(self.gpu, rec, t, pos + 1)?;
+        } else {
+            let t = [&sc.logits, &sc.probs, &sc.tokens, &sc.sampled];
+            ops::sample(self.gpu, rec, p, t)?;
+        }
         Ok(())
     }
 
@@ -242,7 +276,7 @@ impl<'m> Session<'m> {
     ) -> Result<Generated, LlmError> {
         req.sampling.check()?;
         let ctx = self.kv.ctx;
-        let mut rec = Recorder::new(self.gpu);
+        let mut rec = self.recorder()?;
         let (reused, prefilled) = self.prefill(&mut rec, req.prompt)?;
         let mut out = Generated {
             tokens: Vec::new(),
@@ -252,7 +286,7 @@ impl<'m> Session<'m> {
             submits: 0,
         };
         if req.max_tokens == 0 {
-            rec.submit()?;
+            self.submit(&mut rec)?;
             out.submits = 1;
             return Ok(out);
         }
@@ -260,17 +294,26 @@ impl<'m> Session<'m> {
         let mut pos = req.prompt.len() - 1;
         self.record_sample(&mut rec, pos, &req.sampling)?;
         let mut pending = 1; // tokens sampled but not yet read back
+        // The first submit carries the prefill and one sample only, so the first token
+        // arrives as early as possible; later submits carry `steps_per_submit` steps.
+        let mut first = true;
         loop {
             // Record lookahead steps: each runs the newest sampled token and samples the next.
             let budget = req.max_tokens - out.tokens.len();
-            while pending < self.steps_per_submit.min(budget) && pos + pending < ctx {
+            let batch = if first {
+                1
+            } else {
+                self.steps_per_submit.max(1)
+            };
+            first = false;
+            while pending < batch.min(budget) && pos + pending < ctx {
                 let p = pos + pending;
                 self.model
                     .record_token(self.gpu, &mut rec, &self.scratch, &self.kv, p, true)?;
                 self.record_sample(&mut rec, p, &req.sampling)?;
                 pending += 1;
             }
-            rec.submit()?;
+            self.submit(&mut rec)?;
             out.submits += 1;
             let view = Tensor {
                 offset: 4 * (pos as u64 + 1),
@@ -307,7 +350,7 @@ impl<'m> Session<'m> {
                 return Ok(out);
             }
             pos += pending;
-            rec = Recorder::new(self.gpu);
+            rec = self.recorder()?;
             // The newest token has to run before the next sample.
             self.model
                 .record_token(self.gpu, &mut rec, &self.scratch, &self.kv, pos, true)?;

@@ -171,10 +171,38 @@ pub fn softmax(
     )
 }
 
-/// The index of the largest element of `x`, written to `out[0]` (u32) on the GPU.
-pub fn argmax(gpu: &Gpu, rec: &mut Recorder<'_>, x: &Tensor, out: &Tensor) -> Result<(), GpuError> {
-    let p = [elems(x) as u32, 0, 0, 0];
-    launch(gpu, rec, &rowops::argmax_spec(256), &p, &[x, out], (1, 1))
+/// The index of the largest element of `x` (ties: the smallest), written to
+/// `tokens[out_index]` and `out[0]` (u32) on the GPU, in two dispatches; `part` is scratch of
+/// `2 * ARGMAX_GROUPS` u32.
+pub fn argmax(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    [x, part, tokens, out]: [&Tensor; 4],
+    out_index: usize,
+) -> Result<(), GpuError> {
+    let groups = rowops::ARGMAX_GROUPS;
+    if elems(part) < 2 * groups as usize || elems(tokens) <= out_index || elems(out) < 2 {
+        return Err(GpuError::Shape(format!(
+            "argmax of {:?} into tokens {:?} at {out_index}",
+            x.shape, tokens.shape
+        )));
+    }
+    let p = rowops::ArgmaxParams {
+        n: elems(x) as u32,
+        groups,
+        out_index: out_index as u32,
+        pad: 0,
+    };
+    let bound = [x, part, tokens, out];
+    launch(
+        gpu,
+        rec,
+        &rowops::argmax_spec(256, 0),
+        &p,
+        &bound,
+        (groups, 1),
+    )?;
+    launch(gpu, rec, &rowops::argmax_spec(256, 1), &p, &bound, (1, 1))
 }
 
 /// Decode attention for one token: `out[h] = softmax(q[h] . K[kvh]^T * scale) V[kvh]` over the
@@ -196,6 +224,9 @@ pub fn attention_decode(
     );
     p.blocks = p.n_keys.div_ceil(WG).max(1);
     let ok = kv_heads > 0
+        && hd.is_multiple_of(4)
+        && hd <= 4 * WG as usize
+        && hd <= 256
         && heads.is_multiple_of(kv_heads)
         && p.n_keys as usize <= ctx
         && elems(q) == heads * hd

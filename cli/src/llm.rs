@@ -1,0 +1,147 @@
+//! Loading an LLM for `generate`, `chat` and `can-run`: MODEL is a `.gguf` file or a ModelPort
+//! text-generation bundle (its first variant this build runs, with the bundle's context length
+//! and sampling defaults).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use gpuport_manifest_core::bundle::resolve_inside;
+use gpuport_manifest_core::document::{self, Opened};
+use gpuport_manifest_core::fileref::FileLocation;
+use gpuport_manifest_core::modelport::{GenerationDefaults, select_variant};
+use gpuport_runtime::gguf::Gguf;
+use gpuport_runtime::llm::{ChatTemplate, LlmError, Model, ModelConfig, Tokenizer, stop_tokens};
+use gpuport_runtime::{Gpu, GpuOptions};
+
+/// Context when neither the user nor a bundle sets one (capped by the model's own).
+pub const DEFAULT_CONTEXT: usize = 4096;
+
+/// A GGUF file and what the bundle around it (if any) says.
+pub struct Source {
+    /// The GGUF file.
+    pub gguf: PathBuf,
+    /// Context length from the bundle.
+    pub context: Option<usize>,
+    /// Sampling defaults (the bundle's, else ModelPort's).
+    pub defaults: GenerationDefaults,
+}
+
+/// Resolves MODEL to a GGUF file.
+pub fn resolve(model: &Path) -> Result<Source, String> {
+    if model.is_file() && model.extension().is_some_and(|e| e == "gguf") {
+        return Ok(Source {
+            gguf: model.to_path_buf(),
+            context: None,
+            defaults: GenerationDefaults::default(),
+        });
+    }
+    if !model.exists() {
+        return Err(format!(
+            "{}: no such file or bundle (model store ids come with `gpuport import`)",
+            model.display()
+        ));
+    }
+    let (report, opened) = document::open(model).map_err(|e| e.to_string())?;
+    let Some(Opened::Modelport { manifest, root }) = opened else {
+        let problems: Vec<String> = report.problems.iter().map(|p| p.to_string()).collect();
+        return Err(format!(
+            "{}: not a .gguf file or a valid ModelPort bundle{}",
+            model.display(),
+            if problems.is_empty() {
+                String::new()
+            } else {
+                format!(":\n  {}", problems.join("\n  "))
+            }
+        ));
+    };
+    let Some(llm) = &manifest.llm else {
+        return Err(format!(
+            "{}: task {} is not text generation",
+            model.display(),
+            manifest.task
+        ));
+    };
+    let registered = crate::host::registered(&[]);
+    let selection = select_variant(&manifest.variants, &registered, crate::host::ram_mb());
+    let Some(chosen) = selection.chosen else {
+        return Err(format!(
+            "{}: no variant runs here ({})",
+            model.display(),
+            selection
+                .skipped
+                .iter()
+                .map(|s| format!("{}: {:?}", s.id, s.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    };
+    let variant = &manifest.variants[chosen];
+    let FileLocation::Path(rel) = &variant.file.location else {
+        return Err(format!(
+            "{}: variant {} is remote; pull it into the store first",
+            model.display(),
+            variant.id
+        ));
+    };
+    let gguf = resolve_inside(&root, rel).map_err(|e| format!("{}: {e}", model.display()))?;
+    Ok(Source {
+        gguf,
+        context: usize::try_from(llm.context_length).ok(),
+        defaults: llm.defaults.clone(),
+    })
+}
+
+/// A model ready to generate.
+pub struct Loaded {
+    /// The GPU.
+    pub gpu: Gpu,
+    /// Weights and configuration.
+    pub model: Model,
+    /// Tokenizer.
+    pub tokenizer: Tokenizer,
+    /// Chat template, when the file has one.
+    pub template: Option<ChatTemplate>,
+    /// End-of-generation ids.
+    pub stop: Vec<u32>,
+    /// Context (KV cache positions).
+    pub context: usize,
+}
+
+/// The context to allocate: the user's, else the bundle's, else the default, capped by the
+/// model's trained length.
+pub fn context_for(cfg: &ModelConfig, user: Option<usize>, bundle: Option<usize>) -> usize {
+    user.unwrap_or_else(|| bundle.unwrap_or(DEFAULT_CONTEXT).min(cfg.context.max(1)))
+}
+
+/// Opens the GPU and loads the model, reporting progress on stderr.
+pub fn load(source: &Source, context: Option<usize>, quiet: bool) -> Result<Loaded, LlmError> {
+    let started = Instant::now();
+    let gpu = Gpu::new(&GpuOptions::default())?;
+    let g = Gguf::open(&source.gguf)?;
+    let cfg = ModelConfig::from_gguf(&g)?;
+    let context = context_for(&cfg, context, source.context);
+    let tokenizer = Tokenizer::from_gguf(&g).map_err(|e| LlmError::Tokenizer(e.0))?;
+    let template = ChatTemplate::from_gguf(&g, &tokenizer)?;
+    let model = Model::load(&gpu, &g, context)?;
+    let stop = stop_tokens(&tokenizer);
+    if !quiet {
+        eprintln!(
+            "loaded {} ({}, {} layers, {:.1} MB) on {} ({:?}) in {:.2} s, context {context}",
+            source.gguf.display(),
+            cfg.arch.name(),
+            cfg.layers,
+            g.file_bytes() as f64 / 1e6,
+            gpu.info().name,
+            gpu.info().backend,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(Loaded {
+        gpu,
+        model,
+        tokenizer,
+        template,
+        stop,
+        context,
+    })
+}

@@ -1,0 +1,227 @@
+//! `cargo xtask bench-llm MODEL.gguf`: end-to-end LLM speed on this adapter, in the figures
+//! llama.cpp's `llama-bench` reports (prefill tok/s over a prompt of N tokens, decode tok/s over
+//! M tokens from an empty context), plus time to first token, GPU time per decoded token, and
+//! weight bytes per token ÷ time per token as a fraction of the streaming-read ceiling measured
+//! in the same run. Decode runs once per steps-per-submit value so K is chosen by measurement.
+//! Token ids are random (seeded) and stop tokens are ignored: speed does not depend on them,
+//! which is also why a rebuilt skeleton (random weights of the real layout) measures the same.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use gpuport_runtime::bench::stream_ceiling;
+use gpuport_runtime::gguf::Gguf;
+use gpuport_runtime::llm::{Model, Request, Sampling, Session};
+use gpuport_runtime::{Gpu, GpuOptions};
+use serde::Serialize;
+
+/// Options of `bench-llm`.
+pub struct Options {
+    /// The model.
+    pub model: PathBuf,
+    /// Prompt tokens for the prefill figure.
+    pub prompt_tokens: usize,
+    /// Tokens decoded per decode run.
+    pub gen_tokens: usize,
+    /// Steps-per-submit values to measure.
+    pub steps: Vec<usize>,
+    /// Write the results here as JSON.
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct DecodeRun {
+    steps_per_submit: usize,
+    tokens: usize,
+    tokens_per_s: f64,
+    gpu_ms_per_token: f64,
+    wall_ms_per_token: f64,
+    gbps: f64,
+    ratio: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    model: String,
+    adapter: String,
+    driver: String,
+    weight_bytes: u64,
+    ceiling_gbps: f64,
+    prompt_tokens: usize,
+    prefill_tokens_per_s: f64,
+    time_to_first_token_ms: f64,
+    decode: Vec<DecodeRun>,
+    /// One decode step at position `prompt_tokens`, per kernel family: (kernel, dispatches,
+    /// total microseconds).
+    step_profile: Vec<(String, usize, f64)>,
+}
+
+fn ids(n: usize, vocab: usize, seed: u64) -> Vec<u32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % vocab as u64) as u32
+        })
+        .collect()
+}
+
+/// Runs the benchmark.
+pub fn run(o: Options) -> anyhow::Result<()> {
+    let gpu = Gpu::new(&GpuOptions::default())?;
+    let ceiling = stream_ceiling(&gpu, 1 << 30, false)?;
+    let g = Gguf::open(&o.model)?;
+    let ctx = (o.prompt_tokens + o.gen_tokens + 8).next_power_of_two();
+    let model = Model::load(&gpu, &g, ctx)?;
+    let plan = Model::plan(&gpu, &g, &model.cfg, ctx);
+    let vocab = model.cfg.vocab;
+    let mut session = Session::new(&gpu, &model, ctx)?;
+    session.profile = gpu.has_timestamps();
+    // Prefill: the prompt, then one sampled token (time to first token); warm once first.
+    let prompt = ids(o.prompt_tokens, vocab, 7);
+    let first = |session: &mut Session<'_>| -> anyhow::Result<f64> {
+        session.reset();
+        let t = Instant::now();
+        session.generate(
+            &Request {
+                prompt: &prompt,
+                max_tokens: 1,
+                stop: &[],
+                sampling: Sampling::GREEDY,
+            },
+            |_| true,
+        )?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    first(&mut session)?;
+    let ttft = first(&mut session)?;
+    let mut decode = Vec::new();
+    for &k in &o.steps {
+        session.steps_per_submit = k;
+        let start = ids(1, vocab, 11);
+        let mut run_once = || -> anyhow::Result<(f64, f64, usize)> {
+            session.reset();
+            session.gpu_seconds = 0.0;
+            let mut first_at = None;
+            let got = session.generate(
+                &Request {
+                    prompt: &start,
+                    max_tokens: o.gen_tokens + 1,
+                    stop: &[],
+                    sampling: Sampling::GREEDY,
+                },
+                |_| {
+                    first_at.get_or_insert_with(Instant::now);
+                    true
+                },
+            )?;
+            let wall = first_at.map_or(0.0, |t| t.elapsed().as_secs_f64());
+            Ok((wall, session.gpu_seconds, got.tokens.len() - 1))
+        };
+        run_once()?;
+        let (wall, gpu_s, n) = run_once()?;
+        let tps = n as f64 / wall;
+        let gbps = plan.weight_bytes as f64 * tps / 1e9;
+        decode.push(DecodeRun {
+            steps_per_submit: k,
+            tokens: n,
+            tokens_per_s: tps,
+            gpu_ms_per_token: gpu_s * 1e3 / n as f64,
+            wall_ms_per_token: wall * 1e3 / n as f64,
+            gbps,
+            ratio: gbps / ceiling.gbps,
+        });
+    }
+    let step_profile = if gpu
+        .features()
+        .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
+    {
+        profile_step(&mut session, &prompt)?
+    } else {
+        Vec::new()
+    };
+    let report = Report {
+        model: o.model.display().to_string(),
+        adapter: gpu.info().name.clone(),
+        driver: gpu.info().driver_info.clone(),
+        weight_bytes: plan.weight_bytes,
+        ceiling_gbps: ceiling.gbps,
+        prompt_tokens: o.prompt_tokens,
+        prefill_tokens_per_s: o.prompt_tokens as f64 / ttft,
+        time_to_first_token_ms: ttft * 1e3,
+        decode,
+        step_profile,
+    };
+    println!(
+        "{} on {} ({}): weights {:.1} MB, ceiling {:.0} GB/s",
+        report.model,
+        report.adapter,
+        report.driver,
+        report.weight_bytes as f64 / 1e6,
+        report.ceiling_gbps
+    );
+    println!(
+        "prefill {} tokens: {:.0} tok/s, time to first token {:.1} ms",
+        o.prompt_tokens, report.prefill_tokens_per_s, report.time_to_first_token_ms
+    );
+    println!("steps/submit  tok/s  wall ms/tok  gpu ms/tok   GB/s  ratio");
+    for d in &report.decode {
+        println!(
+            "{:>12} {:>6.1} {:>12.3} {:>11.3} {:>6.0} {:>6.3}",
+            d.steps_per_submit,
+            d.tokens_per_s,
+            d.wall_ms_per_token,
+            d.gpu_ms_per_token,
+            d.gbps,
+            d.ratio
+        );
+    }
+    if !report.step_profile.is_empty() {
+        let total: f64 = report.step_profile.iter().map(|p| p.2).sum();
+        println!("one decode step, per kernel (total {total:.1} us):");
+        for (kernel, n, us) in &report.step_profile {
+            println!(
+                "  {kernel:<40} {n:>5} dispatches {us:>9.1} us {:>7.2} us each",
+                us / *n as f64
+            );
+        }
+    }
+    if let Some(path) = o.json {
+        std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")?;
+    }
+    Ok(())
+}
+
+/// Times every dispatch of one decode step after `prompt`, summed per kernel variant.
+fn profile_step(
+    session: &mut Session<'_>,
+    prompt: &[u32],
+) -> anyhow::Result<Vec<(String, usize, f64)>> {
+    session.reset();
+    session.steps_per_submit = 1;
+    session.profile_dispatches = true;
+    session.generate(
+        &Request {
+            prompt,
+            max_tokens: 2,
+            stop: &[],
+            sampling: Sampling::GREEDY,
+        },
+        |_| true,
+    )?;
+    session.profile_dispatches = false;
+    let mut by_kernel: Vec<(String, usize, f64)> = Vec::new();
+    for (label, ns) in &session.dispatch_profile {
+        match by_kernel.iter_mut().find(|k| &k.0 == label) {
+            Some(k) => {
+                k.1 += 1;
+                k.2 += ns / 1e3;
+            }
+            None => by_kernel.push((label.clone(), 1, ns / 1e3)),
+        }
+    }
+    by_kernel.sort_by(|a, b| b.2.total_cmp(&a.2));
+    Ok(by_kernel)
+}
