@@ -22,6 +22,20 @@ pub fn run(model: PathBuf, system: Option<String>, args: SamplingArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
+    match llm::has_template(&source) {
+        Ok(true) => {}
+        Ok(false) => {
+            eprintln!(
+                "error: {}, so it cannot chat; use `gpuport generate --raw` to complete text",
+                llm::NO_TEMPLATE
+            );
+            return EXIT_USAGE;
+        }
+        Err(e) => {
+            eprintln!("error [{}]: {e}", e.code());
+            return EXIT_INVALID;
+        }
+    }
     let loaded = match llm::load(&source, args.ctx, false) {
         Ok(l) => l,
         Err(e) => {
@@ -30,10 +44,7 @@ pub fn run(model: PathBuf, system: Option<String>, args: SamplingArgs) -> u8 {
         }
     };
     let Some(template) = &loaded.template else {
-        eprintln!(
-            "error: this model has no chat template (tokenizer.chat_template), so it cannot \
-             chat; use `gpuport generate --raw` to complete text"
-        );
+        eprintln!("error: {}", llm::NO_TEMPLATE);
         return EXIT_USAGE;
     };
     let interrupted = Arc::new(AtomicBool::new(false));

@@ -106,11 +106,10 @@ pub fn prompt_ids(loaded: &Loaded, text: &str, raw: bool) -> Result<Vec<u32>, St
         return Ok(tok.encode(text, true, true));
     }
     let Some(template) = &loaded.template else {
-        return Err(
-            "this model has no chat template (tokenizer.chat_template); use `generate --raw` \
-             to send the text as-is"
-                .into(),
-        );
+        return Err(format!(
+            "{}; use `generate --raw` to send the text as-is",
+            llm::NO_TEMPLATE
+        ));
     };
     let rendered = template
         .render(&[Message::new("user", text)], true)
@@ -136,6 +135,22 @@ pub fn run(a: GenerateArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if !a.raw {
+        match llm::has_template(&source) {
+            Ok(true) => {}
+            Ok(false) => {
+                eprintln!(
+                    "error: {}; use `generate --raw` to send the text as-is",
+                    llm::NO_TEMPLATE
+                );
+                return EXIT_USAGE;
+            }
+            Err(e) => {
+                eprintln!("error [{}]: {e}", e.code());
+                return crate::EXIT_INVALID;
+            }
+        }
+    }
     let loaded = match llm::load(&source, a.sampling.ctx, false) {
         Ok(l) => l,
         Err(e) => {

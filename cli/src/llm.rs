@@ -9,7 +9,7 @@ use gpuport_manifest_core::bundle::resolve_inside;
 use gpuport_manifest_core::document::{self, Opened};
 use gpuport_manifest_core::fileref::FileLocation;
 use gpuport_manifest_core::modelport::{GenerationDefaults, select_variant};
-use gpuport_runtime::gguf::Gguf;
+use gpuport_runtime::gguf::{Gguf, Metadata};
 use gpuport_runtime::llm::{ChatTemplate, LlmError, Model, ModelConfig, Tokenizer, stop_tokens};
 use gpuport_runtime::{Gpu, GpuOptions};
 
@@ -90,6 +90,16 @@ pub fn resolve(model: &Path) -> Result<Source, String> {
         defaults: llm.defaults.clone(),
     })
 }
+
+/// Whether the model carries a chat template (read from the header alone, before any upload,
+/// so a template-less model fails in milliseconds).
+pub fn has_template(source: &Source) -> Result<bool, LlmError> {
+    let g = Gguf::open(&source.gguf)?;
+    Ok(g.value("tokenizer.chat_template").is_some())
+}
+
+/// The message for a model without a chat template.
+pub const NO_TEMPLATE: &str = "this model has no chat template (tokenizer.chat_template)";
 
 /// A model ready to generate.
 pub struct Loaded {

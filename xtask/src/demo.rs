@@ -1,61 +1,47 @@
-//! `cargo xtask demo`: the README's main job until a model runs on the GPU — validate and inspect
-//! the example bundles and packages with the `gpuport` binary, as a user would.
+//! `cargo xtask demo`: the README's main job — fetch the default model (SmolLM2-135M-Instruct,
+//! Q4_1 GGUF) and generate a reply to a prompt with the `gpuport` binary, on the GPU when there
+//! is one, else on Mesa's lavapipe; then check it fits (`can-run`) and validate the example
+//! manifests, as a user would.
 
 use crate::run_command;
 
+/// The demo's prompt (one user message through the model's chat template).
+const PROMPT: &str = "What is the capital of France? Answer in one sentence.";
+
 pub fn run() -> anyhow::Result<()> {
-    run_command("cargo", &["build", "--quiet", "--package", "gpuport"], &[])?;
-    let gpuport = crate::repo_root().join("target/debug/gpuport");
-    let gpuport = gpuport.to_str().unwrap_or("target/debug/gpuport");
+    crate::models::fetch(&["smollm2".to_string()], &crate::repo_root().join("models"))?;
+    run_command(
+        "cargo",
+        &["build", "--quiet", "--release", "--package", "gpuport"],
+        &[],
+    )?;
+    let gpuport = crate::repo_root().join("target/release/gpuport");
+    let gpuport = gpuport.to_str().unwrap_or("target/release/gpuport");
+    let model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
     let steps: &[&[&str]] = &[
-        // The three official ModelPort examples: documents only (their weights are not here).
         &[
-            "validate",
-            "--no-files",
-            "examples/modelport/image-classification.json",
+            "generate",
+            model,
+            "--prompt",
+            PROMPT,
+            "--temperature",
+            "0",
+            "--max-tokens",
+            "48",
         ],
-        &[
-            "validate",
-            "--no-files",
-            "examples/modelport/object-detection.json",
-        ],
+        &["can-run", model],
         &[
             "validate",
             "--no-files",
             "examples/modelport/text-generation.json",
         ],
-        &["inspect", "examples/modelport/image-classification.json"],
-        &[
-            "inspect",
-            "examples/modelport/text-generation.json",
-            "--runtime",
-            "llamacpp",
-        ],
-        // The spec's MLC examples, matched against their compiled programs.
-        &[
-            "validate",
-            "--no-files",
-            "examples/mlc/gemma4-audio",
-            "--program",
-            "examples/mlc/gemma4-audio/program.json",
-        ],
-        &[
-            "validate",
-            "--no-files",
-            "examples/mlc/llava-image",
-            "--program",
-            "examples/mlc/llava-image/program.json",
-        ],
-        // A complete package folder: files, parameter schema and resources checked.
+        &["inspect", "examples/modelport/text-generation.json"],
         &[
             "validate",
             "examples/mlc/tiny-package",
             "--program",
             "examples/mlc/tiny-package/program.json",
         ],
-        &["inspect", "examples/mlc/tiny-package"],
-        &["hash", "interface", "examples/mlc/tiny-package"],
-        &["hash", "resources", "examples/mlc/tiny-package"],
     ];
     for args in steps {
         println!();

@@ -19,9 +19,17 @@ use crate::ops;
 use crate::recorder::Recorder;
 use crate::tensor::{Elem, Tensor};
 
-/// Workgroups a decode GEMV should have at least: tables tuned on 100+ MB matrices choose many
-/// rows per workgroup, which leaves a 576-row projection 9 workgroups on a 132-core GPU.
-const MIN_GEMV_GROUPS: usize = 264;
+/// Workgroups a decode GEMV should have at least on a GPU: tables tuned on 100+ MB matrices
+/// choose many rows per workgroup, which leaves a 576-row projection 9 workgroups on a
+/// 132-core GPU. A CPU adapter (lavapipe) runs a few workgroups at a time and only pays for
+/// more, so it keeps the table's choice.
+fn min_gemv_groups(gpu: &Gpu) -> usize {
+    if gpu.info().device_type == wgpu::DeviceType::Cpu {
+        1
+    } else {
+        264
+    }
+}
 
 /// A model on the GPU.
 pub struct Model {
@@ -170,7 +178,7 @@ impl Model {
             .get(&ty)
             .copied()
             .unwrap_or_else(|| GemvTunables::default_for(gpu.has_subgroups()))
-            .fit_rows(w.shape[0], MIN_GEMV_GROUPS);
+            .fit_rows(w.shape[0], min_gemv_groups(gpu));
         ops::gemv(gpu, rec, w, x, y, t)
     }
 

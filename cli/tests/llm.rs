@@ -1,0 +1,135 @@
+//! `gpuport generate`, `chat` and `can-run` on the real models (lavapipe in CI): greedy ids
+//! equal llama.cpp's fixture, a model without a chat template gets a clear message, and bad
+//! model files give typed errors instead of panics.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../testing/references.rs"]
+mod references;
+
+use std::process::{Command, Output, Stdio};
+
+fn gpuport(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuport"))
+        .args(args)
+        .current_dir(references::repo_root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn generate_raw_greedy_matches_llama_cpp() {
+    let Some(model) = references::model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+        return;
+    };
+    let fixture: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            references::repo_root().join("runtime/tests/fixtures/llama_cpp/smollm2_greedy.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let case = &fixture["cases"][0];
+    let want: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
+    let out = gpuport(&[
+        "generate",
+        model.to_str().unwrap(),
+        "--raw",
+        "--prompt",
+        case["text"].as_str().unwrap(),
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "4",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<u32> = serde_json::from_value(report["ids"].clone()).unwrap();
+    assert_eq!(ids, want[..4]);
+    assert_eq!(report["stop_reason"], "length");
+    assert_eq!(
+        report["prompt_tokens"],
+        case["prompt"].as_array().unwrap().len()
+    );
+    assert!(
+        text(&out.stderr).contains("decode"),
+        "speed figures on stderr"
+    );
+}
+
+#[test]
+fn can_run_reports_sizes() {
+    let Some(model) = references::model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+        return;
+    };
+    let out = gpuport(&["can-run", model.to_str().unwrap(), "--ctx", "512", "--json"]);
+    if !out.status.success() && text(&out.stderr).contains("NO_GPU") {
+        assert!(std::env::var_os("GPUPORT_REQUIRE_GPU").is_none());
+        return;
+    }
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["can_run"], true);
+    assert_eq!(r["architecture"], "llama");
+    assert_eq!(r["context"], 512);
+    // 30 layers x 2 x 512 positions x 192 floats x 4 bytes.
+    assert_eq!(r["kv_cache_bytes"], 30 * 2 * 512 * 192 * 4);
+    assert!(r["weight_bytes"].as_u64().unwrap() > 90_000_000);
+}
+
+#[test]
+fn a_model_without_template_needs_raw() {
+    let Some(model) = references::model("gemma-3-270m-q4_k_m.gguf") else {
+        return;
+    };
+    let m = model.to_str().unwrap();
+    for args in [
+        vec!["generate", m, "--prompt", "hi", "--max-tokens", "1"],
+        vec!["chat", m],
+    ] {
+        let out = gpuport(&args);
+        if text(&out.stderr).contains("NO_GPU") {
+            assert!(std::env::var_os("GPUPORT_REQUIRE_GPU").is_none());
+            return;
+        }
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("no chat template"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn bad_model_files_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.gguf");
+    let out = gpuport(&["generate", missing.to_str().unwrap(), "--prompt", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no such file"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let bad = dir.path().join("bad.gguf");
+    std::fs::write(&bad, b"GGUF\x03\x00\x00\x00\xff\xff").unwrap();
+    let out = gpuport(&["generate", bad.to_str().unwrap(), "--prompt", "x"]);
+    let err = text(&out.stderr);
+    if err.contains("NO_GPU") {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("INVALID_MODEL") && err.contains("truncated"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
