@@ -57,6 +57,42 @@ pub fn kv_store_spec(wg: u32) -> KernelSpec {
     }
 }
 
+/// The uniform block of `rope_store.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct RopeStoreParams {
+    /// Query heads.
+    pub heads: u32,
+    /// KV heads.
+    pub kv_heads: u32,
+    /// Elements per head.
+    pub head_dim: u32,
+    /// Rotated elements per head (even, at most `head_dim`).
+    pub rot_dims: u32,
+    /// Frequency base.
+    pub base: f32,
+    /// Position scaling (1 = none).
+    pub freq_scale: f32,
+    /// The token's position.
+    pub pos: u32,
+    /// Element offset of the token's row in the caches (`pos * kv_heads * head_dim`).
+    pub dst: u32,
+    /// Workgroups along x (set by the launcher).
+    pub grid_x: u32,
+    /// Padding.
+    pub pad: [u32; 3],
+}
+
+/// The fused RoPE + KV-append variant.
+pub fn rope_store_spec(neox: bool, wg: u32) -> KernelSpec {
+    KernelSpec {
+        family: Family::RopeStore,
+        quant: None,
+        reduction: None,
+        constants: vec![("WG", wg), ("NEOX", u32::from(neox))],
+    }
+}
+
 /// Allowed workgroup sizes.
 pub const WG_VALUES: [u32; 3] = [64, 128, 256];
 

@@ -26,8 +26,8 @@ pub struct GemvParams {
     pub x_offset: u32,
     /// Workgroups along x.
     pub grid_x: u32,
-    /// Padding to 16 bytes.
-    pub pad: u32,
+    /// 1: add the residual binding to the output.
+    pub residual: u32,
 }
 
 /// Elements and bytes of the kernel's unit for `ty`: one GGUF block, or 4 (f32) / 8 (f16)
@@ -172,7 +172,7 @@ pub fn params(
         y_offset: 0,
         x_offset: 0,
         grid_x: grid.0,
-        pad: 0,
+        residual: 0,
     };
     Ok((p, grid))
 }

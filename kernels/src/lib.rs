@@ -59,6 +59,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
         out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, r)));
         out.push(attention::combine_spec(wg));
         out.push(attention::kv_store_spec(wg));
+        out.extend([false, true].map(|neox| attention::rope_store_spec(neox, wg)));
     }
     out
 }

@@ -35,4 +35,4 @@ pub mod tuning;
 pub use device::{AdapterReport, Gpu, GpuOptions};
 pub use error::GpuError;
 pub use recorder::{Recorder, RecorderStats};
-pub use tensor::{Elem, Tensor};
+pub use tensor::{Elem, PendingReadback, Tensor};

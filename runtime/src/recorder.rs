@@ -5,11 +5,15 @@
 //! passes"). The recorder counts dispatches, passes and submits so tests can assert the shape of
 //! a forward pass, and can timestamp every pass.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use bytemuck::Pod;
 
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::pipeline::Pipeline;
+use crate::tensor::Tensor;
 
 /// Counts of what a recorder issued.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -48,6 +52,13 @@ pub struct Recorder<'g> {
     stats: RecorderStats,
     uniforms: Vec<u8>,
     uniform_buffers: Vec<wgpu::Buffer>,
+    /// Slots of the uniform values placed since the last submit, by content: K decode steps
+    /// repeat most per-layer parameter blocks, and equal blocks share a slot.
+    uniform_slots: HashMap<Vec<u8>, UniformSlot>,
+    /// Bind groups by (pipeline, uniform slot, storage ranges): with shared slots most of a
+    /// decode step's bind groups are reused from the previous step instead of re-created
+    /// (creating one costs microseconds of CPU; binding one costs almost nothing).
+    groups: HashMap<GroupKey, wgpu::BindGroup>,
     profiler: Option<Profiler>,
 }
 
@@ -61,6 +72,8 @@ impl<'g> Recorder<'g> {
             stats: RecorderStats::default(),
             uniforms: Vec::new(),
             uniform_buffers: Vec::new(),
+            uniform_slots: HashMap::new(),
+            groups: HashMap::new(),
             profiler: None,
         }
     }
@@ -138,8 +151,58 @@ impl<'g> Recorder<'g> {
     /// Places `value` in this recorder's uniform space and returns a binding for it. The bytes
     /// are uploaded at submit, before the commands that read them run.
     pub fn uniform<T: Pod>(&mut self, value: &T) -> Result<UniformSlot, GpuError> {
-        let align = u64::from(self.gpu.limits().min_uniform_buffer_offset_alignment);
         let bytes = bytemuck::bytes_of(value);
+        if let Some(slot) = self.uniform_slots.get(bytes) {
+            return Ok(*slot);
+        }
+        let slot = self.place_uniform(bytes)?;
+        self.uniform_slots.insert(bytes.to_vec(), slot);
+        Ok(slot)
+    }
+
+    /// The bind group of `pipeline` with the uniform `slot` at binding 0 and `storage` (tensor,
+    /// byte start, byte length) at bindings 1.., from this recorder's cache when it has one.
+    pub fn bind_group(
+        &mut self,
+        pipeline: &Pipeline,
+        slot: UniformSlot,
+        storage: &[(&Tensor, u64, u64)],
+    ) -> wgpu::BindGroup {
+        let key = GroupKey {
+            pipeline: std::ptr::from_ref(pipeline) as usize,
+            slot: (slot.chunk, slot.offset, slot.size),
+            storage: storage
+                .iter()
+                .map(|(t, start, len)| (Arc::as_ptr(&t.buffer) as usize, t.offset + start, *len))
+                .collect(),
+        };
+        if let Some(g) = self.groups.get(&key) {
+            return g.clone();
+        }
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: self.uniform_binding(slot),
+        }];
+        entries.extend(storage.iter().enumerate().map(|(i, (t, start, len))| {
+            wgpu::BindGroupEntry {
+                binding: i as u32 + 1,
+                resource: t.binding_range(*start, *len),
+            }
+        }));
+        let group = self
+            .gpu
+            .device
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &pipeline.layout,
+                entries: &entries,
+            });
+        self.groups.insert(key, group.clone());
+        group
+    }
+
+    fn place_uniform(&mut self, bytes: &[u8]) -> Result<UniformSlot, GpuError> {
+        let align = u64::from(self.gpu.limits().min_uniform_buffer_offset_alignment);
         let start = (self.uniforms.len() as u64).div_ceil(align) * align;
         let chunk = start / UNIFORM_CHUNK;
         let offset = start % UNIFORM_CHUNK;
@@ -290,6 +353,7 @@ impl<'g> Recorder<'g> {
         self.gpu.queue.submit(commands);
         self.stats.submits += 1;
         self.uniforms.clear();
+        self.uniform_slots.clear();
         if let Some(staging) = readback {
             let slice = staging.slice(..);
             let (tx, rx) = std::sync::mpsc::channel();
@@ -335,8 +399,16 @@ impl<'g> Recorder<'g> {
     }
 }
 
+/// What makes two bind groups the same.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct GroupKey {
+    pipeline: usize,
+    slot: (usize, u64, u64),
+    storage: Vec<(usize, u64, u64)>,
+}
+
 /// Where a uniform value sits in a recorder's uniform buffers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UniformSlot {
     chunk: usize,
     offset: u64,

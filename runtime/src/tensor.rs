@@ -59,6 +59,14 @@ impl Tensor {
     }
 }
 
+/// A readback whose copy is submitted (see [`Gpu::start_readback`]).
+pub struct PendingReadback {
+    staging: wgpu::Buffer,
+    index: wgpu::SubmissionIndex,
+    rx: std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+    bytes: u64,
+}
+
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_DST)
     .union(wgpu::BufferUsages::COPY_SRC);
@@ -154,6 +162,13 @@ impl Gpu {
 
     /// Copies a tensor back to the CPU (waits for all submitted work).
     pub fn readback(&self, t: &Tensor) -> Result<Vec<u8>, GpuError> {
+        let pending = self.start_readback(t)?;
+        self.finish_readback(pending)
+    }
+
+    /// Submits the copy of `t` to a mappable buffer and returns at once; work submitted later
+    /// keeps running while [`Gpu::finish_readback`] waits for this copy alone.
+    pub fn start_readback(&self, t: &Tensor) -> Result<PendingReadback, GpuError> {
         let size = t.padded();
         let staging = self.scoped("allocating a readback buffer", || {
             self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -165,22 +180,39 @@ impl Gpu {
         })?;
         let mut enc = self.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(&t.buffer, t.offset, &staging, 0, size);
-        self.queue.submit([enc.finish()]);
-        let slice = staging.slice(..);
+        let index = self.queue.submit([enc.finish()]);
         let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
+        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        self.wait()?;
-        rx.recv()
+        Ok(PendingReadback {
+            staging,
+            index,
+            rx,
+            bytes: t.bytes,
+        })
+    }
+
+    /// Waits for a readback's copy (not for work submitted after it) and returns the bytes.
+    pub fn finish_readback(&self, p: PendingReadback) -> Result<Vec<u8>, GpuError> {
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(p.index),
+                timeout: None,
+            })
+            .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+        self.check()?;
+        p.rx.recv()
             .map_err(|e| GpuError::Readback(e.to_string()))?
             .map_err(|e| GpuError::Readback(e.to_string()))?;
-        let mut bytes = slice
+        let mut bytes = p
+            .staging
+            .slice(..)
             .get_mapped_range()
             .map_err(|e| GpuError::Readback(e.to_string()))?
             .to_vec();
-        staging.unmap();
-        bytes.truncate(t.bytes as usize);
+        p.staging.unmap();
+        bytes.truncate(p.bytes as usize);
         Ok(bytes)
     }
 

@@ -60,19 +60,30 @@ fn check_gemv(
         .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
         .unwrap();
     let xt = gpu.upload_f32(&x, &[cols], "x").unwrap();
-    for &t in tunables {
+    let res = support::random_f32(rows, 7);
+    let rt = gpu.upload_f32(&res, &[rows], "residual").unwrap();
+    for (i, &t) in tunables.iter().enumerate() {
         let y = gpu.zeros_f32(&[rows], "y").unwrap();
         let mut rec = Recorder::new(gpu);
-        ops::gemv(gpu, &mut rec, &w, &xt, &y, t).unwrap();
+        // Every other variant runs with the fused residual add.
+        let with_residual = i % 2 == 1;
+        if with_residual {
+            ops::gemv_residual(gpu, &mut rec, [&w, &xt, &rt, &y], t).unwrap();
+        } else {
+            ops::gemv(gpu, &mut rec, &w, &xt, &y, t).unwrap();
+        }
         rec.submit().unwrap();
-        let got = gpu.readback_f32(&y).unwrap();
+        let mut got = gpu.readback_f32(&y).unwrap();
+        if with_residual {
+            got.iter_mut().zip(&res).for_each(|(g, r)| *g -= r);
+        }
         for r in 0..rows {
             let magnitude: f32 = dq[r * cols..(r + 1) * cols]
                 .iter()
                 .zip(&x)
                 .map(|(a, b)| (a * b).abs())
                 .sum();
-            let tol = 2e-6 * magnitude + 1e-6;
+            let tol = 2e-6 * magnitude + 1e-6 + if with_residual { 2e-7 } else { 0.0 };
             assert!(
                 (got[r] - want[r]).abs() <= tol,
                 "{} {rows}x{cols} {t:?}: row {r}: GPU {} CPU {} (tolerance {tol})",

@@ -251,3 +251,76 @@ fn kv_store_appends_at_the_offset() {
     );
     assert_eq!(too_far.unwrap_err().code(), "BAD_REQUEST");
 }
+
+#[test]
+fn fused_rope_and_kv_store_match_rope_then_store() {
+    use gpuport_kernels::attention::RopeStoreParams;
+    let Some(gpu) = support::gpu() else { return };
+    for (neox, heads, kv_heads, head_dim, rot) in [
+        (false, 9, 3, 64, 64),
+        (true, 4, 1, 256, 256),
+        (true, 4, 2, 64, 32),
+    ] {
+        let (qn, kvn) = (heads * head_dim, kv_heads * head_dim);
+        let q = support::random_f32(qn as usize, 21);
+        let k = support::random_f32(kvn as usize, 22);
+        let v = support::random_f32(kvn as usize, 23);
+        let (pos, slots) = (37u32, 6u32);
+        let dst = 3 * kvn;
+        let qt = gpu.upload_f32(&q, &[q.len()], "q").unwrap();
+        let kt = gpu.upload_f32(&k, &[k.len()], "k").unwrap();
+        let vt = gpu.upload_f32(&v, &[v.len()], "v").unwrap();
+        let kc = gpu.zeros_f32(&[(slots * kvn) as usize], "kc").unwrap();
+        let vc = gpu.zeros_f32(&[(slots * kvn) as usize], "vc").unwrap();
+        let p = RopeStoreParams {
+            heads,
+            kv_heads,
+            head_dim,
+            rot_dims: rot,
+            base: 10_000.0,
+            freq_scale: 1.0,
+            pos,
+            dst,
+            grid_x: 0,
+            pad: [0; 3],
+        };
+        run(&gpu, |rec| {
+            ops::rope_store(&gpu, rec, p, neox, [&qt, &kt, &vt, &kc, &vc]).unwrap()
+        });
+        let rope = |x: &[f32], heads: u32| {
+            let mut x = x.to_vec();
+            let rp = RopeParams {
+                tokens: 1,
+                heads,
+                head_dim,
+                rot_dims: rot,
+                base: 10_000.0,
+                freq_scale: 1.0,
+                grid_x: 0,
+                pos_base: pos,
+            };
+            rowops::rope_reference(&mut x, &[0], &rp, neox);
+            x
+        };
+        let what = format!("neox {neox}, {heads}/{kv_heads} x {head_dim}, rot {rot}");
+        close(
+            &gpu.readback_f32(&qt).unwrap(),
+            &rope(&q, heads),
+            1e-5,
+            &what,
+        );
+        let (gk, gv) = (
+            gpu.readback_f32(&kc).unwrap(),
+            gpu.readback_f32(&vc).unwrap(),
+        );
+        let d = dst as usize;
+        close(&gk[d..d + kvn as usize], &rope(&k, kv_heads), 1e-5, &what);
+        assert_eq!(&gv[d..d + kvn as usize], &v[..], "{what}");
+        assert!(
+            gk[..d]
+                .iter()
+                .chain(&gk[d + kvn as usize..])
+                .all(|x| *x == 0.0)
+        );
+    }
+}

@@ -19,7 +19,7 @@ struct Params {
     y_offset: u32,      // element offset of y[0] in `y`
     x_offset: u32,      // vec4 offset of x[0] in `x`
     grid_x: u32,        // workgroups along x (the grid is 2D past 65535 workgroups)
-    _pad: u32,
+    residual: u32,      // 1: y[i] = (W x)[i] + res[i] (a transformer's residual add, fused)
 }
 
 override WG: u32 = 128u;
@@ -31,6 +31,8 @@ override T: u32 = WG * RPT / ROWS;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// The residual (same indexing as y); bound to x, and unread, when `residual` is 0.
+@group(0) @binding(4) var<storage, read> res: array<f32>;
 
 
 //!include common.wgsl
@@ -83,7 +85,11 @@ fn main(l: Lanes) {
     if lane == 0u {
         for (var r = 0u; r < RPT; r++) {
             if row0 + r < p.rows {
-                y[p.y_offset + row0 + r] = total[r / 4u][r % 4u];
+                var out = total[r / 4u][r % 4u];
+                if p.residual == 1u {
+                    out += res[p.y_offset + row0 + r];
+                }
+                y[p.y_offset + row0 + r] = out;
             }
         }
     }

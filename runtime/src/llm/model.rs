@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use gpuport_kernels::attention::DecodeAttnParams;
+use gpuport_kernels::attention::{DecodeAttnParams, RopeStoreParams};
 use gpuport_kernels::gemv::GemvTunables;
 use gpuport_kernels::quant::GgmlType;
-use gpuport_kernels::rowops::{self, ElementOp, RopeParams};
+use gpuport_kernels::rowops::{self, ElementOp};
 
 use super::config::ModelConfig;
 use super::error::LlmError;
@@ -59,7 +59,6 @@ pub(crate) struct Scratch {
     pub(crate) logits: Tensor,
     pub(crate) probs: Tensor,
     part: Tensor,
-    zero_pos: Tensor,
     pub(crate) argmax_part: Tensor,
     pub(crate) sampled: Tensor,
     /// The token sequence (u32, `ctx + 1`): prompt ids written by the CPU, sampled ids by the
@@ -92,7 +91,6 @@ impl Scratch {
                 ops::attention_scratch(cfg.heads as u32, cfg.head_dim as u32, ctx as u32),
                 "attention blocks",
             )?,
-            zero_pos: gpu.upload(&[0; 4], Elem::U32, &[1], "position 0")?,
             argmax_part: gpu.upload(
                 &vec![0u8; 8 * rowops::ARGMAX_GROUPS as usize],
                 Elem::U32,
@@ -168,18 +166,48 @@ impl Model {
         x: &Tensor,
         y: &Tensor,
     ) -> Result<(), GpuError> {
+        ops::gemv(gpu, rec, w, x, y, self.tunables_for(gpu, w))
+    }
+
+    /// The GEMV tunables for weight `w` here: the tuning table's, with rows per workgroup fit
+    /// to the matrix.
+    fn tunables_for(&self, gpu: &Gpu, w: &Tensor) -> GemvTunables {
         let ty = match w.elem {
             Elem::Ggml(ty) => ty,
             Elem::F16 => GgmlType::F16,
             _ => GgmlType::F32,
         };
-        let t = self
-            .tunables
+        self.tunables
             .get(&ty)
             .copied()
             .unwrap_or_else(|| GemvTunables::default_for(gpu.has_subgroups()))
-            .fit_rows(w.shape[0], min_gemv_groups(gpu));
-        ops::gemv(gpu, rec, w, x, y, t)
+            .fit_rows(w.shape[0], min_gemv_groups(gpu))
+    }
+
+    /// Records `out = x + post_norm(W a)`: with no post-projection norm the add is fused into
+    /// the GEMV; Gemma's sandwich norm needs the whole projection first.
+    fn project_residual(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        [w, a, x, out]: [&Tensor; 4],
+        post_norm: &Option<Tensor>,
+        s: &Scratch,
+    ) -> Result<(), GpuError> {
+        let Some(pn) = post_norm else {
+            return ops::gemv_residual(gpu, rec, [w, a, x, out], self.tunables_for(gpu, w));
+        };
+        self.gemv(gpu, rec, w, a, &s.proj)?;
+        let c = &self.cfg;
+        ops::norm(
+            gpu,
+            rec,
+            c.norm,
+            [&s.proj, pn, &s.proj_normed],
+            c.embd,
+            c.eps,
+        )?;
+        ops::elementwise(gpu, rec, ElementOp::Add, x, &s.proj_normed, out, 1.0)
     }
 
     /// Records the forward pass of the token at `s.tokens[pos]` (position `pos`): its keys and
@@ -221,20 +249,19 @@ impl Model {
             } else {
                 (c.rope_base, c.rope_scale)
             };
-            for (t, heads) in [(q, c.heads), (k, c.kv_heads)] {
-                let p = RopeParams {
-                    tokens: 1,
-                    heads: heads as u32,
-                    head_dim: c.head_dim as u32,
-                    rot_dims: c.rope_dims as u32,
-                    base,
-                    freq_scale: scale,
-                    grid_x: 0,
-                    pos_base: pos as u32,
-                };
-                ops::rope(gpu, rec, t, &s.zero_pos, p, c.rope_neox)?;
-            }
-            ops::kv_store(gpu, rec, pos * c.kv_dim(), [k, &s.v, kc, vc])?;
+            let p = RopeStoreParams {
+                heads: c.heads as u32,
+                kv_heads: c.kv_heads as u32,
+                head_dim: c.head_dim as u32,
+                rot_dims: c.rope_dims as u32,
+                base,
+                freq_scale: scale,
+                pos: pos as u32,
+                dst: (pos * c.kv_dim()) as u32,
+                grid_x: 0,
+                pad: [0; 3],
+            };
+            ops::rope_store(gpu, rec, p, c.rope_neox, [q, k, &s.v, kc, vc])?;
             let p = DecodeAttnParams {
                 heads: c.heads as u32,
                 kv_heads: c.kv_heads as u32,
@@ -248,25 +275,19 @@ impl Model {
                 pad: [0; 3],
             };
             ops::attention_decode(gpu, rec, p, [q, kc, vc, &s.part, &s.attn])?;
-            self.gemv(gpu, rec, &l.wo, &s.attn, &s.proj)?;
-            let mut proj = &s.proj;
-            if let Some(pn) = &l.post_attn_norm {
-                norm(rec, &s.proj, pn, &s.proj_normed, c.embd)?;
-                proj = &s.proj_normed;
-            }
-            ops::elementwise(gpu, rec, ElementOp::Add, x, proj, x_next, 1.0)?;
+            self.project_residual(gpu, rec, [&l.wo, &s.attn, x, x_next], &l.post_attn_norm, s)?;
             (x, x_next) = (x_next, x);
             norm(rec, x, &l.ffn_norm, &s.h, c.embd)?;
             self.gemv(gpu, rec, &l.w_gate, &s.h, &s.gate)?;
             self.gemv(gpu, rec, &l.w_up, &s.h, &s.up)?;
             ops::elementwise(gpu, rec, c.glu, &s.gate, &s.up, &s.act, 1.0)?;
-            self.gemv(gpu, rec, &l.w_down, &s.act, &s.proj)?;
-            let mut proj = &s.proj;
-            if let Some(pn) = &l.post_ffn_norm {
-                norm(rec, &s.proj, pn, &s.proj_normed, c.embd)?;
-                proj = &s.proj_normed;
-            }
-            ops::elementwise(gpu, rec, ElementOp::Add, x, proj, x_next, 1.0)?;
+            self.project_residual(
+                gpu,
+                rec,
+                [&l.w_down, &s.act, x, x_next],
+                &l.post_ffn_norm,
+                s,
+            )?;
             (x, x_next) = (x_next, x);
         }
         if logits {

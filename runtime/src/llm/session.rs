@@ -10,7 +10,7 @@ use super::model::{KvCache, Model, Scratch};
 use crate::device::Gpu;
 use crate::ops;
 use crate::recorder::Recorder;
-use crate::tensor::Tensor;
+use crate::tensor::{PendingReadback, Tensor};
 
 /// How the next token is chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -124,7 +124,9 @@ pub struct Session<'m> {
     pub dispatch_profile: Vec<(String, f64)>,
 }
 
-/// Decode steps per submit unless set: see docs/performance.md for the measurement.
+/// Decode steps per submit unless set. Measured on the H200 (docs/performance.md, v3/v4): with
+/// batches pipelined, K = 4 already reaches the GPU-bound rate and K = 1 loses 35%; 8 leaves
+/// margin for slower CPUs while a stop token wastes at most 7 speculative steps.
 pub const DEFAULT_STEPS_PER_SUBMIT: usize = 8;
 
 impl<'m> Session<'m> {
@@ -267,8 +269,54 @@ impl<'m> Session<'m> {
         Ok(())
     }
 
+    /// Records, from the token at position `run_from` (sampled, not yet run), up to
+    /// `budget` sampling steps, each running the newest token and sampling the next, and
+    /// submits them with the readback of the sampled ids. Returns `None` when no step fits.
+    fn submit_batch(
+        &mut self,
+        run_from: usize,
+        budget: usize,
+        sampling: &Sampling,
+    ) -> Result<Option<Batch>, LlmError> {
+        let ctx = self.kv.ctx;
+        let steps = budget
+            .min(self.steps_per_submit.max(1))
+            .min(ctx - run_from.min(ctx));
+        if steps == 0 {
+            return Ok(None);
+        }
+        let mut rec = self.recorder()?;
+        for p in run_from..run_from + steps {
+            self.model
+                .record_token(self.gpu, &mut rec, &self.scratch, &self.kv, p, true)?;
+            self.record_sample(&mut rec, p, sampling)?;
+        }
+        self.submit(&mut rec)?;
+        Ok(Some(self.read_sampled(run_from + 1, steps)?))
+    }
+
+    /// Starts the readback of the ids sampled at positions `first..first + count`.
+    fn read_sampled(&self, first: usize, count: usize) -> Result<Batch, LlmError> {
+        let view = Tensor {
+            offset: 4 * first as u64,
+            bytes: 4 * count as u64,
+            shape: vec![count],
+            ..self.scratch.tokens.clone()
+        };
+        Ok(Batch {
+            first,
+            count,
+            readback: self.gpu.start_readback(&view)?,
+        })
+    }
+
     /// Generates after `req.prompt`, calling `on_token` with each accepted token as its batch
     /// arrives (return `false` to stop early).
+    ///
+    /// Batches are pipelined: while the ids of batch n are read back, batch n + 1 (which
+    /// continues from n's last sampled id on the GPU) is already submitted, so the CPU's
+    /// recording overlaps the GPU's work. Tokens sampled past a stop are discarded, and the
+    /// cache keeps only accepted tokens.
     pub fn generate(
         &mut self,
         req: &Request<'_>,
@@ -290,73 +338,72 @@ impl<'m> Session<'m> {
             out.submits = 1;
             return Ok(out);
         }
-        // `pos` is the position of the last token in the sequence: its logits are current.
-        let mut pos = req.prompt.len() - 1;
-        self.record_sample(&mut rec, pos, &req.sampling)?;
-        let mut pending = 1; // tokens sampled but not yet read back
         // The first submit carries the prefill and one sample only, so the first token
-        // arrives as early as possible; later submits carry `steps_per_submit` steps.
-        let mut first = true;
+        // arrives as early as possible.
+        let last = req.prompt.len() - 1;
+        self.record_sample(&mut rec, last, &req.sampling)?;
+        self.submit(&mut rec)?;
+        out.submits += 1;
+        let mut inflight = self.read_sampled(last + 1, 1)?;
         loop {
-            // Record lookahead steps: each runs the newest sampled token and samples the next.
-            let budget = req.max_tokens - out.tokens.len();
-            let batch = if first {
-                1
-            } else {
-                self.steps_per_submit.max(1)
-            };
-            first = false;
-            while pending < batch.min(budget) && pos + pending < ctx {
-                let p = pos + pending;
-                self.model
-                    .record_token(self.gpu, &mut rec, &self.scratch, &self.kv, p, true)?;
-                self.record_sample(&mut rec, p, &req.sampling)?;
-                pending += 1;
-            }
-            self.submit(&mut rec)?;
-            out.submits += 1;
-            let view = Tensor {
-                offset: 4 * (pos as u64 + 1),
-                bytes: 4 * pending as u64,
-                shape: vec![pending],
-                ..self.scratch.tokens.clone()
-            };
-            let ids: Vec<u32> = bytemuck::pod_collect_to_vec(&self.gpu.readback(&view)?);
-            // Positions pos + 1 .. pos + pending - 1 were run (their KV are valid when their
-            // tokens are accepted); the last sampled token has not been run.
+            // The next batch starts from the in-flight batch's last sampled token.
+            let run_from = inflight.first + inflight.count - 1;
+            let budget = req.max_tokens - out.tokens.len() - inflight.count;
+            let next = self.submit_batch(run_from, budget, &req.sampling)?;
+            out.submits += usize::from(next.is_some());
+            let ids: Vec<u32> =
+                bytemuck::pod_collect_to_vec(&self.gpu.finish_readback(inflight.readback)?);
             let mut stopped = None;
-            for (j, &id) in ids.iter().take(pending).enumerate() {
+            for (j, &id) in ids.iter().enumerate() {
                 out.tokens.push(id);
                 let keep_going = on_token(id);
-                if req.stop.contains(&id) {
-                    stopped = Some((j, StopReason::Stop));
+                let position = inflight.first + j;
+                stopped = if req.stop.contains(&id) {
+                    Some((j, StopReason::Stop))
                 } else if !keep_going {
-                    stopped = Some((j, StopReason::Cancelled));
+                    Some((j, StopReason::Cancelled))
                 } else if out.tokens.len() == req.max_tokens {
-                    stopped = Some((j, StopReason::Length));
-                } else if pos + 1 + j >= ctx {
-                    stopped = Some((j, StopReason::ContextFull));
-                }
+                    Some((j, StopReason::Length))
+                } else if position >= ctx {
+                    // Running this token would need a cache position past the end.
+                    Some((j, StopReason::ContextFull))
+                } else {
+                    None
+                };
                 if stopped.is_some() {
                     break;
                 }
             }
-            // Accepted tokens that were also run are cached.
-            let accepted = stopped.map_or(pending, |(j, _)| j + 1);
-            let ran = accepted.min(pending - 1);
-            self.cached.extend_from_slice(&ids[..ran]);
+            // Within the batch every sampled token but the last was run; the last is run by
+            // the next batch when there is one.
+            let ran = inflight.count - 1 + usize::from(next.is_some());
+            let accepted = stopped.map_or(inflight.count, |(j, _)| j + 1);
+            self.cached.extend_from_slice(&ids[..accepted.min(ran)]);
             if let Some((_, reason)) = stopped {
                 out.reason = reason;
+                // A speculative next batch only wrote past the accepted tokens; its readback
+                // is dropped unread.
+                drop(next);
                 return Ok(out);
             }
-            pos += pending;
-            rec = self.recorder()?;
-            // The newest token has to run before the next sample.
-            self.model
-                .record_token(self.gpu, &mut rec, &self.scratch, &self.kv, pos, true)?;
-            self.cached.push(ids[ids.len() - 1]);
-            self.record_sample(&mut rec, pos, &req.sampling)?;
-            pending = 1;
+            match next {
+                Some(n) => inflight = n,
+                None => {
+                    out.reason = if run_from >= ctx {
+                        StopReason::ContextFull
+                    } else {
+                        StopReason::Length
+                    };
+                    return Ok(out);
+                }
+            }
         }
     }
+}
+
+/// Sampled ids on their way back: positions `first..first + count` of the sequence.
+struct Batch {
+    first: usize,
+    count: usize,
+    readback: PendingReadback,
 }

@@ -12,26 +12,6 @@ use crate::tensor::{Elem, Tensor};
 mod rows;
 pub use rows::*;
 
-fn bind(
-    gpu: &Gpu,
-    layout: &wgpu::BindGroupLayout,
-    entries: &[wgpu::BindingResource<'_>],
-) -> wgpu::BindGroup {
-    let entries: Vec<wgpu::BindGroupEntry<'_>> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, r)| wgpu::BindGroupEntry {
-            binding: i as u32,
-            resource: r.clone(),
-        })
-        .collect();
-    gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout,
-        entries: &entries,
-    })
-}
-
 fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
     match t.elem {
         Elem::Ggml(ty) => Ok(ty),
@@ -54,9 +34,8 @@ pub(crate) fn launch<P: bytemuck::Pod>(
 ) -> Result<(), GpuError> {
     let pipeline = gpu.pipeline(spec)?;
     let slot = rec.uniform(params)?;
-    let mut resources = vec![rec.uniform_binding(slot)];
-    resources.extend(tensors.iter().map(|t| t.binding()));
-    let group = bind(gpu, &pipeline.layout, &resources);
+    let storage: Vec<(&Tensor, u64, u64)> = tensors.iter().map(|t| (*t, 0, t.padded())).collect();
+    let group = rec.bind_group(&pipeline, slot, &storage);
     rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
     Ok(())
 }
@@ -132,16 +111,33 @@ pub fn gemv(
     t: gemv::GemvTunables,
 ) -> Result<(), GpuError> {
     let limit = gpu.limits().max_storage_buffer_binding_size;
-    gemv_chunked(gpu, rec, w, x, y, t, limit)
+    gemv_chunked(gpu, rec, [w, x, y], None, t, limit)
 }
 
-/// [`gemv()`] with an explicit largest binding (tests force splitting with a small one).
+/// Records `y = W x + r` (the residual add of a transformer block, fused into the GEMV).
+pub fn gemv_residual(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    [w, x, r, y]: [&Tensor; 4],
+    t: gemv::GemvTunables,
+) -> Result<(), GpuError> {
+    if r.shape.iter().product::<usize>() != y.shape.iter().product::<usize>() {
+        return Err(GpuError::Shape(format!(
+            "residual {:?} for output {:?}",
+            r.shape, y.shape
+        )));
+    }
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    gemv_chunked(gpu, rec, [w, x, y], Some(r), t, limit)
+}
+
+/// [`gemv()`] (with a residual when `residual` is set) and an explicit largest binding (tests
+/// force splitting with a small one).
 pub fn gemv_chunked(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    w: &Tensor,
-    x: &Tensor,
-    y: &Tensor,
+    [w, x, y]: [&Tensor; 3],
+    residual: Option<&Tensor>,
     t: gemv::GemvTunables,
     max_binding: u64,
 ) -> Result<(), GpuError> {
@@ -172,16 +168,20 @@ pub fn gemv_chunked(
         )
         .map_err(|e| GpuError::Shape(e.to_string()))?;
         p.y_offset = first as u32;
+        p.residual = u32::from(residual.is_some());
         let slot = rec.uniform(&p)?;
         let len = (n * row_bytes).div_ceil(4) * 4;
-        let group = bind(
-            gpu,
-            &pipeline.layout,
+        let group = rec.bind_group(
+            &pipeline,
+            slot,
             &[
-                rec.uniform_binding(slot),
-                w.binding_range(byte_offset, len),
-                x.binding(),
-                y.binding(),
+                (w, byte_offset, len),
+                (x, 0, x.padded()),
+                (y, 0, y.padded()),
+                match residual {
+                    Some(r) => (r, 0, r.padded()),
+                    None => (x, 0, x.padded()),
+                },
             ],
         );
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
@@ -279,14 +279,13 @@ pub fn embed_chunked(
         };
         let slot = rec.uniform(&p)?;
         let len = (n * row_bytes as u64).div_ceil(4) * 4;
-        let group = bind(
-            gpu,
-            &pipeline.layout,
+        let group = rec.bind_group(
+            &pipeline,
+            slot,
             &[
-                rec.uniform_binding(slot),
-                w.binding_range(byte_offset, len),
-                ids.binding(),
-                out.binding(),
+                (w, byte_offset, len),
+                (ids, 0, ids.padded()),
+                (out, 0, out.padded()),
             ],
         );
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));

@@ -1,6 +1,6 @@
 //! Launches of the row and elementwise kernels (`gpuport_kernels::rowops`).
 
-use gpuport_kernels::attention::{self, DecodeAttnParams, KvStoreParams};
+use gpuport_kernels::attention::{self, DecodeAttnParams, KvStoreParams, RopeStoreParams};
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
 use gpuport_kernels::{Reduction, grid_2d};
 
@@ -296,6 +296,47 @@ pub fn kv_store(
         &attention::kv_store_spec(wg),
         &p,
         &[k, v, kc, vc],
+        grid,
+    )
+}
+
+/// RoPE on one token's `q` (in place) and `k`, with the rotated keys and the values `v`
+/// appended to the caches `kc`, `vc` at `p.dst`: the decode step's rope, rope and KV store in
+/// one dispatch.
+pub fn rope_store(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    mut p: RopeStoreParams,
+    neox: bool,
+    [q, k, v, kc, vc]: [&Tensor; 5],
+) -> Result<(), GpuError> {
+    let (hd, kv_dim) = (p.head_dim as usize, (p.kv_heads * p.head_dim) as usize);
+    let ok = p.rot_dims.is_multiple_of(2)
+        && p.rot_dims <= p.head_dim
+        && elems(q) == p.heads as usize * hd
+        && elems(k) == kv_dim
+        && elems(v) == kv_dim
+        && elems(kc) >= p.dst as usize + kv_dim
+        && elems(vc) >= p.dst as usize + kv_dim;
+    if !ok {
+        return Err(GpuError::Shape(format!(
+            "rope+store {p:?} with q {:?}, k {:?}, cache {:?}",
+            q.shape, k.shape, kc.shape
+        )));
+    }
+    let wg = 256;
+    let threads = (p.heads + p.kv_heads) * (p.rot_dims / 2) + kv_dim as u32;
+    let grid = grid_2d(
+        threads.div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    p.grid_x = grid.0;
+    launch(
+        gpu,
+        rec,
+        &attention::rope_store_spec(neox, wg),
+        &p,
+        &[q, k, v, kc, vc],
         grid,
     )
 }

@@ -1,0 +1,336 @@
+//! A tiny random `llama` model written with the GGUF writer (F32, Q8_0 and Q4_K tensors),
+//! run by the executor on the adapter at hand and by an independent f64 CPU forward pass in
+//! this file: logits agree at every position, greedy generation equals the CPU's argmax chain,
+//! and the decode loop's control flow (steps per submit, stop tokens, cancellation, a full
+//! context, cache reuse across calls) is exact.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use gpuport_kernels::quant::{GgmlType, dequantize, random_blocks};
+use gpuport_runtime::gguf::{Gguf, GgufWriter, Value};
+use gpuport_runtime::llm::{Model, Request, Sampling, Session, StopReason};
+
+const EMBD: usize = 256;
+const FF: usize = 512;
+const HEADS: usize = 4;
+const KV_HEADS: usize = 2;
+const HD: usize = 64;
+const VOCAB: usize = 300;
+const LAYERS: usize = 2;
+const EPS: f32 = 1e-5;
+const BASE: f32 = 10_000.0;
+
+/// (name, rows, cols, type) of every tensor; weights are stored as the GGUF holds them.
+fn tensors() -> Vec<(String, usize, usize, GgmlType)> {
+    let mut t = vec![
+        ("token_embd.weight".to_string(), VOCAB, EMBD, GgmlType::Q8_0),
+        ("output_norm.weight".to_string(), 1, EMBD, GgmlType::F32),
+        ("output.weight".to_string(), VOCAB, EMBD, GgmlType::F32),
+    ];
+    for i in 0..LAYERS {
+        let b = |s: &str| format!("blk.{i}.{s}.weight");
+        t.extend([
+            (b("attn_norm"), 1, EMBD, GgmlType::F32),
+            (b("attn_q"), HEADS * HD, EMBD, GgmlType::Q8_0),
+            (b("attn_k"), KV_HEADS * HD, EMBD, GgmlType::Q8_0),
+            (b("attn_v"), KV_HEADS * HD, EMBD, GgmlType::F32),
+            (b("attn_output"), EMBD, HEADS * HD, GgmlType::Q4K),
+            (b("ffn_norm"), 1, EMBD, GgmlType::F32),
+            (b("ffn_gate"), FF, EMBD, GgmlType::Q4K),
+            (b("ffn_up"), FF, EMBD, GgmlType::Q8_0),
+            (b("ffn_down"), EMBD, FF, GgmlType::Q4K),
+        ]);
+    }
+    t
+}
+
+/// The model file and every tensor dequantized (row-major `[rows, cols]`).
+fn build() -> (Vec<u8>, std::collections::HashMap<String, Vec<f32>>) {
+    let mut w = GgufWriter::new();
+    let arch = |k: &str| format!("llama.{k}");
+    w.meta("general.architecture", Value::String("llama".into()))
+        .meta(&arch("block_count"), Value::U32(LAYERS as u32))
+        .meta(&arch("context_length"), Value::U32(64))
+        .meta(&arch("embedding_length"), Value::U32(EMBD as u32))
+        .meta(&arch("feed_forward_length"), Value::U32(FF as u32))
+        .meta(&arch("attention.head_count"), Value::U32(HEADS as u32))
+        .meta(
+            &arch("attention.head_count_kv"),
+            Value::U32(KV_HEADS as u32),
+        )
+        .meta(&arch("rope.freq_base"), Value::F32(BASE))
+        .meta(&arch("attention.layer_norm_rms_epsilon"), Value::F32(EPS))
+        .meta(&arch("vocab_size"), Value::U32(VOCAB as u32));
+    let mut values = std::collections::HashMap::new();
+    for (i, (name, rows, cols, ty)) in tensors().into_iter().enumerate() {
+        let elems = rows * cols;
+        let data = if name.contains("norm") {
+            // Norm weights near 1.
+            let v: Vec<f32> = support::random_f32(elems, 100 + i as u64)
+                .iter()
+                .map(|x| 1.0 + 0.2 * x)
+                .collect();
+            bytemuck::cast_slice(&v).to_vec()
+        } else if ty == GgmlType::F32 {
+            let v: Vec<f32> = support::random_f32(elems, 100 + i as u64)
+                .iter()
+                .map(|x| 0.3 * x)
+                .collect();
+            bytemuck::cast_slice(&v).to_vec()
+        } else {
+            random_blocks(ty, elems / ty.block_elems(), 100 + i as u64)
+        };
+        values.insert(name.clone(), dequantize(ty, &data));
+        let dims: Vec<u64> = if rows == 1 {
+            vec![cols as u64]
+        } else {
+            vec![cols as u64, rows as u64]
+        };
+        w.tensor(&name, &dims, ty.ggml_id(), data);
+    }
+    (w.to_bytes(), values)
+}
+
+fn matvec(w: &[f32], x: &[f64], rows: usize) -> Vec<f64> {
+    let cols = x.len();
+    (0..rows)
+        .map(|r| {
+            w[r * cols..(r + 1) * cols]
+                .iter()
+                .zip(x)
+                .map(|(a, b)| f64::from(*a) * b)
+                .sum()
+        })
+        .collect()
+}
+
+fn rmsnorm(x: &[f64], w: &[f32]) -> Vec<f64> {
+    let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+    let inv = 1.0 / (ms + f64::from(EPS)).sqrt();
+    x.iter()
+        .zip(w)
+        .map(|(v, g)| v * inv * f64::from(*g))
+        .collect()
+}
+
+/// RoPE, GGUF's "normal" llama layout: pairs (2i, 2i + 1).
+fn rope(x: &mut [f64], heads: usize, pos: usize) {
+    for h in 0..heads {
+        for i in 0..HD / 2 {
+            let theta = pos as f64 * f64::from(BASE).powf(-2.0 * i as f64 / HD as f64);
+            let (c, s) = (theta.cos(), theta.sin());
+            let (a, b) = (x[h * HD + 2 * i], x[h * HD + 2 * i + 1]);
+            x[h * HD + 2 * i] = a * c - b * s;
+            x[h * HD + 2 * i + 1] = a * s + b * c;
+        }
+    }
+}
+
+/// The CPU forward pass over `tokens`: the logits after each position.
+fn cpu_logits(v: &std::collections::HashMap<String, Vec<f32>>, tokens: &[u32]) -> Vec<Vec<f64>> {
+    let g = |n: &str| &v[n];
+    let mut keys: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LAYERS];
+    let mut vals: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LAYERS];
+    let mut out = Vec::new();
+    for (pos, &t) in tokens.iter().enumerate() {
+        let emb = &g("token_embd.weight")[t as usize * EMBD..(t as usize + 1) * EMBD];
+        let mut x: Vec<f64> = emb.iter().map(|e| f64::from(*e)).collect();
+        for l in 0..LAYERS {
+            let b = |s: &str| format!("blk.{l}.{s}.weight");
+            let h = rmsnorm(&x, g(&b("attn_norm")));
+            let mut q = matvec(g(&b("attn_q")), &h, HEADS * HD);
+            let mut k = matvec(g(&b("attn_k")), &h, KV_HEADS * HD);
+            let vv = matvec(g(&b("attn_v")), &h, KV_HEADS * HD);
+            rope(&mut q, HEADS, pos);
+            rope(&mut k, KV_HEADS, pos);
+            keys[l].push(k);
+            vals[l].push(vv);
+            let mut attn = vec![0.0; HEADS * HD];
+            for hq in 0..HEADS {
+                let kvh = hq / (HEADS / KV_HEADS);
+                let qh = &q[hq * HD..(hq + 1) * HD];
+                let scores: Vec<f64> = keys[l]
+                    .iter()
+                    .map(|kr| {
+                        qh.iter()
+                            .zip(&kr[kvh * HD..(kvh + 1) * HD])
+                            .map(|(a, b)| a * b)
+                            .sum::<f64>()
+                            / (HD as f64).sqrt()
+                    })
+                    .collect();
+                let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+                let sum: f64 = e.iter().sum();
+                for (j, w) in e.iter().enumerate() {
+                    for d in 0..HD {
+                        attn[hq * HD + d] += w / sum * vals[l][j][kvh * HD + d];
+                    }
+                }
+            }
+            let o = matvec(g(&b("attn_output")), &attn, EMBD);
+            x.iter_mut().zip(&o).for_each(|(a, b)| *a += b);
+            let h = rmsnorm(&x, g(&b("ffn_norm")));
+            let gate = matvec(g(&b("ffn_gate")), &h, FF);
+            let up = matvec(g(&b("ffn_up")), &h, FF);
+            let act: Vec<f64> = gate
+                .iter()
+                .zip(&up)
+                .map(|(a, u)| a / (1.0 + (-a).exp()) * u)
+                .collect();
+            let d = matvec(g(&b("ffn_down")), &act, EMBD);
+            x.iter_mut().zip(&d).for_each(|(a, b)| *a += b);
+        }
+        let h = rmsnorm(&x, g("output_norm.weight"));
+        out.push(matvec(g("output.weight"), &h, VOCAB));
+    }
+    out
+}
+
+fn argmax(x: &[f64]) -> u32 {
+    let mut best = 0;
+    for (i, v) in x.iter().enumerate() {
+        if *v > x[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+#[test]
+fn tiny_llama_matches_the_cpu_forward_pass_and_decodes_exactly() {
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let ctx = 24;
+    let model = Model::load(&gpu, &g, ctx).unwrap();
+    let mut session = Session::new(&gpu, &model, ctx).unwrap();
+    let prompt = [5u32, 77, 123, 9, 250];
+
+    // Logits after each prefix, on the GPU and on the CPU.
+    let cpu = cpu_logits(&values, &prompt);
+    for n in 1..=prompt.len() {
+        session.reset();
+        let got = session.logits(&prompt[..n]).unwrap();
+        let want = &cpu[n - 1];
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (i, (a, b)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (f64::from(*a) - b).abs() <= 1e-3 * scale.max(1.0),
+                "prefix {n}, logit {i}: GPU {a}, CPU {b}"
+            );
+        }
+    }
+
+    // Greedy continuation: the CPU's argmax chain (checked for clear margins), for every
+    // number of steps per submit.
+    let mut seq = prompt.to_vec();
+    for _ in 0..12 {
+        let l = cpu_logits(&values, &seq);
+        seq.push(argmax(l.last().unwrap()));
+    }
+    let want = &seq[prompt.len()..];
+    let greedy = |session: &mut Session<'_>, stop: &[u32], max: usize| {
+        session
+            .generate(
+                &Request {
+                    prompt: &prompt,
+                    max_tokens: max,
+                    stop,
+                    sampling: Sampling::GREEDY,
+                },
+                |_| true,
+            )
+            .unwrap()
+    };
+    for k in [1usize, 3, 8] {
+        session.reset();
+        session.steps_per_submit = k;
+        let got = greedy(&mut session, &[], 12);
+        assert_eq!(got.tokens, want, "steps per submit {k}");
+        assert_eq!(got.reason, StopReason::Length);
+        assert_eq!(got.prefilled, prompt.len());
+    }
+
+    // A stop token ends generation exactly there, whatever was sampled past it.
+    let stop_at = 6;
+    let stop = [want[stop_at]];
+    let first = want.iter().position(|t| *t == want[stop_at]).unwrap();
+    session.steps_per_submit = 8;
+    let got = greedy(&mut session, &stop, 12);
+    assert_eq!(got.tokens, want[..=first]);
+    assert_eq!(got.reason, StopReason::Stop);
+
+    // Cache reuse: the prompt plus that reply plus a new turn prefills only the new part.
+    let mut next = prompt.to_vec();
+    next.extend_from_slice(&got.tokens);
+    next.extend_from_slice(&[42, 43]);
+    let again = greedy(&mut session, &[], 1);
+    assert_eq!(again.reused, prompt.len() - 1);
+    let cont = session
+        .generate(
+            &Request {
+                prompt: &next,
+                max_tokens: 3,
+                stop: &[],
+                sampling: Sampling::GREEDY,
+            },
+            |_| true,
+        )
+        .unwrap();
+    assert_eq!(cont.prefilled + cont.reused, next.len());
+    assert!(cont.reused >= prompt.len(), "reused {}", cont.reused);
+    let mut expect = next.clone();
+    for _ in 0..3 {
+        let l = cpu_logits(&values, &expect);
+        expect.push(argmax(l.last().unwrap()));
+    }
+    assert_eq!(cont.tokens, expect[next.len()..]);
+
+    // Cancellation after two tokens, and a context that fills up.
+    session.reset();
+    let mut seen = 0;
+    let cancelled = session
+        .generate(
+            &Request {
+                prompt: &prompt,
+                max_tokens: 12,
+                stop: &[],
+                sampling: Sampling::GREEDY,
+            },
+            |_| {
+                seen += 1;
+                seen < 2
+            },
+        )
+        .unwrap();
+    assert_eq!(cancelled.reason, StopReason::Cancelled);
+    assert_eq!(cancelled.tokens, want[..2]);
+    session.reset();
+    let full = greedy(&mut session, &[], 100);
+    assert_eq!(full.reason, StopReason::ContextFull);
+    // A context of 24 positions holds 24 run tokens; the 25th is sampled from the last.
+    assert_eq!(prompt.len() + full.tokens.len(), ctx + 1);
+    assert_eq!(full.tokens[..12], *want);
+
+    // Bad requests are typed errors.
+    let err = session
+        .generate(
+            &Request {
+                prompt: &[VOCAB as u32],
+                max_tokens: 1,
+                stop: &[],
+                sampling: Sampling::GREEDY,
+            },
+            |_| true,
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "BAD_REQUEST");
+    assert_eq!(session.logits(&[]).unwrap_err().code(), "BAD_REQUEST");
+    assert_eq!(
+        session.logits(&vec![1; ctx + 1]).unwrap_err().code(),
+        "BAD_REQUEST"
+    );
+}
