@@ -53,6 +53,18 @@ impl Tensor {
         })
     }
 
+    /// Elements `first..first + len` of a 4-byte-element tensor as a 1-D tensor sharing the
+    /// buffer. Bound as a storage buffer, its byte offset must meet the adapter's
+    /// `min_storage_buffer_offset_alignment` (wgpu rejects it otherwise).
+    pub fn view(&self, first: usize, len: usize) -> Tensor {
+        Tensor {
+            offset: self.offset + 4 * first as u64,
+            bytes: 4 * len as u64,
+            shape: vec![len],
+            ..self.clone()
+        }
+    }
+
     /// Bytes rounded up to whole 4-byte words (storage bindings are word arrays).
     pub fn padded(&self) -> u64 {
         self.bytes.div_ceil(4).max(1) * 4

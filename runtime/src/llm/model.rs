@@ -11,7 +11,7 @@ use gpuport_kernels::rowops::{self, ElementOp};
 
 use super::config::ModelConfig;
 use super::error::LlmError;
-use super::weights::{self, LoadPlan, Weights};
+use super::weights::{self, FfnIn, LoadPlan, Weights};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gguf::Gguf;
@@ -82,7 +82,7 @@ impl Scratch {
             attn: f(q, "attention")?,
             proj: f(e, "projection")?,
             proj_normed: f(e, "projection normed")?,
-            gate: f(cfg.ff, "gate")?,
+            gate: f(2 * cfg.ff, "gate (and up, fused)")?,
             up: f(cfg.ff, "up")?,
             act: f(cfg.ff, "activation")?,
             logits: f(cfg.vocab, "logits")?,
@@ -278,9 +278,19 @@ impl Model {
             self.project_residual(gpu, rec, [&l.wo, &s.attn, x, x_next], &l.post_attn_norm, s)?;
             (x, x_next) = (x_next, x);
             norm(rec, x, &l.ffn_norm, &s.h, c.embd)?;
-            self.gemv(gpu, rec, &l.w_gate, &s.h, &s.gate)?;
-            self.gemv(gpu, rec, &l.w_up, &s.h, &s.up)?;
-            ops::elementwise(gpu, rec, c.glu, &s.gate, &s.up, &s.act, 1.0)?;
+            match &l.ffn_in {
+                FfnIn::Fused(w) => {
+                    self.gemv(gpu, rec, w, &s.h, &s.gate)?;
+                    let (g, u) = (s.gate.view(0, c.ff), s.gate.view(c.ff, c.ff));
+                    ops::elementwise(gpu, rec, c.glu, &g, &u, &s.act, 1.0)?;
+                }
+                FfnIn::Split(wg, wu) => {
+                    let g = s.gate.view(0, c.ff);
+                    self.gemv(gpu, rec, wg, &s.h, &g)?;
+                    self.gemv(gpu, rec, wu, &s.h, &s.up)?;
+                    ops::elementwise(gpu, rec, c.glu, &g, &s.up, &s.act, 1.0)?;
+                }
+            }
             self.project_residual(
                 gpu,
                 rec,

@@ -10,7 +10,7 @@ use super::model::{KvCache, Model, Scratch};
 use crate::device::Gpu;
 use crate::ops;
 use crate::recorder::Recorder;
-use crate::tensor::{PendingReadback, Tensor};
+use crate::tensor::PendingReadback;
 
 /// How the next token is chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -297,12 +297,7 @@ impl<'m> Session<'m> {
 
     /// Starts the readback of the ids sampled at positions `first..first + count`.
     fn read_sampled(&self, first: usize, count: usize) -> Result<Batch, LlmError> {
-        let view = Tensor {
-            offset: 4 * first as u64,
-            bytes: 4 * count as u64,
-            shape: vec![count],
-            ..self.scratch.tokens.clone()
-        };
+        let view = self.scratch.tokens.view(first, count);
         Ok(Batch {
             first,
             count,

@@ -30,14 +30,21 @@ pub struct LayerWeights {
     pub post_attn_norm: Option<Tensor>,
     /// Pre-feed-forward norm.
     pub ffn_norm: Tensor,
-    /// Gate projection `[ff, embd]`.
-    pub w_gate: Tensor,
-    /// Up projection `[ff, embd]`.
-    pub w_up: Tensor,
+    /// Gate and up projections.
+    pub ffn_in: FfnIn,
     /// Down projection `[embd, ff]`.
     pub w_down: Tensor,
     /// Norm after the feed-forward block (Gemma 3).
     pub post_ffn_norm: Option<Tensor>,
+}
+
+/// The feed-forward block's input projections.
+pub enum FfnIn {
+    /// Gate rows then up rows in one `[2 ff, embd]` matrix (same type and aligned halves): one
+    /// GEMV computes both.
+    Fused(Tensor),
+    /// Gate `[ff, embd]` and up `[ff, embd]` apart.
+    Split(Tensor, Tensor),
 }
 
 /// All of a model's tensors.
@@ -180,15 +187,45 @@ fn upload(gpu: &Gpu, g: &Gguf, t: &TensorInfo) -> Result<Tensor, LlmError> {
     let elem = match t.ggml {
         Some(GgmlType::F32) => Elem::F32,
         Some(ty) => Elem::Ggml(ty),
-        None => {
-            return Err(GgufError::TensorShape {
-                name: t.name.clone(),
-                problem: format!("type {} has no GPU kernel in gpuport", t.type_name()),
-            }
-            .into());
-        }
+        None => return unreachable_type(t),
     };
     Ok(gpu.upload(g.data(t), elem, &t.shape(), &t.name)?)
+}
+
+/// Gate and up fused when they share a type and the up half of the output starts at an offset
+/// the adapter can bind.
+fn ffn_in(gpu: &Gpu, g: &Gguf, gate: &str, up: &str) -> Result<FfnIn, LlmError> {
+    let (tg, tu) = (g.require_tensor(gate)?, g.require_tensor(up)?);
+    let half_bytes = 4 * tg.shape()[0] as u64;
+    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
+    if tg.type_id != tu.type_id || tg.dims != tu.dims || !half_bytes.is_multiple_of(align) {
+        return Ok(FfnIn::Split(upload(gpu, g, tg)?, upload(gpu, g, tu)?));
+    }
+    let mut bytes = Vec::with_capacity((tg.bytes + tu.bytes) as usize);
+    bytes.extend_from_slice(g.data(tg));
+    bytes.extend_from_slice(g.data(tu));
+    let mut shape = tg.shape();
+    shape[0] *= 2;
+    let elem = match tg.ggml {
+        Some(GgmlType::F32) => Elem::F32,
+        Some(ty) => Elem::Ggml(ty),
+        None => unreachable_type(tg)?,
+    };
+    Ok(FfnIn::Fused(gpu.upload(
+        &bytes,
+        elem,
+        &shape,
+        "ffn gate+up",
+    )?))
+}
+
+/// The error for a tensor type without kernels (checked before upload, so not reached).
+fn unreachable_type<T>(t: &TensorInfo) -> Result<T, LlmError> {
+    Err(GgufError::TensorShape {
+        name: t.name.clone(),
+        problem: format!("type {} has no GPU kernel in gpuport", t.type_name()),
+    }
+    .into())
 }
 
 impl Weights {
@@ -220,8 +257,7 @@ impl Weights {
                 k_norm: opt(b("attn_k_norm"), cfg.qk_norm)?,
                 post_attn_norm: opt(b("post_attention_norm"), cfg.post_norms)?,
                 ffn_norm: get(&b("ffn_norm"))?,
-                w_gate: get(&b("ffn_gate"))?,
-                w_up: get(&b("ffn_up"))?,
+                ffn_in: ffn_in(gpu, g, &b("ffn_gate"), &b("ffn_up"))?,
                 w_down: get(&b("ffn_down"))?,
                 post_ffn_norm: opt(b("post_ffw_norm"), cfg.post_norms)?,
             });
