@@ -22,25 +22,10 @@ pub fn run(model: PathBuf, system: Option<String>, args: SamplingArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
-    match llm::has_template(&source) {
-        Ok(true) => {}
-        Ok(false) => {
-            eprintln!(
-                "error: {}, so it cannot chat; use `gpuport generate --raw` to complete text",
-                llm::NO_TEMPLATE
-            );
-            return EXIT_USAGE;
-        }
-        Err(e) => {
-            eprintln!("error [{}]: {e}", e.code());
-            return EXIT_INVALID;
-        }
-    }
-    let loaded = match llm::load(&source, args.ctx, false) {
+    let loaded = match llm::load(&source, args.ctx, false, true) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("error [{}]: {e}", e.code());
-            return EXIT_INVALID;
+            return e.report("it cannot chat; use `gpuport generate --raw` to complete text");
         }
     };
     let Some(template) = &loaded.template else {

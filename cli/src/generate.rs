@@ -135,28 +135,9 @@ pub fn run(a: GenerateArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
-    if !a.raw {
-        match llm::has_template(&source) {
-            Ok(true) => {}
-            Ok(false) => {
-                eprintln!(
-                    "error: {}; use `generate --raw` to send the text as-is",
-                    llm::NO_TEMPLATE
-                );
-                return EXIT_USAGE;
-            }
-            Err(e) => {
-                eprintln!("error [{}]: {e}", e.code());
-                return crate::EXIT_INVALID;
-            }
-        }
-    }
-    let loaded = match llm::load(&source, a.sampling.ctx, false) {
+    let loaded = match llm::load(&source, a.sampling.ctx, false, !a.raw) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("error [{}]: {e}", e.code());
-            return crate::EXIT_INVALID;
-        }
+        Err(e) => return e.report("use `generate --raw` to send the text as-is"),
     };
     let ids = match prompt_ids(&loaded, &a.prompt, a.raw) {
         Ok(ids) => ids,

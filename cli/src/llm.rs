@@ -91,15 +91,51 @@ pub fn resolve(model: &Path) -> Result<Source, String> {
     })
 }
 
-/// Whether the model carries a chat template (read from the header alone, before any upload,
-/// so a template-less model fails in milliseconds).
-pub fn has_template(source: &Source) -> Result<bool, LlmError> {
-    let g = Gguf::open(&source.gguf)?;
-    Ok(g.value("tokenizer.chat_template").is_some())
-}
-
 /// The message for a model without a chat template.
 pub const NO_TEMPLATE: &str = "this model has no chat template (tokenizer.chat_template)";
+
+/// Why a model did not load.
+pub enum LoadError {
+    /// A chat template was required and the file has none (found from the header, before the
+    /// GPU is opened or any weight uploaded).
+    NoTemplate,
+    /// The model or the GPU failed.
+    Model(LlmError),
+}
+
+impl From<LlmError> for LoadError {
+    fn from(e: LlmError) -> Self {
+        LoadError::Model(e)
+    }
+}
+
+impl From<gpuport_runtime::GpuError> for LoadError {
+    fn from(e: gpuport_runtime::GpuError) -> Self {
+        LoadError::Model(e.into())
+    }
+}
+
+impl From<gpuport_runtime::gguf::GgufError> for LoadError {
+    fn from(e: gpuport_runtime::gguf::GgufError) -> Self {
+        LoadError::Model(e.into())
+    }
+}
+
+impl LoadError {
+    /// Prints the error (with `hint` for a missing template) and returns the exit code.
+    pub fn report(&self, hint: &str) -> u8 {
+        match self {
+            LoadError::NoTemplate => {
+                eprintln!("error: {NO_TEMPLATE}; {hint}");
+                crate::EXIT_USAGE
+            }
+            LoadError::Model(e) => {
+                eprintln!("error [{}]: {e}", e.code());
+                crate::EXIT_INVALID
+            }
+        }
+    }
+}
 
 /// A model ready to generate.
 pub struct Loaded {
@@ -123,11 +159,20 @@ pub fn context_for(cfg: &ModelConfig, user: Option<usize>, bundle: Option<usize>
     user.unwrap_or_else(|| bundle.unwrap_or(DEFAULT_CONTEXT).min(cfg.context.max(1)))
 }
 
-/// Opens the GPU and loads the model, reporting progress on stderr.
-pub fn load(source: &Source, context: Option<usize>, quiet: bool) -> Result<Loaded, LlmError> {
+/// Opens the GPU and loads the model, reporting progress on stderr. With `need_template`, a
+/// file without a chat template is refused before the GPU is touched.
+pub fn load(
+    source: &Source,
+    context: Option<usize>,
+    quiet: bool,
+    need_template: bool,
+) -> Result<Loaded, LoadError> {
     let started = Instant::now();
-    let gpu = Gpu::new(&GpuOptions::default())?;
     let g = Gguf::open(&source.gguf)?;
+    if need_template && g.value("tokenizer.chat_template").is_none() {
+        return Err(LoadError::NoTemplate);
+    }
+    let gpu = Gpu::new(&GpuOptions::default())?;
     let cfg = ModelConfig::from_gguf(&g)?;
     let context = context_for(&cfg, context, source.context);
     let tokenizer = Tokenizer::from_gguf(&g).map_err(|e| LlmError::Tokenizer(e.0))?;

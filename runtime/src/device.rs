@@ -187,7 +187,17 @@ impl Gpu {
         &self,
         ty: gpuport_kernels::quant::GgmlType,
     ) -> gpuport_kernels::gemv::GemvTunables {
-        crate::tuning::TuningTable::load()
+        self.gemv_tunables_in(&crate::tuning::TuningTable::load(), ty)
+    }
+
+    /// [`Gpu::gemv_tunables`] from an already loaded table (callers choosing for many types
+    /// read the table once).
+    pub fn gemv_tunables_in(
+        &self,
+        table: &crate::tuning::TuningTable,
+        ty: gpuport_kernels::quant::GgmlType,
+    ) -> gpuport_kernels::gemv::GemvTunables {
+        table
             .gemv(&self.info, ty)
             .filter(|t| t.reduction == gpuport_kernels::Reduction::Shared || self.has_subgroups())
             .unwrap_or_else(|| {

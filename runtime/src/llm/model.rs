@@ -134,10 +134,11 @@ impl Model {
             return Err(LlmError::CannotRun(plan.blockers));
         }
         let weights = Weights::load(&cfg, g, gpu)?;
-        let mut tunables = HashMap::new();
-        for ty in GgmlType::ALL {
-            tunables.insert(ty, gpu.gemv_tunables(ty));
-        }
+        let table = crate::tuning::TuningTable::load();
+        let tunables = GgmlType::ALL
+            .into_iter()
+            .map(|ty| (ty, gpu.gemv_tunables_in(&table, ty)))
+            .collect();
         Ok(Model {
             cfg,
             weights,
@@ -172,11 +173,7 @@ impl Model {
     /// The GEMV tunables for weight `w` here: the tuning table's, with rows per workgroup fit
     /// to the matrix.
     fn tunables_for(&self, gpu: &Gpu, w: &Tensor) -> GemvTunables {
-        let ty = match w.elem {
-            Elem::Ggml(ty) => ty,
-            Elem::F16 => GgmlType::F16,
-            _ => GgmlType::F32,
-        };
+        let ty = ops::ggml_type(w).unwrap_or(GgmlType::F32);
         self.tunables
             .get(&ty)
             .copied()

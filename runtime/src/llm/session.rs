@@ -45,13 +45,10 @@ impl Sampling {
         if !self.temperature.is_finite() {
             return bad(format!("temperature {}", self.temperature));
         }
-        if self.top_p.is_nan() || self.top_p <= 0.0 || !self.top_p.is_finite() {
+        if !self.top_p.is_finite() || self.top_p <= 0.0 {
             return bad(format!("top_p {} (must be in (0, 1], 1 = off)", self.top_p));
         }
-        if self.repeat_penalty.is_nan()
-            || self.repeat_penalty <= 0.0
-            || !self.repeat_penalty.is_finite()
-        {
+        if !self.repeat_penalty.is_finite() || self.repeat_penalty <= 0.0 {
             return bad(format!(
                 "repeat_penalty {} (must be > 0)",
                 self.repeat_penalty

@@ -184,12 +184,7 @@ pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, ctx: usize) -> LoadPlan {
 }
 
 fn upload(gpu: &Gpu, g: &Gguf, t: &TensorInfo) -> Result<Tensor, LlmError> {
-    let elem = match t.ggml {
-        Some(GgmlType::F32) => Elem::F32,
-        Some(ty) => Elem::Ggml(ty),
-        None => return unreachable_type(t),
-    };
-    Ok(gpu.upload(g.data(t), elem, &t.shape(), &t.name)?)
+    Ok(gpu.upload(g.data(t), elem_of(t)?, &t.shape(), &t.name)?)
 }
 
 /// Gate and up fused when they share a type and the up half of the output starts at an offset
@@ -206,26 +201,22 @@ fn ffn_in(gpu: &Gpu, g: &Gguf, gate: &str, up: &str) -> Result<FfnIn, LlmError> 
     bytes.extend_from_slice(g.data(tu));
     let mut shape = tg.shape();
     shape[0] *= 2;
-    let elem = match tg.ggml {
-        Some(GgmlType::F32) => Elem::F32,
-        Some(ty) => Elem::Ggml(ty),
-        None => unreachable_type(tg)?,
-    };
-    Ok(FfnIn::Fused(gpu.upload(
-        &bytes,
-        elem,
-        &shape,
-        "ffn gate+up",
-    )?))
+    let fused = gpu.upload(&bytes, elem_of(tg)?, &shape, "ffn gate+up")?;
+    Ok(FfnIn::Fused(fused))
 }
 
-/// The error for a tensor type without kernels (checked before upload, so not reached).
-fn unreachable_type<T>(t: &TensorInfo) -> Result<T, LlmError> {
-    Err(GgufError::TensorShape {
-        name: t.name.clone(),
-        problem: format!("type {} has no GPU kernel in gpuport", t.type_name()),
+/// The element type a GGUF tensor uploads as; a type without kernels (refused by the load
+/// checks before any upload) is an error here too.
+fn elem_of(t: &TensorInfo) -> Result<Elem, LlmError> {
+    match t.ggml {
+        Some(GgmlType::F32) => Ok(Elem::F32),
+        Some(ty) => Ok(Elem::Ggml(ty)),
+        None => Err(GgufError::TensorShape {
+            name: t.name.clone(),
+            problem: format!("type {} has no GPU kernel in gpuport", t.type_name()),
+        }
+        .into()),
     }
-    .into())
 }
 
 impl Weights {

@@ -12,7 +12,8 @@ use crate::tensor::{Elem, Tensor};
 mod rows;
 pub use rows::*;
 
-fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
+/// The GGUF type a weight tensor is stored in (f32/f16 tensors as those types).
+pub(crate) fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
     match t.elem {
         Elem::Ggml(ty) => Ok(ty),
         Elem::F32 => Ok(GgmlType::F32),
