@@ -1,0 +1,1 @@
+//! Exact preprocessing and post-processing (see README.md).

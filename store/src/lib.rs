@@ -1,0 +1,1 @@
+//! Content-addressed model store (see README.md).
