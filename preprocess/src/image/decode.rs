@@ -1,0 +1,114 @@
+//! Decoding: PNG, JPEG, WebP, BMP, GIF (first frame) through the `image` crate, EXIF orientation
+//! applied, then Pillow's `convert("RGB")` for 8-bit data (alpha dropped, never composited; gray
+//! and palette expanded). 16-bit samples keep their high byte (Pillow does that for 16-bit RGB(A)
+//! PNGs but clips 16-bit grayscale to 255; we do not copy that quirk — `docs/spec/preprocess.md`).
+
+use std::io::Cursor;
+use std::path::Path;
+
+use image::{DynamicImage, ImageDecoder, ImageReader, Limits};
+
+use super::RgbImage;
+
+/// The most memory one decode may allocate (the decoded pixels included).
+pub const MAX_DECODE_ALLOC_BYTES: u64 = 1 << 30;
+
+/// Why an image could not be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The file could not be read.
+    #[error("cannot read image {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The bytes are not PNG, JPEG, WebP, BMP or GIF.
+    #[error("unsupported image format (expected PNG, JPEG, WebP, BMP or GIF)")]
+    UnknownFormat,
+    /// The decoder refused the data (corrupt file, unsupported variant such as an unsupported
+    /// JPEG colour transform, or a size beyond the limits).
+    #[error("cannot decode image: {0}")]
+    Decode(#[from] image::ImageError),
+    /// The image has no pixels.
+    #[error("image has no pixels ({width}x{height})")]
+    Empty {
+        /// Width.
+        width: u32,
+        /// Height.
+        height: u32,
+    },
+}
+
+/// Decodes `path` (see [`decode_image`]).
+pub fn decode_image_file(path: &Path) -> Result<RgbImage, DecodeError> {
+    let bytes = std::fs::read(path).map_err(|source| DecodeError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    decode_image(&bytes)
+}
+
+/// Decodes an encoded image, applies its EXIF orientation (1–8) and converts it to 8-bit RGB.
+/// The format is detected from the bytes, never from a file name.
+pub fn decode_image(bytes: &[u8]) -> Result<RgbImage, DecodeError> {
+    let mut reader = ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| DecodeError::Decode(image::ImageError::IoError(e)))?;
+    if reader.format().is_none() {
+        return Err(DecodeError::UnknownFormat);
+    }
+    let mut limits = Limits::default();
+    limits.max_alloc = Some(MAX_DECODE_ALLOC_BYTES);
+    reader.limits(limits);
+    let mut decoder = reader.into_decoder()?;
+    // A file whose EXIF block cannot be read keeps its pixels as stored, as Pillow does.
+    let orientation = decoder.orientation().ok();
+    let mut decoded = DynamicImage::from_decoder(decoder)?;
+    if let Some(orientation) = orientation {
+        decoded.apply_orientation(orientation);
+    }
+    to_rgb8(decoded)
+}
+
+fn to_rgb8(decoded: DynamicImage) -> Result<RgbImage, DecodeError> {
+    let (width, height) = (decoded.width(), decoded.height());
+    let pixels: Vec<u8> = match decoded {
+        DynamicImage::ImageRgb8(img) => img.into_raw(),
+        DynamicImage::ImageRgba8(img) => channels_to_rgb(img.as_raw(), 4, 3, |v| v),
+        DynamicImage::ImageLuma8(img) => channels_to_rgb(img.as_raw(), 1, 1, |v| v),
+        DynamicImage::ImageLumaA8(img) => channels_to_rgb(img.as_raw(), 2, 1, |v| v),
+        DynamicImage::ImageRgb16(img) => channels_to_rgb(img.as_raw(), 3, 3, high_byte),
+        DynamicImage::ImageRgba16(img) => channels_to_rgb(img.as_raw(), 4, 3, high_byte),
+        DynamicImage::ImageLuma16(img) => channels_to_rgb(img.as_raw(), 1, 1, high_byte),
+        DynamicImage::ImageLumaA16(img) => channels_to_rgb(img.as_raw(), 2, 1, high_byte),
+        // Float images come only from formats not enabled here; the crate's own rounding
+        // conversion is the sensible reading of them.
+        other => other.to_rgb8().into_raw(),
+    };
+    RgbImage::new(width as usize, height as usize, pixels).ok_or(DecodeError::Empty { width, height })
+}
+
+fn high_byte(v: u16) -> u8 {
+    (v >> 8) as u8
+}
+
+/// Takes the first `colors` (1 = gray, replicated; 3 = RGB) of every `stride` samples.
+fn channels_to_rgb<T: Copy>(
+    samples: &[T],
+    stride: usize,
+    colors: usize,
+    to_u8: impl Fn(T) -> u8,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(samples.len() / stride * 3);
+    for pixel in samples.chunks_exact(stride) {
+        if colors == 1 {
+            let v = to_u8(pixel[0]);
+            out.extend_from_slice(&[v, v, v]);
+        } else {
+            out.extend(pixel[..3].iter().map(|&v| to_u8(v)));
+        }
+    }
+    out
+}

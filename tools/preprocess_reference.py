@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Regenerates preprocess/tests/fixtures/ (the gpuport-preprocess references).
+
+    pip install -r tools/requirements-test.txt   # modelport-cli 0.1.0, pillow<13, scipy, soxr
+    python3 tools/preprocess_reference.py [image|post|audio ...]
+
+image: small generated source images (PNG of every colour type, 8 EXIF orientations, JPEG,
+  WebP, BMP, GIF) and the tensors `modelport.preprocess` (Pillow 12) makes from them, listed in
+  image/cases.json. Where the issue pins a rule that the Python reference does not follow, the
+  reference is computed here independently and the case says so in `reference`:
+  - nearest: the spec's exact floor((x + 0.5) * in / out) in integers (Pillow's nearest
+    accumulates in floating point); the resized array is then fed to modelport.preprocess;
+  - 16-bit grayscale PNG: high byte (Pillow clips to 255);
+  - int8/int32/int64/bool: modelport casts those to float32; here round-half-to-even + saturate,
+    bool = value != 0, applied to modelport's float64 values.
+Deterministic (fixed seeds). Pillow must be < 13 (Pillow 13 may run the vertical pass first).
+"""
+
+import io
+import json
+import struct
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import PIL
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "preprocess" / "tests" / "fixtures"
+
+assert int(PIL.__version__.split(".")[0]) < 13, "generate references with pillow<13"
+
+
+# ---------------------------------------------------------------------------------------------
+# source images
+
+def pattern(width, height, seed):
+    """Smooth gradients plus noise and a sharp edge: every filter tap matters."""
+    rng = np.random.RandomState(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+    r = 255 * x / max(width - 1, 1)
+    g = 255 * (0.5 + 0.5 * np.sin(y / 3.0 + x / 5.0))
+    b = np.where((x + 2 * y) % 11 < 5, 250.0, 5.0)
+    img = np.stack([r, g, b], axis=-1) + rng.randint(-20, 21, size=(height, width, 3))
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def png_bytes(array, bit_depth, color_type):
+    """A minimal PNG writer (Pillow cannot write 16-bit RGB): filter 0 on every row."""
+    height, width = array.shape[:2]
+    if bit_depth == 16:
+        raw = array.astype(">u2").tobytes()
+        row_bytes = raw and len(raw) // height
+    else:
+        raw = array.astype(np.uint8).tobytes()
+        row_bytes = len(raw) // height
+    scan = b"".join(b"\x00" + raw[i * row_bytes:(i + 1) * row_bytes] for i in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, bit_depth, color_type, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(scan, 9))
+            + chunk(b"IEND", b""))
+
+
+def make_sources(out):
+    """Writes the source images; returns {file name: decoded RGB uint8 array (the reference)}."""
+    from modelport.preprocess import load_image
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+
+    def save_pil(name, image, **kw):
+        image.save(out / name, **kw)
+        files[name] = None
+
+    rgb_odd = pattern(37, 23, 1)
+    rgb_big = pattern(160, 120, 2)
+    rgb_tall = pattern(17, 29, 3)
+    save_pil("rgb_37x23.png", Image.fromarray(rgb_odd))
+    save_pil("rgb_160x120.png", Image.fromarray(rgb_big))
+    save_pil("rgb_17x29.png", Image.fromarray(rgb_tall))
+    save_pil("gray_37x23.png", Image.fromarray(rgb_odd[..., 1]))
+    save_pil("gray_alpha_37x23.png", Image.fromarray(np.dstack([rgb_odd[..., 0], rgb_odd[..., 2]]), "LA"))
+    save_pil("rgba_37x23.png", Image.fromarray(np.dstack([rgb_odd, rgb_odd[..., :1][..., ::-1]]), "RGBA"))
+    palette = Image.fromarray(rgb_odd).quantize(colors=40, method=Image.Quantize.MEDIANCUT)
+    save_pil("palette_37x23.png", palette, transparency=3)
+    rng = np.random.RandomState(4)
+    rgb16 = rng.randint(0, 65536, size=(23, 37, 3)).astype(np.uint16)
+    (out / "rgb16_37x23.png").write_bytes(png_bytes(rgb16, 16, 2))
+    files["rgb16_37x23.png"] = None
+    gray16 = rng.randint(0, 65536, size=(23, 37)).astype(np.uint16)
+    (out / "gray16_37x23.png").write_bytes(png_bytes(gray16, 16, 0))
+    # Pillow clips 16-bit gray to 255 in convert("RGB"); the pinned rule is the high byte.
+    files["gray16_37x23.png"] = np.repeat((gray16 >> 8).astype(np.uint8)[..., None], 3, axis=-1)
+    small = pattern(13, 7, 5)
+    for orientation in range(1, 9):
+        exif = Image.Exif()
+        exif[0x0112] = orientation
+        save_pil(f"exif{orientation}_13x7.png", Image.fromarray(small), exif=exif.tobytes())
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    save_pil("exif6_160x120.jpg", Image.fromarray(rgb_big), quality=92, exif=exif.tobytes())
+    save_pil("baseline_160x120.jpg", Image.fromarray(rgb_big), quality=90)
+    save_pil("progressive_160x120.jpg", Image.fromarray(rgb_big), quality=90, progressive=True)
+    save_pil("lossless_37x23.webp", Image.fromarray(rgb_odd), lossless=True)
+    save_pil("rgb_37x23.bmp", Image.fromarray(rgb_odd))
+    save_pil("palette_37x23.gif", Image.fromarray(rgb_odd).quantize(colors=64))
+    decoded = {}
+    for name, override in files.items():
+        decoded[name] = override if override is not None else np.asarray(load_image(out / name))
+    return decoded
+
+
+# ---------------------------------------------------------------------------------------------
+# image tensors
+
+def exact_nearest(array, out_w, out_h):
+    in_h, in_w = array.shape[:2]
+    ys = np.minimum(((2 * np.arange(out_h) + 1) * in_h) // (2 * out_h), in_h - 1)
+    xs = np.minimum(((2 * np.arange(out_w) + 1) * in_w) // (2 * out_w), in_w - 1)
+    return array[ys][:, xs]
+
+
+def image_cases():
+    imagenet = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
+    raw = {"scale": 1.0}
+
+    def case(name, source, resize, dtype="uint8", layout="NHWC", crop=None, tolerance=0.0, **pre):
+        pre = dict(pre)
+        pre["resize"] = resize
+        if crop is not None:
+            pre["center_crop"] = crop
+        return {"name": name, "source": source, "dtype": dtype, "layout": layout,
+                "preprocess": pre, "tolerance": tolerance}
+
+    aa = lambda method, **t: {"method": method, "antialias": True, **t}  # noqa: E731
+    cases = [
+        case("bilinear_aa_down_shorter_crop", "rgb_37x23.png", aa("bilinear", shorter_side=16), crop=[14, 15], **raw),
+        case("bilinear_aa_down_size", "rgb_160x120.png", aa("bilinear", size=[31, 47]), **raw),
+        case("bilinear_aa_up_size", "rgb_37x23.png", aa("bilinear", size=[50, 61]), layout="NCHW", **raw),
+        case("bicubic_aa_up_size", "rgb_37x23.png", aa("bicubic", size=[50, 61]), layout="NCHW", **raw),
+        case("bicubic_aa_down_shorter_crop", "rgb_160x120.png", aa("bicubic", shorter_side=40), crop=[32, 32], **raw),
+        case("bicubic_aa_mixed_size", "rgb_160x120.png", aa("bicubic", size=[200, 21]), **raw),
+        case("bicubic_aa_float_imagenet", "rgb_160x120.png", aa("bicubic", shorter_side=40), crop=[32, 32],
+             dtype="float32", layout="NCHW", tolerance=1e-5, **imagenet),
+        case("bilinear_aa_float16_bgr", "rgb_160x120.png", aa("bilinear", shorter_side=36), crop=[32, 30],
+             dtype="float16", layout="NCHW", tolerance=0.0, color="BGR", **imagenet),
+        case("bilinear_aa_uint8_scaled_mean", "rgb_37x23.png", aa("bilinear", size=[20, 30]),
+             scale=0.5, mean=[10.0, 20.0, 30.0], std=[0.5, 0.25, 2.0]),
+        case("nearest_mixed_size", "rgb_37x23.png", {"method": "nearest", "size": [50, 13]}, **raw),
+        case("nearest_down_shorter", "rgb_160x120.png", {"method": "nearest", "shorter_side": 33}, **raw),
+        case("nearest_up_crop", "rgb_17x29.png", {"method": "nearest", "shorter_side": 45}, crop=[44, 44], **raw),
+        case("bilinear_float_mixed", "rgb_37x23.png", {"method": "bilinear", "size": [50, 19]},
+             dtype="float32", tolerance=1e-5),
+        case("bilinear_float_down_bgr_imagenet", "rgb_160x120.png", {"method": "bilinear", "shorter_side": 64},
+             crop=[56, 56], dtype="float32", layout="NCHW", tolerance=1e-5, color="BGR", **imagenet),
+        case("bilinear_float_uint8", "rgb_160x120.png", {"method": "bilinear", "size": [45, 37]}, **raw),
+        case("smaller_than_crop_pad", "rgb_17x29.png", aa("bilinear", shorter_side=20), crop=[40, 25], **raw),
+        case("smaller_than_crop_float", "rgb_17x29.png", {"method": "bilinear", "shorter_side": 20}, crop=[37, 21],
+             dtype="float32", tolerance=1e-5, **imagenet),
+        case("crop_half_to_even_up", "rgb_37x23.png", aa("bilinear", size=[23, 37]), crop=[20, 34], **raw),
+        case("crop_half_to_even_down", "rgb_37x23.png", aa("bilinear", size=[23, 37]), crop=[16, 30], **raw),
+    ]
+    for src in ["gray_37x23.png", "gray_alpha_37x23.png", "rgba_37x23.png", "palette_37x23.png",
+                "rgb16_37x23.png", "gray16_37x23.png", "lossless_37x23.webp", "rgb_37x23.bmp",
+                "palette_37x23.gif"]:
+        cases.append(case("decode_" + src.replace(".", "_"), src, aa("bicubic", size=[19, 29]), **raw))
+    for o in range(1, 9):
+        cases.append(case(f"exif_orientation_{o}", f"exif{o}_13x7.png", aa("bilinear", shorter_side=5), **raw))
+    # JPEG: zune-jpeg (image crate) and libjpeg-turbo (Pillow) differ in IDCT and chroma upsampling
+    # rounding; measured max 2 levels after resize on these files, so the tolerance is 3.
+    for src in ["baseline_160x120.jpg", "progressive_160x120.jpg", "exif6_160x120.jpg"]:
+        cases.append(case("jpeg_" + src.split(".")[0], src, aa("bilinear", shorter_side=64), crop=[56, 56],
+                          tolerance=3.0, **raw))
+    for dtype in ["int8", "int32", "int64", "bool"]:
+        cases.append(case(f"dtype_{dtype}", "rgb_37x23.png", aa("bilinear", size=[11, 9]), dtype=dtype,
+                          scale=1.0, mean=[128.0, 100.0, 0.0], std=[1.0, 0.5, 1.0]))
+    return cases
+
+
+def cast(values, dtype):
+    if dtype in ("float32", "float16"):
+        return values.astype(dtype)
+    if dtype == "bool":
+        return values != 0
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(values), info.min, info.max).astype(dtype)
+
+
+def make_image_fixtures():
+    from modelport.manifest.tensors import InputSpec, ImagePreprocess
+    from modelport.preprocess import preprocess_array, preprocess_image, resized_size
+    from modelport.manifest.tensors import ResizeSpec
+
+    out = FIXTURES / "image"
+    decoded = make_sources(out)
+    cases = image_cases()
+    for c in cases:
+        array = decoded[c["source"]]
+        image = Image.fromarray(array)
+        pre = c["preprocess"]
+        reference = "modelport.preprocess (Pillow %s)" % PIL.__version__
+        if c["source"] == "gray16_37x23.png":
+            reference += "; 16-bit gray decoded as the high byte"
+        if pre["resize"]["method"] == "nearest":
+            w, h = resized_size(image.width, image.height, ResizeSpec(**pre["resize"]))
+            exact = exact_nearest(array, w, h)
+            pillow = np.asarray(image.resize((w, h), Image.Resampling.NEAREST))
+            c["pillow_nearest_differs"] = int((exact != pillow).any(axis=-1).sum())
+            image = Image.fromarray(exact)
+            reference += "; nearest by the exact integer formula"
+        spec_pre = ImagePreprocess(**pre)
+        height_width = spec_pre.output_size
+        if height_width is None:
+            w, h = resized_size(image.width, image.height, spec_pre.resize)
+            height_width = (h, w)
+        h, w = height_width
+        shape = [1, 3, h, w] if c["layout"] == "NCHW" else [1, h, w, 3]
+        if c["dtype"] in ("float32", "float16", "uint8"):
+            spec = InputSpec(name="x", dtype=c["dtype"], shape=shape, layout=c["layout"], preprocess=spec_pre)
+            tensor = preprocess_image(image, spec)
+        else:
+            values = preprocess_array(image.convert("RGB"), spec_pre)
+            values = values.transpose(2, 0, 1)[None] if c["layout"] == "NCHW" else values[None]
+            tensor = cast(values, c["dtype"])
+            reference += "; integer cast: round half to even, saturate (bool: != 0)"
+        assert list(tensor.shape) == shape, (c["name"], tensor.shape, shape)
+        c["shape"] = shape
+        c["reference"] = reference
+        c["expected"] = c["name"] + ".bin"
+        (out / c["expected"]).write_bytes(np.ascontiguousarray(tensor).astype(tensor.dtype.newbyteorder("<")).tobytes())
+    (out / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
+    print(f"image: {len(cases)} cases in {out}")
+
+
+SECTIONS = {"image": make_image_fixtures}
+
+if __name__ == "__main__":
+    for section in sys.argv[1:] or list(SECTIONS):
+        SECTIONS[section]()
