@@ -1,0 +1,389 @@
+//! Adding models: `import` (local, never the network) and `pull` (HTTPS URL or catalog name).
+//!
+//! Order of writes, which is what makes a `kill -9` at any point harmless:
+//!
+//! 1. validate everything that can be validated without copying (the whole local folder; the
+//!    fetched manifest);
+//! 2. store the manifest blob; when every digest is known up front, write the record in state
+//!    `partial` (so `ls` shows the model and gc keeps its blobs);
+//! 3. store each file: temp/partial file, hashed while written, checked, fsynced, renamed;
+//! 4. write the record in state `complete`.
+//!
+//! A crash leaves only complete blobs, temp files (removed by gc), partial downloads (resumed by
+//! the next pull) and at worst a `partial` record that the next run completes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use gpuport_manifest_core::fileref::FileLocation;
+use gpuport_manifest_core::modelport::{MANIFEST_FILE_NAME, Manifest, parse_manifest};
+
+use crate::blobs::{self, Expected};
+use crate::catalog::{Catalog, ResolvedEntry};
+use crate::error::{IoContext, Result, StoreError};
+use crate::gguf::{self, GgufOptions};
+use crate::http::{MAX_MANIFEST_BYTES, check_url};
+use crate::local::{self, LocalKind, LocalPlan};
+use crate::lock::{self, Access};
+use crate::progress::Progress;
+use crate::record::{
+    Format, ModelRecord, RECORD_FORMAT, RecordFile, RecordState, Source, check_id,
+};
+use crate::store::Store;
+
+/// Options of [`Store::import`].
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The model id (default: the manifest's id, the folder name, or the GGUF file stem).
+    pub id: Option<String>,
+    /// How a bare GGUF's manifest is generated.
+    pub gguf: GgufOptions,
+}
+
+fn new_record(
+    id: &str,
+    source: Source,
+    format: Format,
+    manifest: &str,
+    manifest_sha256: &str,
+    files: BTreeMap<String, RecordFile>,
+    state: RecordState,
+) -> ModelRecord {
+    ModelRecord {
+        record: RECORD_FORMAT.to_owned(),
+        id: id.to_owned(),
+        source,
+        format,
+        manifest: manifest.to_owned(),
+        manifest_sha256: manifest_sha256.to_owned(),
+        files,
+        state,
+    }
+}
+
+/// `base` (ending in `/`) + the bundle-relative `path`, each segment percent-encoded.
+fn join_url(base: &str, path: &str) -> Result<String> {
+    let mut url = url::Url::parse(base).map_err(|e| StoreError::InsecureUrl {
+        url: base.to_owned(),
+        reason: e.to_string(),
+    })?;
+    url.path_segments_mut()
+        .map_err(|()| StoreError::InsecureUrl {
+            url: base.to_owned(),
+            reason: "cannot be a base URL".into(),
+        })?
+        .pop_if_empty()
+        .extend(path.split('/'));
+    Ok(url.to_string())
+}
+
+impl Store {
+    /// Imports a local ModelPort bundle, MLC package folder or `.gguf` file. Never uses the
+    /// network. The source is validated completely before anything is copied; each file is
+    /// hashed while it is copied and refused if its size or declared digest differs.
+    pub fn import(
+        &self,
+        path: &Path,
+        options: &ImportOptions,
+        progress: &dyn Progress,
+    ) -> Result<ModelRecord> {
+        let kind = local::classify(path)?;
+        let source_path = std::fs::canonicalize(path).at(path)?;
+        let source = Source::Local {
+            path: source_path.display().to_string(),
+        };
+        match kind {
+            LocalKind::Modelport(dir) => {
+                let plan = local::plan_modelport(&dir)?;
+                self.import_plan(plan, source, options, progress)
+            }
+            LocalKind::Mlc(dir) => {
+                let plan = local::plan_mlc(&dir)?;
+                self.import_plan(plan, source, options, progress)
+            }
+            LocalKind::Gguf(file) => self.import_gguf(&file, source, options, progress),
+        }
+    }
+
+    fn import_plan(
+        &self,
+        plan: LocalPlan,
+        source: Source,
+        options: &ImportOptions,
+        progress: &dyn Progress,
+    ) -> Result<ModelRecord> {
+        let id = options.id.clone().unwrap_or(plan.default_id.clone());
+        check_id(&id)?;
+        let _store = lock::store(&self.layout, Access::Shared)?;
+        let _model = lock::model(&self.layout, &id)?;
+        let manifest_sha = blobs::store_bytes(&self.layout, &plan.manifest_bytes)?;
+        let mut files = BTreeMap::new();
+        files.insert(
+            plan.manifest_path.clone(),
+            RecordFile {
+                sha256: manifest_sha.clone(),
+                size: plan.manifest_bytes.len() as u64,
+                url: None,
+            },
+        );
+        let all_known = plan.files.values().all(|f| f.sha256.is_some());
+        if all_known {
+            for (path, f) in &plan.files {
+                let sha256 = f.sha256.clone().unwrap_or_default();
+                files.insert(
+                    path.clone(),
+                    RecordFile {
+                        sha256,
+                        size: f.size,
+                        url: None,
+                    },
+                );
+            }
+            let partial = new_record(
+                &id,
+                source.clone(),
+                plan.format,
+                &plan.manifest_path,
+                &manifest_sha,
+                files.clone(),
+                RecordState::Partial,
+            );
+            self.write_record(&partial)?;
+        }
+        for (path, f) in &plan.files {
+            let expected = Expected {
+                size: f.size,
+                sha256: f.sha256.as_deref(),
+            };
+            let sha256 = blobs::store_file(&self.layout, &f.source, path, expected, progress)?;
+            files.insert(
+                path.clone(),
+                RecordFile {
+                    sha256,
+                    size: f.size,
+                    url: None,
+                },
+            );
+        }
+        let record = new_record(
+            &id,
+            source,
+            plan.format,
+            &plan.manifest_path,
+            &manifest_sha,
+            files,
+            RecordState::Complete,
+        );
+        self.write_record(&record)?;
+        Ok(record)
+    }
+
+    fn import_gguf(
+        &self,
+        file: &Path,
+        source: Source,
+        options: &ImportOptions,
+        progress: &dyn Progress,
+    ) -> Result<ModelRecord> {
+        gguf::check_magic(file)?;
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let id = options
+            .id
+            .clone()
+            .unwrap_or_else(|| gguf::default_id(&name));
+        check_id(&id)?;
+        let size = std::fs::metadata(file).at(file)?.len();
+        let _store = lock::store(&self.layout, Access::Shared)?;
+        let _model = lock::model(&self.layout, &id)?;
+        let expected = Expected { size, sha256: None };
+        let sha256 = blobs::store_file(&self.layout, file, &name, expected, progress)?;
+        let manifest = gguf::manifest(&id, &name, size, &sha256, &options.gguf);
+        let manifest_sha = blobs::store_bytes(&self.layout, &manifest)?;
+        let files = BTreeMap::from([
+            (
+                MANIFEST_FILE_NAME.to_owned(),
+                RecordFile {
+                    sha256: manifest_sha.clone(),
+                    size: manifest.len() as u64,
+                    url: None,
+                },
+            ),
+            (
+                gguf::bundle_path(&name),
+                RecordFile {
+                    sha256,
+                    size,
+                    url: None,
+                },
+            ),
+        ]);
+        let record = new_record(
+            &id,
+            source,
+            Format::Modelport,
+            MANIFEST_FILE_NAME,
+            &manifest_sha,
+            files,
+            RecordState::Complete,
+        );
+        self.write_record(&record)?;
+        Ok(record)
+    }
+
+    /// Pulls a ModelPort bundle over HTTPS: `url` is the bundle's base URL or its
+    /// `modelport.json` URL. Files are fetched relative to the manifest (or from their `url`),
+    /// resumed after interruptions, and checked against size and SHA-256 before they become
+    /// visible. Files already in the store are not fetched again.
+    pub fn pull(
+        &self,
+        url: &str,
+        id: Option<&str>,
+        progress: &dyn Progress,
+    ) -> Result<ModelRecord> {
+        check_url(url)?;
+        let manifest_url = if url.ends_with(".json") {
+            url.to_owned()
+        } else {
+            format!("{}/{MANIFEST_FILE_NAME}", url.trim_end_matches('/'))
+        };
+        let bytes = self.http.get_bytes(&manifest_url, MAX_MANIFEST_BYTES)?;
+        let manifest = parse_manifest(&String::from_utf8_lossy(&bytes))
+            .map_err(|problems| StoreError::InvalidManifest {
+                what: manifest_url.clone(),
+                problems,
+            })?
+            .document;
+        let base = match manifest_url.rfind('/') {
+            Some(i) => manifest_url[..=i].to_owned(),
+            None => manifest_url.clone(),
+        };
+        let source = Source::Remote {
+            url: manifest_url.clone(),
+        };
+        self.pull_manifest(
+            source,
+            Some(manifest_url),
+            &bytes,
+            &manifest,
+            &base,
+            id,
+            progress,
+        )
+    }
+
+    /// Pulls the catalog entry `name` (its base URL's `${VARIABLES}` read from the
+    /// environment).
+    pub fn pull_catalog(
+        &self,
+        catalog: &Catalog,
+        name: &str,
+        id: Option<&str>,
+        progress: &dyn Progress,
+    ) -> Result<ModelRecord> {
+        let entry = catalog.resolve(name, |v| std::env::var(v).ok())?;
+        self.pull_entry(&entry, id, progress)
+    }
+
+    /// Pulls an already resolved catalog entry.
+    pub fn pull_entry(
+        &self,
+        entry: &ResolvedEntry,
+        id: Option<&str>,
+        progress: &dyn Progress,
+    ) -> Result<ModelRecord> {
+        let source = Source::Catalog {
+            name: entry.name.clone(),
+        };
+        self.pull_manifest(
+            source,
+            None,
+            &entry.manifest_bytes,
+            &entry.manifest,
+            &entry.base_url,
+            id,
+            progress,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn pull_manifest(
+        &self,
+        source: Source,
+        manifest_url: Option<String>,
+        manifest_bytes: &[u8],
+        manifest: &Manifest,
+        base: &str,
+        id: Option<&str>,
+        progress: &dyn Progress,
+    ) -> Result<ModelRecord> {
+        let id = id.map(str::to_owned).unwrap_or(manifest.id.clone());
+        check_id(&id)?;
+        let mut files = BTreeMap::new();
+        for (_, f) in manifest.files() {
+            let (path, url) = match &f.location {
+                FileLocation::Path(p) => (p.clone(), join_url(base, p)?),
+                FileLocation::Url(u) => (format!("url/{}", f.sha256), u.clone()),
+            };
+            check_url(&url)?;
+            files.insert(
+                path,
+                RecordFile {
+                    sha256: f.sha256.clone(),
+                    size: f.size,
+                    url: Some(url),
+                },
+            );
+        }
+        let _store = lock::store(&self.layout, Access::Shared)?;
+        let _model = lock::model(&self.layout, &id)?;
+        let manifest_sha = blobs::store_bytes(&self.layout, manifest_bytes)?;
+        files.insert(
+            MANIFEST_FILE_NAME.to_owned(),
+            RecordFile {
+                sha256: manifest_sha.clone(),
+                size: manifest_bytes.len() as u64,
+                url: manifest_url,
+            },
+        );
+        let mut record = new_record(
+            &id,
+            source,
+            Format::Modelport,
+            MANIFEST_FILE_NAME,
+            &manifest_sha,
+            files,
+            RecordState::Partial,
+        );
+        self.write_record(&record)?;
+        self.fetch_missing(&record, progress)?;
+        record.state = RecordState::Complete;
+        self.write_record(&record)?;
+        Ok(record)
+    }
+
+    /// Downloads every file of `record` that has a URL and is not in the store.
+    pub(crate) fn fetch_missing(
+        &self,
+        record: &ModelRecord,
+        progress: &dyn Progress,
+    ) -> Result<()> {
+        for (path, f) in &record.files {
+            if blobs::present(&self.layout, &f.sha256, f.size) {
+                continue;
+            }
+            let Some(url) = &f.url else {
+                return Err(StoreError::Incomplete {
+                    id: record.id.clone(),
+                    missing: 1,
+                    hint: Store::refetch_hint(record),
+                });
+            };
+            self.http
+                .download_blob(&self.layout, url, &f.sha256, f.size, path, progress)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,366 @@
+//! HTTPS only: `http://` URLs and redirects to them are refused, TLS is verified against the
+//! configured roots (Mozilla's by default, or exactly the certificates given), bodies are
+//! never decompressed (bytes are hashed as sent), and a transfer that stalls longer than the
+//! read timeout fails instead of hanging.
+//!
+//! Downloads land in `partial/<sha256>.part` and resume from its length with an HTTP `Range`
+//! request after an interruption (up to [`HttpOptions::max_resumes`] times in one call, and
+//! across calls and processes). The blob appears only after the full size and the SHA-256
+//! check out.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gpuport_manifest_core::digest::to_hex;
+use gpuport_manifest_core::fileref::check_https_url;
+use sha2::{Digest, Sha256};
+use ureq::tls::{Certificate, RootCerts, TlsConfig};
+
+use crate::error::{IoContext, Result, StoreError};
+use crate::layout::{Layout, persist_file};
+use crate::lock;
+use crate::progress::Progress;
+
+/// Largest manifest fetched into memory.
+pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
+/// Network settings.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// DER certificates to trust instead of the built-in Mozilla roots (empty: built-in).
+    pub root_certs: Vec<Vec<u8>>,
+    /// Connect (TCP + TLS) timeout.
+    pub connect_timeout: Duration,
+    /// Longest wait for any single read (a stall longer than this fails the attempt).
+    pub read_timeout: Duration,
+    /// How many times one download resumes after a broken transfer before giving up.
+    pub max_resumes: u32,
+    /// Whether the `HTTPS_PROXY`/`ALL_PROXY` environment variables are honoured.
+    pub proxy_from_env: bool,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            root_certs: Vec::new(),
+            connect_timeout: Duration::from_secs(30),
+            read_timeout: Duration::from_secs(60),
+            max_resumes: 5,
+            proxy_from_env: true,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Trusts exactly the certificates of a PEM file (instead of the built-in roots).
+    pub fn with_pem_roots(mut self, pem: &[u8], path: &Path) -> Result<Self> {
+        for item in ureq::tls::parse_pem(pem) {
+            match item {
+                Ok(ureq::tls::PemItem::Certificate(c)) => self.root_certs.push(c.der().to_vec()),
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(StoreError::BadDocument {
+                        path: path.to_path_buf(),
+                        reason: format!("not a PEM certificate bundle: {e}"),
+                    });
+                }
+            }
+        }
+        if self.root_certs.is_empty() {
+            return Err(StoreError::BadDocument {
+                path: path.to_path_buf(),
+                reason: "no CERTIFICATE block".into(),
+            });
+        }
+        Ok(self)
+    }
+}
+
+/// An HTTPS client built from [`HttpOptions`].
+#[derive(Debug, Clone)]
+pub struct Http {
+    agent: ureq::Agent,
+    options: HttpOptions,
+}
+
+/// Maps a ureq error to the store's error for `url`.
+fn net_error(url: &str, e: ureq::Error) -> StoreError {
+    match e {
+        ureq::Error::RequireHttpsOnly(reason) => StoreError::InsecureUrl {
+            url: url.to_owned(),
+            reason: format!("not https ({reason})"),
+        },
+        ureq::Error::Timeout(which) => StoreError::Timeout {
+            url: url.to_owned(),
+            detail: which.to_string(),
+        },
+        ureq::Error::StatusCode(code) => StoreError::BadResponse {
+            url: url.to_owned(),
+            reason: format!("HTTP status {code}"),
+        },
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => StoreError::Timeout {
+            url: url.to_owned(),
+            detail: io.to_string(),
+        },
+        other => StoreError::Network {
+            url: url.to_owned(),
+            detail: other.to_string(),
+        },
+    }
+}
+
+/// Whether an error is worth a resume (the connection broke or stalled) rather than final.
+fn transient(e: &StoreError) -> bool {
+    matches!(e, StoreError::Network { .. } | StoreError::Timeout { .. })
+}
+
+impl Http {
+    /// Builds the client.
+    pub fn new(options: HttpOptions) -> Self {
+        let roots = if options.root_certs.is_empty() {
+            RootCerts::WebPki
+        } else {
+            let certs: Vec<Certificate<'static>> = options
+                .root_certs
+                .iter()
+                .map(|der| Certificate::from_der(der).to_owned())
+                .collect();
+            RootCerts::Specific(Arc::new(certs))
+        };
+        let mut config = ureq::Agent::config_builder()
+            .https_only(true)
+            .http_status_as_error(false)
+            .max_redirects(5)
+            .timeout_connect(Some(options.connect_timeout))
+            .timeout_recv_response(Some(options.read_timeout))
+            .timeout_per_read(Some(options.read_timeout))
+            .tls_config(TlsConfig::builder().root_certs(roots).build());
+        if !options.proxy_from_env {
+            config = config.proxy(None);
+        }
+        Http {
+            agent: config.build().into(),
+            options,
+        }
+    }
+
+    /// Fetches a small document (a manifest) into memory: at most `limit` bytes.
+    pub fn get_bytes(&self, url: &str, limit: u64) -> Result<Vec<u8>> {
+        check_url(url)?;
+        let mut response = self.agent.get(url).call().map_err(|e| net_error(url, e))?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            return Err(StoreError::BadResponse {
+                url: url.to_owned(),
+                reason: format!("HTTP status {status}"),
+            });
+        }
+        let mut bytes = Vec::new();
+        let reader = response.body_mut().as_reader();
+        reader
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| net_error(url, ureq::Error::Io(e)))?;
+        if bytes.len() as u64 > limit {
+            return Err(StoreError::Oversize {
+                url: url.to_owned(),
+                declared: limit,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Downloads `url` into the blob `sha256` of `size` bytes, resuming a partial file.
+    /// Returns without network when the blob is already present.
+    pub fn download_blob(
+        &self,
+        layout: &Layout,
+        url: &str,
+        sha256: &str,
+        size: u64,
+        label: &str,
+        progress: &dyn Progress,
+    ) -> Result<()> {
+        check_url(url)?;
+        let _held = lock::blob(layout, sha256)?;
+        if crate::blobs::present(layout, sha256, size) {
+            progress.note(&format!("{label}: already in the store"));
+            return Ok(());
+        }
+        let partial_path = layout.partial_path(sha256);
+        let mut partial = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&partial_path)
+            .at(&partial_path)?;
+        let mut have = partial.metadata().at(&partial_path)?.len();
+        if have > size {
+            partial.set_len(0).at(&partial_path)?;
+            have = 0;
+        }
+        // The bytes already there are hashed again: the digest covers the whole file.
+        let mut hasher = Sha256::new();
+        partial.seek(SeekFrom::Start(0)).at(&partial_path)?;
+        std::io::copy(&mut (&partial).take(have), &mut HashWriter(&mut hasher))
+            .at(&partial_path)?;
+        progress.start(label, size);
+        progress.advance(have);
+        let mut resumes = 0;
+        let outcome = loop {
+            if have == size {
+                break Ok(());
+            }
+            if have > 0 {
+                progress.note(&format!("{label}: resuming at byte {have}"));
+            }
+            match self.fetch_range(
+                url,
+                size,
+                &mut have,
+                &mut partial,
+                &partial_path,
+                &mut hasher,
+                progress,
+            ) {
+                Ok(()) => {}
+                Err(e) if transient(&e) && resumes < self.options.max_resumes => resumes += 1,
+                Err(e) => break Err(e),
+            }
+        };
+        progress.finish();
+        if let Err(e) = outcome {
+            if !transient(&e) {
+                // Refused bytes (oversize, a bad response) are not kept for a resume.
+                crate::layout::remove_durably(&partial_path)?;
+            }
+            return Err(e);
+        }
+        let digest = to_hex(&hasher.finalize());
+        if digest != sha256 {
+            crate::layout::remove_durably(&partial_path)?;
+            return Err(StoreError::DigestMismatch {
+                what: url.to_owned(),
+                expected: sha256.to_owned(),
+                actual: digest,
+            });
+        }
+        persist_file(&partial, &partial_path, &layout.blob_path(sha256))
+    }
+
+    /// One request from byte `have` on; appends what arrives to `partial`.
+    #[allow(clippy::too_many_arguments)]
+    fn fetch_range(
+        &self,
+        url: &str,
+        size: u64,
+        have: &mut u64,
+        partial: &mut File,
+        partial_path: &Path,
+        hasher: &mut Sha256,
+        progress: &dyn Progress,
+    ) -> Result<()> {
+        let mut request = self.agent.get(url);
+        if *have > 0 {
+            request = request.header("Range", format!("bytes={have}-"));
+        }
+        let mut response = request.call().map_err(|e| net_error(url, e))?;
+        let status = response.status().as_u16();
+        let bad = |reason: String| StoreError::BadResponse {
+            url: url.to_owned(),
+            reason,
+        };
+        match status {
+            200 if *have > 0 => {
+                // The server ignored the range: start over.
+                partial.set_len(0).at(partial_path)?;
+                *have = 0;
+                *hasher = Sha256::new();
+            }
+            200 => {}
+            206 => {
+                let range = response
+                    .headers()
+                    .get("content-range")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                let start = range
+                    .strip_prefix("bytes ")
+                    .and_then(|r| r.split('-').next())
+                    .and_then(|s| s.parse::<u64>().ok());
+                if start != Some(*have) {
+                    return Err(bad(format!(
+                        "asked for bytes from {have}, got Content-Range `{range}`"
+                    )));
+                }
+            }
+            other => return Err(bad(format!("HTTP status {other}"))),
+        }
+        let remaining = size - *have;
+        if let Some(length) = response
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            && length > remaining
+        {
+            return Err(StoreError::Oversize {
+                url: url.to_owned(),
+                declared: size,
+            });
+        }
+        partial.seek(SeekFrom::Start(*have)).at(partial_path)?;
+        let mut reader = response.body_mut().as_reader();
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(net_error(url, ureq::Error::Io(e))),
+            };
+            if *have + n as u64 > size {
+                return Err(StoreError::Oversize {
+                    url: url.to_owned(),
+                    declared: size,
+                });
+            }
+            partial.write_all(&buf[..n]).at(partial_path)?;
+            hasher.update(&buf[..n]);
+            *have += n as u64;
+            progress.advance(n as u64);
+        }
+        if *have < size {
+            return Err(StoreError::Network {
+                url: url.to_owned(),
+                detail: format!("the transfer ended at byte {have} of {size}"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Refuses anything but an absolute `https://` URL (before any connection is made).
+pub fn check_url(url: &str) -> Result<()> {
+    check_https_url(url).map_err(|reason| StoreError::InsecureUrl {
+        url: url.to_owned(),
+        reason,
+    })
+}
+
+/// Feeds written bytes to a hasher.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
