@@ -8,6 +8,7 @@ mod rules;
 mod select;
 mod types;
 
+pub use parse::is_valid_id;
 pub use select::{RuntimeSupport, Selection, Skip, SkipReason, select_variant};
 pub use types::*;
 

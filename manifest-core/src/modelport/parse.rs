@@ -12,7 +12,7 @@ use crate::read::{NumberRange, Reader};
 
 /// `^[a-z0-9][a-z0-9._-]*$`: the spec's id charset (lowercase letters, digits, `.`, `_`, `-`),
 /// starting with a letter or digit as the reference schema requires.
-pub(crate) fn is_valid_id(s: &str) -> bool {
+pub fn is_valid_id(s: &str) -> bool {
     let mut bytes = s.bytes();
     matches!(bytes.next(), Some(b'a'..=b'z' | b'0'..=b'9'))
         && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-'))
