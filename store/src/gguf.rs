@@ -171,10 +171,7 @@ mod tests {
         let parsed = parse_manifest(std::str::from_utf8(&bytes).unwrap())
             .unwrap()
             .document;
-        assert_eq!(
-            parsed.variants[0].file.path(),
-            Some("gguf-q8_0/model.gguf")
-        );
+        assert_eq!(parsed.variants[0].file.path(), Some("gguf-q8_0/model.gguf"));
         assert_eq!(parsed.variants[0].file.sha256, digest);
         assert_eq!(parsed.llm.unwrap().context_length, 4096);
     }

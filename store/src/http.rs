@@ -112,6 +112,22 @@ fn net_error(url: &str, e: ureq::Error) -> StoreError {
     }
 }
 
+/// Maps an error from reading a response body (ureq wraps its own timeouts in `io::Error`).
+fn body_error(url: &str, e: std::io::Error) -> StoreError {
+    let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+        || e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+            .is_some_and(|inner| matches!(inner, ureq::Error::Timeout(_)));
+    if timed_out {
+        StoreError::Timeout {
+            url: url.to_owned(),
+            detail: e.to_string(),
+        }
+    } else {
+        net_error(url, ureq::Error::Io(e))
+    }
+}
+
 /// Whether an error is worth a resume (the connection broke or stalled) rather than final.
 fn transient(e: &StoreError) -> bool {
     matches!(e, StoreError::Network { .. } | StoreError::Timeout { .. })
@@ -163,7 +179,7 @@ impl Http {
         reader
             .take(limit + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| net_error(url, ureq::Error::Io(e)))?;
+            .map_err(|e| body_error(url, e))?;
         if bytes.len() as u64 > limit {
             return Err(StoreError::Oversize {
                 url: url.to_owned(),
@@ -321,7 +337,7 @@ impl Http {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(net_error(url, ureq::Error::Io(e))),
+                Err(e) => return Err(body_error(url, e)),
             };
             if *have + n as u64 > size {
                 return Err(StoreError::Oversize {
