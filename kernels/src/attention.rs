@@ -79,8 +79,12 @@ pub struct RopeStoreParams {
     pub dst: u32,
     /// Workgroups along x (set by the launcher).
     pub grid_x: u32,
-    /// Padding.
-    pub pad: [u32; 3],
+    /// Element offset of the queries in the `src` binding.
+    pub q_src: u32,
+    /// Element offset of the keys in the `src` binding.
+    pub k_src: u32,
+    /// Element offset of the values in the `vsrc` binding.
+    pub v_src: u32,
 }
 
 /// The fused RoPE + KV-append variant.

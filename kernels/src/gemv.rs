@@ -6,11 +6,12 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::kernel::{Family, KernelSpec};
 use crate::quant::{GgmlType, dequantize};
+use crate::rowops::ElementOp;
 use crate::source::Reduction;
 
 /// The uniform block of `gemv.wgsl` (field meanings there).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
 pub struct GemvParams {
     /// Rows of W.
     pub rows: u32,
@@ -28,6 +29,86 @@ pub struct GemvParams {
     pub grid_x: u32,
     /// 1: add the residual binding to the output.
     pub residual: u32,
+    /// [`GemvInput::SwiGlu`], [`GemvInput::GeGlu`]: vec4 offset of the second operand after
+    /// the first.
+    pub x_aux: u32,
+    /// [`GemvInput::RmsNorm`], [`GemvInput::RmsNormPlusOne`]: the norm's epsilon.
+    pub eps: f32,
+    /// Padding.
+    pub pad: [u32; 2],
+}
+
+/// How the GEMV forms its input vector from the `x` binding: the operation before a
+/// projection, fused so it costs no dispatch of its own (`XFORM` in `gemv.wgsl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GemvInput {
+    /// `x` as bound.
+    Plain,
+    /// `x / rms(x) * w`, `w` in the norm-weight binding.
+    RmsNorm,
+    /// `x / rms(x) * (1 + w)`.
+    RmsNormPlusOne,
+    /// `silu(a) * b` where `x` holds `a` then `b` (`cols` each).
+    SwiGlu,
+    /// `gelu_tanh(a) * b` where `x` holds `a` then `b`.
+    GeGlu,
+}
+
+impl GemvInput {
+    /// Every input form.
+    pub const ALL: [GemvInput; 5] = [
+        GemvInput::Plain,
+        GemvInput::RmsNorm,
+        GemvInput::RmsNormPlusOne,
+        GemvInput::SwiGlu,
+        GemvInput::GeGlu,
+    ];
+
+    /// The `XFORM` constant.
+    pub fn code(self) -> u32 {
+        match self {
+            GemvInput::Plain => 0,
+            GemvInput::RmsNorm => 1,
+            GemvInput::RmsNormPlusOne => 2,
+            GemvInput::SwiGlu => 3,
+            GemvInput::GeGlu => 4,
+        }
+    }
+
+    /// Elements of the `x` binding for a matrix of `cols` columns.
+    pub fn x_len(self, cols: usize) -> usize {
+        match self {
+            GemvInput::SwiGlu | GemvInput::GeGlu => 2 * cols,
+            _ => cols,
+        }
+    }
+
+    /// CPU reference of the input vector (`norm_w` for the norms, `eps` their epsilon), in
+    /// f64 like the GEMV reference.
+    pub fn reference(self, x: &[f32], norm_w: &[f32], eps: f32, cols: usize) -> Vec<f32> {
+        let act = |op: ElementOp| -> Vec<f32> {
+            (0..cols)
+                .map(|i| op.apply(x[i], x[cols + i], 1.0))
+                .collect()
+        };
+        let norm = |plus_one: bool| -> Vec<f32> {
+            let ms = x[..cols].iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / cols as f64;
+            let inv = 1.0 / (ms + f64::from(eps)).sqrt();
+            (0..cols)
+                .map(|i| {
+                    let w = f64::from(norm_w[i]) + if plus_one { 1.0 } else { 0.0 };
+                    (f64::from(x[i]) * inv * w) as f32
+                })
+                .collect()
+        };
+        match self {
+            GemvInput::Plain => x[..cols].to_vec(),
+            GemvInput::RmsNorm => norm(false),
+            GemvInput::RmsNormPlusOne => norm(true),
+            GemvInput::SwiGlu => act(ElementOp::SiluMul),
+            GemvInput::GeGlu => act(ElementOp::GeluMul),
+        }
+    }
 }
 
 /// Elements and bytes of the kernel's unit for `ty`: one GGUF block, or 4 (f32) / 8 (f16)
@@ -118,13 +199,23 @@ impl GemvTunables {
     }
 }
 
-/// The kernel variant for weights of type `ty`.
+/// The kernel variant for weights of type `ty` with a plain input.
 pub fn spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
+    spec_with(ty, t, GemvInput::Plain)
+}
+
+/// The kernel variant for weights of type `ty` forming its input by `input` (labels of
+/// plain-input variants carry no `XFORM`, so tuning tables keep their keys).
+pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput) -> KernelSpec {
+    let mut constants = vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt)];
+    if input != GemvInput::Plain {
+        constants.push(("XFORM", input.code()));
+    }
     KernelSpec {
         family: Family::Gemv,
         quant: Some(ty),
         reduction: Some(t.reduction),
-        constants: vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt)],
+        constants,
     }
 }
 
@@ -173,6 +264,9 @@ pub fn params(
         x_offset: 0,
         grid_x: grid.0,
         residual: 0,
+        x_aux: 0,
+        eps: 0.0,
+        pad: [0; 2],
     };
     Ok((p, grid))
 }

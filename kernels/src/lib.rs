@@ -49,6 +49,13 @@ pub fn all_specs() -> Vec<KernelSpec> {
                 .into_iter()
                 .map(|t| gemv::spec(ty, t)),
         );
+        // The fused input forms at the default tunables of both reductions.
+        for input in gemv::GemvInput::ALL {
+            out.extend(
+                [false, true]
+                    .map(|sg| gemv::spec_with(ty, gemv::GemvTunables::default_for(sg), input)),
+            );
+        }
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
     }

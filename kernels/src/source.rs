@@ -44,6 +44,7 @@ fn file(path: &str) -> Option<&'static str> {
         "kv_store.wgsl" => include_str!("wgsl/kv_store.wgsl"),
         "rope_store.wgsl" => include_str!("wgsl/rope_store.wgsl"),
         "elementwise.wgsl" => include_str!("wgsl/elementwise.wgsl"),
+        "activation.wgsl" => include_str!("wgsl/activation.wgsl"),
         "rope.wgsl" => include_str!("wgsl/rope.wgsl"),
         "softmax.wgsl" => include_str!("wgsl/softmax.wgsl"),
         "argmax.wgsl" => include_str!("wgsl/argmax.wgsl"),

@@ -240,3 +240,103 @@ fn embedding_rows_are_bit_exact() {
         );
     }
 }
+
+/// The fused input forms (RMSNorm of x, SwiGLU/GeGLU of x's halves) against the CPU: the
+/// reference forms the input vector in f64, then takes the GEMV of it. Outputs go to an
+/// offset of a larger buffer with a residual, the way the LLM executor stacks projections.
+#[test]
+fn gemv_input_forms_match_cpu() {
+    use gemv::GemvInput;
+    let Some(gpu) = support::gpu() else { return };
+    let subgroups = support::has_subgroups(&gpu);
+    let (rows, cols, y_first) = (45, 256, 7);
+    for ty in [
+        GgmlType::F32,
+        GgmlType::Q4_1,
+        GgmlType::Q8_0,
+        GgmlType::Q4K,
+        GgmlType::Q6K,
+    ] {
+        let row_bytes = ty.row_bytes(cols).unwrap();
+        let raw = random_blocks(
+            ty,
+            rows * row_bytes / ty.block_bytes(),
+            5 + ty.ggml_id() as u64,
+        );
+        let w = gpu
+            .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
+            .unwrap();
+        let dq = dequantize(ty, &raw);
+        for input in GemvInput::ALL {
+            let x: Vec<f32> = support::random_f32(input.x_len(cols), 3)
+                .iter()
+                .map(|v| 4.0 * v)
+                .collect();
+            let norm_w = support::random_f32(cols, 4);
+            let res = support::random_f32(y_first + rows, 6);
+            let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
+            let nt = gpu.upload_f32(&norm_w, &[cols], "norm").unwrap();
+            let rt = gpu.upload_f32(&res, &[res.len()], "residual").unwrap();
+            let y = gpu.zeros_f32(&[y_first + rows], "y").unwrap();
+            let norm = matches!(input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne)
+                .then_some((&nt, 1e-5));
+            let call = ops::GemvCall {
+                y_first,
+                residual: Some(&rt),
+                input,
+                norm,
+                ..ops::GemvCall::new(&w, &xt, &y)
+            };
+            let mut rec = Recorder::new(&gpu);
+            for sg in [false, true].into_iter().filter(|sg| !sg || subgroups) {
+                let t = GemvTunables::default_for(sg).fit_rows(rows, 8);
+                ops::gemv_call(&gpu, &mut rec, call, t).unwrap();
+                rec.submit().unwrap();
+                let got = gpu.readback_f32(&y).unwrap();
+                let xin = input.reference(&x, &norm_w, 1e-5, cols);
+                let want = gemv::reference(ty, &raw, rows, cols, &xin);
+                assert!(
+                    got[..y_first].iter().all(|v| *v == 0.0),
+                    "{input:?}: wrote before y_first"
+                );
+                for r in 0..rows {
+                    let magnitude: f32 = dq[r * cols..(r + 1) * cols]
+                        .iter()
+                        .zip(&xin)
+                        .map(|(a, b)| (a * b).abs())
+                        .sum();
+                    let tol = 1e-5 * magnitude + 1e-5;
+                    let g = got[y_first + r] - res[y_first + r];
+                    assert!(
+                        (g - want[r]).abs() <= tol,
+                        "{} {input:?} {t:?}: row {r}: GPU {g} CPU {} (tolerance {tol})",
+                        ty.name(),
+                        want[r]
+                    );
+                }
+                rec = Recorder::new(&gpu);
+            }
+        }
+    }
+}
+
+/// A norm input form without norm weights, or an x of the wrong length for a GLU form, is a
+/// shape error, not a dispatch.
+#[test]
+fn gemv_input_forms_check_their_bindings() {
+    use gemv::GemvInput;
+    let Some(gpu) = support::gpu() else { return };
+    let w = gpu.zeros_f32(&[4, 8], "w").unwrap();
+    let x = gpu.zeros_f32(&[8], "x").unwrap();
+    let y = gpu.zeros_f32(&[4], "y").unwrap();
+    let t = GemvTunables::default_for(false);
+    let mut rec = Recorder::new(&gpu);
+    for input in [GemvInput::RmsNorm, GemvInput::SwiGlu] {
+        let call = ops::GemvCall {
+            input,
+            ..ops::GemvCall::new(&w, &x, &y)
+        };
+        let err = ops::gemv_call(&gpu, &mut rec, call, t).unwrap_err();
+        assert_eq!(err.code(), "BAD_REQUEST", "{input:?}");
+    }
+}

@@ -98,7 +98,7 @@ fn matrices_larger_than_a_binding_are_split() {
     let y = gpu.zeros_f32(&[rows], "y").unwrap();
     let mut rec = Recorder::new(&gpu);
     // 66-byte rows, 4 KiB bindings: many chunks, each starting on an aligned offset.
-    ops::gemv_chunked(&gpu, &mut rec, [&w, &xt, &y], None, t, 4096).unwrap();
+    ops::gemv_chunked(&gpu, &mut rec, ops::GemvCall::new(&w, &xt, &y), t, 4096).unwrap();
     assert!(rec.stats().dispatches > 10);
     rec.submit().unwrap();
     let got = gpu.readback_f32(&y).unwrap();

@@ -25,6 +25,44 @@ fn run(gpu: &Gpu, f: impl FnOnce(&mut Recorder<'_>)) {
     rec.submit().unwrap();
 }
 
+/// The residual add and the second weight vector (query and key norms in one dispatch)
+/// against the CPU reference applied row by row.
+#[test]
+fn norm_extras_match() {
+    let Some(gpu) = support::gpu() else { return };
+    let (rows, cols, split) = (5, 64, 3);
+    let x: Vec<f32> = support::random_f32(rows * cols, 11)
+        .iter()
+        .map(|v| v * 2.0)
+        .collect();
+    let w = support::random_f32(2 * cols, 12);
+    let r = support::random_f32(rows * cols, 13);
+    for kind in [NormKind::Rms, NormKind::RmsPlusOne] {
+        let xt = gpu.upload_f32(&x, &[rows, cols], "x").unwrap();
+        let wt = gpu.upload_f32(&w, &[2 * cols], "w").unwrap();
+        let rt = gpu.upload_f32(&r, &[rows, cols], "r").unwrap();
+        let y = gpu.zeros_f32(&[rows, cols], "y").unwrap();
+        let extras = ops::NormExtras {
+            residual: Some(&rt),
+            second_weights: Some((split, cols)),
+        };
+        run(&gpu, |rec| {
+            ops::norm_with(&gpu, rec, kind, [&xt, &wt, &y], cols, 1e-6, extras).unwrap()
+        });
+        let got = gpu.readback_f32(&y).unwrap();
+        let mut want = rowops::norm_reference(kind, &x[..split * cols], &w[..cols], cols, 1e-6);
+        want.extend(rowops::norm_reference(
+            kind,
+            &x[split * cols..],
+            &w[cols..],
+            cols,
+            1e-6,
+        ));
+        want.iter_mut().zip(&r).for_each(|(v, r)| *v += r);
+        close(&got, &want, 1e-5, &format!("{kind:?} with extras"));
+    }
+}
+
 #[test]
 fn norms_match() {
     let Some(gpu) = support::gpu() else { return };
@@ -267,9 +305,12 @@ fn fused_rope_and_kv_store_match_rope_then_store() {
         let v = support::random_f32(kvn as usize, 23);
         let (pos, slots) = (37u32, 6u32);
         let dst = 3 * kvn;
-        let qt = gpu.upload_f32(&q, &[q.len()], "q").unwrap();
-        let kt = gpu.upload_f32(&k, &[k.len()], "k").unwrap();
-        let vt = gpu.upload_f32(&v, &[v.len()], "v").unwrap();
+        // Queries and keys at unaligned offsets of one source, values in another.
+        let src: Vec<f32> = [&[7.0; 5][..], &q, &k].concat();
+        let vsrc: Vec<f32> = [&[9.0; 3][..], &v].concat();
+        let st = gpu.upload_f32(&src, &[src.len()], "q, k").unwrap();
+        let vt = gpu.upload_f32(&vsrc, &[vsrc.len()], "v").unwrap();
+        let qt = gpu.zeros_f32(&[q.len()], "q rotated").unwrap();
         let kc = gpu.zeros_f32(&[(slots * kvn) as usize], "kc").unwrap();
         let vc = gpu.zeros_f32(&[(slots * kvn) as usize], "vc").unwrap();
         let p = RopeStoreParams {
@@ -282,10 +323,12 @@ fn fused_rope_and_kv_store_match_rope_then_store() {
             pos,
             dst,
             grid_x: 0,
-            pad: [0; 3],
+            q_src: 5,
+            k_src: 5 + qn,
+            v_src: 3,
         };
         run(&gpu, |rec| {
-            ops::rope_store(&gpu, rec, p, neox, [&qt, &kt, &vt, &kc, &vc]).unwrap()
+            ops::rope_store(&gpu, rec, p, neox, [&st, &vt, &qt, &kc, &vc]).unwrap()
         });
         let rope = |x: &[f32], heads: u32| {
             let mut x = x.to_vec();

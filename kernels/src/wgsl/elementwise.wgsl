@@ -17,16 +17,7 @@ override OP: u32 = 0u;
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
-fn silu(v: f32) -> f32 {
-    return v / (1.0 + exp(-v));
-}
-
-// tanh approximation of GELU (ggml's gelu): 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))).
-fn gelu_tanh(v: f32) -> f32 {
-    let u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
-    // tanh saturates; clamping keeps exp() finite for large |u|.
-    return 0.5 * v * (1.0 + tanh(clamp(u, -15.0, 15.0)));
-}
+//!include activation.wgsl
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {

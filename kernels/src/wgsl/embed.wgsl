@@ -27,6 +27,9 @@ override WG: u32 = 256u;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 // Named by the quant snippets' dot functions, which this kernel does not call.
 @group(0) @binding(4) var<storage, read> x: array<vec4<f32>>;
+fn xin(i: u32) -> vec4<f32> {
+    return x[i];
+}
 
 //!include common.wgsl
 //!include quant

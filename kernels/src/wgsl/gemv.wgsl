@@ -20,11 +20,16 @@ struct Params {
     x_offset: u32,      // vec4 offset of x[0] in `x`
     grid_x: u32,        // workgroups along x (the grid is 2D past 65535 workgroups)
     residual: u32,      // 1: y[i] = (W x)[i] + res[i] (a transformer's residual add, fused)
+    x_aux: u32,         // XFORM 3, 4: vec4 offset of the second GLU operand after x[i]
+    eps: f32,           // XFORM 1, 2: the norm's epsilon
+    _pad0: u32,
+    _pad1: u32,
 }
 
 override WG: u32 = 128u;
 override ROWS: u32 = 4u;
 override RPT: u32 = 1u;
+override XFORM: u32 = 0u;
 override T: u32 = WG * RPT / ROWS;
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -33,11 +38,57 @@ override T: u32 = WG * RPT / ROWS;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 // The residual (same indexing as y); bound to x, and unread, when `residual` is 0.
 @group(0) @binding(4) var<storage, read> res: array<f32>;
+// The norm weights for XFORM 1 and 2 (same indexing as x); bound to x, and unread, otherwise.
+@group(0) @binding(5) var<storage, read> xw: array<vec4<f32>>;
 
 
 //!include common.wgsl
 //!include quant
 //!include reduce
+//!include activation.wgsl
+
+// XFORM 1, 2: 1 / rms(x), computed once per workgroup before the products.
+var<private> x_rstd: f32;
+
+fn act4(v: vec4<f32>) -> vec4<f32> {
+    if XFORM == 3u {
+        return vec4<f32>(silu(v.x), silu(v.y), silu(v.z), silu(v.w));
+    }
+    return vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
+}
+
+// Element vec4 `i` of the input vector (the quant snippets read x through this).
+fn xin(i: u32) -> vec4<f32> {
+    let v = x[i];
+    switch XFORM {
+        case 1u: { return v * x_rstd * xw[i - p.x_offset]; }
+        case 2u: { return v * x_rstd * (1.0 + xw[i - p.x_offset]); }
+        case 3u, 4u: { return act4(v) * x[i + p.x_aux]; }
+        default: { return v; }
+    }
+}
+
+// 1 / sqrt(mean(x^2) + eps) over the row's columns, reduced across the workgroup through `red`
+// (free again when this returns).
+fn x_norm_scale(id: u32) -> f32 {
+    let n4 = p.units_per_row * UNIT_ELEMS / 4u;
+    var sq = 0.0;
+    for (var i = id; i < n4; i += WG) {
+        let v = x[p.x_offset + i];
+        sq += dot(v, v);
+    }
+    red[id] = vec4<f32>(sq, 0.0, 0.0, 0.0);
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if id < s {
+            red[id].x += red[id + s].x;
+        }
+        workgroupBarrier();
+    }
+    let total = red[0].x;
+    workgroupBarrier();
+    return inverseSqrt(total / f32(4u * n4) + p.eps);
+}
 
 // The sums of the two halves of the sub-block of x at vec4 index xv (the offset terms of the
 // quant formats multiply them). x itself is read from the cache by each row's dot product:
@@ -47,9 +98,9 @@ fn x_sums(xv: u32) -> vec2<f32> {
     var hi = 0.0;
     for (var k = 0u; k < SUB_ELEMS / 4u; k++) {
         if k < SUB_ELEMS / 8u {
-            lo += dot(x[xv + k], vec4<f32>(1.0));
+            lo += dot(xin(xv + k), vec4<f32>(1.0));
         } else {
-            hi += dot(x[xv + k], vec4<f32>(1.0));
+            hi += dot(xin(xv + k), vec4<f32>(1.0));
         }
     }
     return vec2<f32>(lo, hi);
@@ -61,6 +112,9 @@ fn main(l: Lanes) {
     let group = id / T;
     let lane = id % T;
     let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + group * RPT;
+    if XFORM == 1u || XFORM == 2u {
+        x_rstd = x_norm_scale(id);
+    }
     var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     if row0 < p.rows {
         let last = min(RPT, p.rows - row0);

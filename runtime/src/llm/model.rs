@@ -5,17 +5,17 @@
 use std::collections::HashMap;
 
 use gpuport_kernels::attention::{DecodeAttnParams, RopeStoreParams};
-use gpuport_kernels::gemv::GemvTunables;
+use gpuport_kernels::gemv::{GemvInput, GemvTunables};
 use gpuport_kernels::quant::GgmlType;
-use gpuport_kernels::rowops::{self, ElementOp};
+use gpuport_kernels::rowops::{self, ElementOp, NormKind};
 
 use super::config::ModelConfig;
 use super::error::LlmError;
-use super::weights::{self, FfnIn, LoadPlan, Weights};
+use super::weights::{self, LoadPlan, Projections, Weights};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gguf::Gguf;
-use crate::ops;
+use crate::ops::{self, GemvCall};
 use crate::recorder::Recorder;
 use crate::tensor::{Elem, Tensor};
 
@@ -44,18 +44,19 @@ pub struct Model {
 pub(crate) struct Scratch {
     x: Tensor,
     x_alt: Tensor,
+    /// A normed activation row, when a norm cannot be fused into the next GEMV.
     h: Tensor,
+    /// Queries, keys, values: the attention input projections' outputs, in that order.
+    qkv: Tensor,
+    /// Queries then keys after the per-head norms (Gemma 3).
+    qk_normed: Tensor,
+    /// Rotated queries.
     q: Tensor,
-    q_normed: Tensor,
-    k: Tensor,
-    k_normed: Tensor,
-    v: Tensor,
     attn: Tensor,
+    /// A projection awaiting its post-norm (Gemma 3).
     proj: Tensor,
-    proj_normed: Tensor,
+    /// Gate then up projections.
     gate: Tensor,
-    up: Tensor,
-    act: Tensor,
     pub(crate) logits: Tensor,
     pub(crate) probs: Tensor,
     part: Tensor,
@@ -74,17 +75,12 @@ impl Scratch {
             x: f(e, "x")?,
             x_alt: f(e, "x'")?,
             h: f(e, "h")?,
-            q: f(q, "q")?,
-            q_normed: f(q, "q normed")?,
-            k: f(kv, "k")?,
-            k_normed: f(kv, "k normed")?,
-            v: f(kv, "v")?,
+            qkv: f(q + 2 * kv, "q, k, v")?,
+            qk_normed: f(q + kv, "q, k normed")?,
+            q: f(q, "q rotated")?,
             attn: f(q, "attention")?,
             proj: f(e, "projection")?,
-            proj_normed: f(e, "projection normed")?,
-            gate: f(2 * cfg.ff, "gate (and up, fused)")?,
-            up: f(cfg.ff, "up")?,
-            act: f(cfg.ff, "activation")?,
+            gate: f(2 * cfg.ff, "gate, up")?,
             logits: f(cfg.vocab, "logits")?,
             probs: f(cfg.vocab, "probabilities")?,
             part: f(
@@ -159,17 +155,6 @@ impl Model {
         p
     }
 
-    fn gemv(
-        &self,
-        gpu: &Gpu,
-        rec: &mut Recorder<'_>,
-        w: &Tensor,
-        x: &Tensor,
-        y: &Tensor,
-    ) -> Result<(), GpuError> {
-        ops::gemv(gpu, rec, w, x, y, self.tunables_for(gpu, w))
-    }
-
     /// The GEMV tunables for weight `w` here: the tuning table's, with rows per workgroup fit
     /// to the matrix.
     fn tunables_for(&self, gpu: &Gpu, w: &Tensor) -> GemvTunables {
@@ -181,30 +166,90 @@ impl Model {
             .fit_rows(w.shape[0], min_gemv_groups(gpu))
     }
 
-    /// Records `out = x + post_norm(W a)`: with no post-projection norm the add is fused into
-    /// the GEMV; Gemma's sandwich norm needs the whole projection first.
+    fn gemv(&self, gpu: &Gpu, rec: &mut Recorder<'_>, call: GemvCall<'_>) -> Result<(), GpuError> {
+        ops::gemv_call(gpu, rec, call, self.tunables_for(gpu, call.w))
+    }
+
+    /// Records `out = [W_1; W_2; …] norm(x)`, the parts' outputs one after another: the
+    /// RMSNorm is fused into each GEMV (every workgroup normalizes the row itself), a
+    /// LayerNorm runs first on its own.
+    fn normed_projections(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        [x, norm_w, out]: [&Tensor; 3],
+        parts: &Projections,
+        s: &Scratch,
+    ) -> Result<(), GpuError> {
+        let c = &self.cfg;
+        let (input, x, norm) = match c.norm {
+            NormKind::Rms => (GemvInput::RmsNorm, x, Some((norm_w, c.eps))),
+            NormKind::RmsPlusOne => (GemvInput::RmsNormPlusOne, x, Some((norm_w, c.eps))),
+            NormKind::Layer => {
+                ops::norm(gpu, rec, c.norm, [x, norm_w, &s.h], c.embd, c.eps)?;
+                (GemvInput::Plain, &s.h, None)
+            }
+        };
+        let mats: Vec<&Tensor> = match parts {
+            Projections::Fused(w) => vec![w],
+            Projections::Split(ws) => ws.iter().collect(),
+        };
+        let mut y_first = 0;
+        for w in mats {
+            let call = GemvCall {
+                y_first,
+                input,
+                norm,
+                ..GemvCall::new(w, x, out)
+            };
+            self.gemv(gpu, rec, call)?;
+            y_first += w.shape[0];
+        }
+        Ok(())
+    }
+
+    /// Records `out = x + post_norm(W input(a))`: with no post-projection norm the add is fused
+    /// into the GEMV; Gemma's sandwich norm needs the whole projection first, and fuses the
+    /// add into the norm.
+    #[allow(clippy::too_many_arguments)]
     fn project_residual(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         [w, a, x, out]: [&Tensor; 4],
+        input: GemvInput,
         post_norm: &Option<Tensor>,
         s: &Scratch,
     ) -> Result<(), GpuError> {
-        let Some(pn) = post_norm else {
-            return ops::gemv_residual(gpu, rec, [w, a, x, out], self.tunables_for(gpu, w));
+        let call = GemvCall {
+            input,
+            ..GemvCall::new(w, a, out)
         };
-        self.gemv(gpu, rec, w, a, &s.proj)?;
+        let Some(pn) = post_norm else {
+            let call = GemvCall {
+                residual: Some(x),
+                ..call
+            };
+            return self.gemv(gpu, rec, call);
+        };
+        self.gemv(gpu, rec, GemvCall { y: &s.proj, ..call })?;
         let c = &self.cfg;
-        ops::norm(
-            gpu,
-            rec,
-            c.norm,
-            [&s.proj, pn, &s.proj_normed],
-            c.embd,
-            c.eps,
-        )?;
-        ops::elementwise(gpu, rec, ElementOp::Add, x, &s.proj_normed, out, 1.0)
+        let extras = ops::NormExtras {
+            residual: Some(x),
+            second_weights: None,
+        };
+        ops::norm_with(gpu, rec, c.norm, [&s.proj, pn, out], c.embd, c.eps, extras)
+    }
+
+    /// The GEMV input form of the feed-forward block's gated activation.
+    fn glu_input(&self) -> Result<GemvInput, GpuError> {
+        match self.cfg.glu {
+            ElementOp::SiluMul => Ok(GemvInput::SwiGlu),
+            ElementOp::GeluMul => Ok(GemvInput::GeGlu),
+            other => Err(GpuError::Shape(format!(
+                "{other:?} is not a gated activation"
+            ))),
+        }
     }
 
     /// Records the forward pass of the token at `s.tokens[pos]` (position `pos`): its keys and
@@ -221,24 +266,32 @@ impl Model {
     ) -> Result<(), GpuError> {
         let c = &self.cfg;
         let w = &self.weights;
-        let norm = |rec: &mut Recorder<'_>, x: &Tensor, wt: &Tensor, y: &Tensor, cols| {
-            ops::norm(gpu, rec, c.norm, [x, wt, y], cols, c.eps)
-        };
+        let glu = self.glu_input()?;
+        let (q_dim, kv_dim) = (c.q_dim(), c.kv_dim());
         ops::embed(gpu, rec, &w.embd, &s.tokens, pos, &s.x, c.embed_scale)?;
         let (mut x, mut x_next) = (&s.x, &s.x_alt);
         for (i, l) in w.layers.iter().enumerate() {
             let (kc, vc) = &kv.layers[i];
-            norm(rec, x, &l.attn_norm, &s.h, c.embd)?;
-            self.gemv(gpu, rec, &l.wq, &s.h, &s.q)?;
-            self.gemv(gpu, rec, &l.wk, &s.h, &s.k)?;
-            self.gemv(gpu, rec, &l.wv, &s.h, &s.v)?;
-            let (q, k) = match (&l.q_norm, &l.k_norm) {
-                (Some(qn), Some(kn)) => {
-                    norm(rec, &s.q, qn, &s.q_normed, c.head_dim)?;
-                    norm(rec, &s.k, kn, &s.k_normed, c.head_dim)?;
-                    (&s.q_normed, &s.k_normed)
+            self.normed_projections(gpu, rec, [x, &l.attn_norm, &s.qkv], &l.attn_in, s)?;
+            let qk_src = match &l.qk_norm {
+                Some(qkn) => {
+                    let extras = ops::NormExtras {
+                        residual: None,
+                        second_weights: Some((c.heads, c.head_dim)),
+                    };
+                    let qk = s.qkv.view(0, q_dim + kv_dim);
+                    ops::norm_with(
+                        gpu,
+                        rec,
+                        c.norm,
+                        [&qk, qkn, &s.qk_normed],
+                        c.head_dim,
+                        c.eps,
+                        extras,
+                    )?;
+                    &s.qk_normed
                 }
-                _ => (&s.q, &s.k),
+                None => &s.qkv,
             };
             let local = c.is_local(i);
             let (base, scale) = if local {
@@ -254,11 +307,13 @@ impl Model {
                 base,
                 freq_scale: scale,
                 pos: pos as u32,
-                dst: (pos * c.kv_dim()) as u32,
+                dst: (pos * kv_dim) as u32,
                 grid_x: 0,
-                pad: [0; 3],
+                q_src: 0,
+                k_src: q_dim as u32,
+                v_src: (q_dim + kv_dim) as u32,
             };
-            ops::rope_store(gpu, rec, p, c.rope_neox, [q, k, &s.v, kc, vc])?;
+            ops::rope_store(gpu, rec, p, c.rope_neox, [qk_src, &s.qkv, &s.q, kc, vc])?;
             let p = DecodeAttnParams {
                 heads: c.heads as u32,
                 kv_heads: c.kv_heads as u32,
@@ -271,35 +326,18 @@ impl Model {
                 blocks: 0,
                 pad: [0; 3],
             };
-            ops::attention_decode(gpu, rec, p, [q, kc, vc, &s.part, &s.attn])?;
-            self.project_residual(gpu, rec, [&l.wo, &s.attn, x, x_next], &l.post_attn_norm, s)?;
+            ops::attention_decode(gpu, rec, p, [&s.q, kc, vc, &s.part, &s.attn])?;
+            let wo = [&l.wo, &s.attn, x, x_next];
+            self.project_residual(gpu, rec, wo, GemvInput::Plain, &l.post_attn_norm, s)?;
             (x, x_next) = (x_next, x);
-            norm(rec, x, &l.ffn_norm, &s.h, c.embd)?;
-            match &l.ffn_in {
-                FfnIn::Fused(w) => {
-                    self.gemv(gpu, rec, w, &s.h, &s.gate)?;
-                    let (g, u) = (s.gate.view(0, c.ff), s.gate.view(c.ff, c.ff));
-                    ops::elementwise(gpu, rec, c.glu, &g, &u, &s.act, 1.0)?;
-                }
-                FfnIn::Split(wg, wu) => {
-                    let g = s.gate.view(0, c.ff);
-                    self.gemv(gpu, rec, wg, &s.h, &g)?;
-                    self.gemv(gpu, rec, wu, &s.h, &s.up)?;
-                    ops::elementwise(gpu, rec, c.glu, &g, &s.up, &s.act, 1.0)?;
-                }
-            }
-            self.project_residual(
-                gpu,
-                rec,
-                [&l.w_down, &s.act, x, x_next],
-                &l.post_ffn_norm,
-                s,
-            )?;
+            self.normed_projections(gpu, rec, [x, &l.ffn_norm, &s.gate], &l.ffn_in, s)?;
+            let down = [&l.w_down, &s.gate, x, x_next];
+            self.project_residual(gpu, rec, down, glu, &l.post_ffn_norm, s)?;
             (x, x_next) = (x_next, x);
         }
         if logits {
-            norm(rec, x, &w.output_norm, &s.h, c.embd)?;
-            self.gemv(gpu, rec, &w.output, &s.h, &s.logits)?;
+            let out = Projections::Fused(w.output.clone());
+            self.normed_projections(gpu, rec, [x, &w.output_norm, &s.logits], &out, s)?;
         }
         Ok(())
     }

@@ -14,37 +14,32 @@ use crate::tensor::{Elem, Tensor};
 pub struct LayerWeights {
     /// Pre-attention norm.
     pub attn_norm: Tensor,
-    /// Query projection `[q_dim, embd]`.
-    pub wq: Tensor,
-    /// Key projection `[kv_dim, embd]`.
-    pub wk: Tensor,
-    /// Value projection `[kv_dim, embd]`.
-    pub wv: Tensor,
+    /// Query `[q_dim, embd]`, key and value `[kv_dim, embd]` projections.
+    pub attn_in: Projections,
     /// Output projection `[embd, q_dim]`.
     pub wo: Tensor,
-    /// Per-head query norm (Gemma 3).
-    pub q_norm: Option<Tensor>,
-    /// Per-head key norm (Gemma 3).
-    pub k_norm: Option<Tensor>,
+    /// Per-head query norm then per-head key norm (Gemma 3), `2 head_dim` f32.
+    pub qk_norm: Option<Tensor>,
     /// Norm after attention (Gemma 3).
     pub post_attn_norm: Option<Tensor>,
     /// Pre-feed-forward norm.
     pub ffn_norm: Tensor,
-    /// Gate and up projections.
-    pub ffn_in: FfnIn,
+    /// Gate and up `[ff, embd]` projections.
+    pub ffn_in: Projections,
     /// Down projection `[embd, ff]`.
     pub w_down: Tensor,
     /// Norm after the feed-forward block (Gemma 3).
     pub post_ffn_norm: Option<Tensor>,
 }
 
-/// The feed-forward block's input projections.
-pub enum FfnIn {
-    /// Gate rows then up rows in one `[2 ff, embd]` matrix (same type and aligned halves): one
-    /// GEMV computes both.
+/// Projections of one input whose outputs go to consecutive ranges of one buffer (q, k, v;
+/// gate, up).
+pub enum Projections {
+    /// The matrices' rows stacked in one matrix (they share a type and a column count): one
+    /// GEMV computes every output.
     Fused(Tensor),
-    /// Gate `[ff, embd]` and up `[ff, embd]` apart.
-    Split(Tensor, Tensor),
+    /// Apart (their types differ): one GEMV each.
+    Split(Vec<Tensor>),
 }
 
 /// All of a model's tensors.
@@ -187,22 +182,50 @@ fn upload(gpu: &Gpu, g: &Gguf, t: &TensorInfo) -> Result<Tensor, LlmError> {
     Ok(gpu.upload(g.data(t), elem_of(t)?, &t.shape(), &t.name)?)
 }
 
-/// Gate and up fused when they share a type and the up half of the output starts at an offset
-/// the adapter can bind.
-fn ffn_in(gpu: &Gpu, g: &Gguf, gate: &str, up: &str) -> Result<FfnIn, LlmError> {
-    let (tg, tu) = (g.require_tensor(gate)?, g.require_tensor(up)?);
-    let half_bytes = 4 * tg.shape()[0] as u64;
-    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
-    if tg.type_id != tu.type_id || tg.dims != tu.dims || !half_bytes.is_multiple_of(align) {
-        return Ok(FfnIn::Split(upload(gpu, g, tg)?, upload(gpu, g, tu)?));
+/// The named matrices as [`Projections`]: stacked when they share a type and a column count.
+fn projections(
+    gpu: &Gpu,
+    g: &Gguf,
+    names: &[String],
+    label: &str,
+) -> Result<Projections, LlmError> {
+    let infos = names
+        .iter()
+        .map(|n| g.require_tensor(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = infos[0];
+    let same = infos
+        .iter()
+        .all(|t| t.type_id == first.type_id && t.shape()[1..] == first.shape()[1..]);
+    if !same {
+        let parts = infos.into_iter().map(|t| upload(gpu, g, t));
+        return Ok(Projections::Split(parts.collect::<Result<_, _>>()?));
     }
-    let mut bytes = Vec::with_capacity((tg.bytes + tu.bytes) as usize);
-    bytes.extend_from_slice(g.data(tg));
-    bytes.extend_from_slice(g.data(tu));
-    let mut shape = tg.shape();
-    shape[0] *= 2;
-    let fused = gpu.upload(&bytes, elem_of(tg)?, &shape, "ffn gate+up")?;
-    Ok(FfnIn::Fused(fused))
+    let mut bytes = Vec::with_capacity(infos.iter().map(|t| t.bytes as usize).sum());
+    let mut shape = first.shape();
+    shape[0] = 0;
+    for t in &infos {
+        bytes.extend_from_slice(g.data(t));
+        shape[0] += t.shape()[0];
+    }
+    Ok(Projections::Fused(gpu.upload(
+        &bytes,
+        elem_of(first)?,
+        &shape,
+        label,
+    )?))
+}
+
+/// Small f32 vectors concatenated into one tensor.
+fn concat_f32(gpu: &Gpu, g: &Gguf, names: &[String], label: &str) -> Result<Tensor, LlmError> {
+    let mut bytes = Vec::new();
+    let mut n = 0;
+    for name in names {
+        let t = g.require_tensor(name)?;
+        bytes.extend_from_slice(g.data(t));
+        n += t.shape().iter().product::<usize>();
+    }
+    Ok(gpu.upload(&bytes, Elem::F32, &[n], label)?)
 }
 
 /// The element type a GGUF tensor uploads as; a type without kernels (refused by the load
@@ -240,15 +263,30 @@ impl Weights {
             let b = |s: &str| format!("blk.{i}.{s}.weight");
             layers.push(LayerWeights {
                 attn_norm: get(&b("attn_norm"))?,
-                wq: get(&b("attn_q"))?,
-                wk: get(&b("attn_k"))?,
-                wv: get(&b("attn_v"))?,
+                attn_in: projections(
+                    gpu,
+                    g,
+                    &[b("attn_q"), b("attn_k"), b("attn_v")],
+                    &format!("blk.{i} q+k+v"),
+                )?,
                 wo: get(&b("attn_output"))?,
-                q_norm: opt(b("attn_q_norm"), cfg.qk_norm)?,
-                k_norm: opt(b("attn_k_norm"), cfg.qk_norm)?,
+                qk_norm: match cfg.qk_norm {
+                    true => Some(concat_f32(
+                        gpu,
+                        g,
+                        &[b("attn_q_norm"), b("attn_k_norm")],
+                        &format!("blk.{i} q+k norms"),
+                    )?),
+                    false => None,
+                },
                 post_attn_norm: opt(b("post_attention_norm"), cfg.post_norms)?,
                 ffn_norm: get(&b("ffn_norm"))?,
-                ffn_in: ffn_in(gpu, g, &b("ffn_gate"), &b("ffn_up"))?,
+                ffn_in: projections(
+                    gpu,
+                    g,
+                    &[b("ffn_gate"), b("ffn_up")],
+                    &format!("blk.{i} gate+up"),
+                )?,
                 w_down: get(&b("ffn_down"))?,
                 post_ffn_norm: opt(b("post_ffw_norm"), cfg.post_norms)?,
             });

@@ -1,6 +1,7 @@
 //! Typed launches of the kernels crate's families onto a [`Recorder`]: shapes are checked,
 //! tensors larger than one storage binding are split, and grids respect the adapter's limits.
 
+use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::quant::GgmlType;
 use gpuport_kernels::{KernelSpec, dequant, gemv, grid_2d, stream};
 
@@ -101,6 +102,40 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// One GEMV launch: `y[y_first..y_first + rows] = W · input(x)`, plus `residual` when set.
+#[derive(Clone, Copy)]
+pub struct GemvCall<'a> {
+    /// The matrix `[rows, cols]`.
+    pub w: &'a Tensor,
+    /// The input binding: `cols` elements, or `2 cols` for the GLU forms.
+    pub x: &'a Tensor,
+    /// The output.
+    pub y: &'a Tensor,
+    /// Element of `y` the first row goes to.
+    pub y_first: usize,
+    /// Added to the output (same indexing as `y`).
+    pub residual: Option<&'a Tensor>,
+    /// How the input vector is formed from `x`.
+    pub input: GemvInput,
+    /// The norm weights (`cols` f32) and epsilon of the norm input forms.
+    pub norm: Option<(&'a Tensor, f32)>,
+}
+
+impl<'a> GemvCall<'a> {
+    /// `y = W x`.
+    pub fn new(w: &'a Tensor, x: &'a Tensor, y: &'a Tensor) -> GemvCall<'a> {
+        GemvCall {
+            w,
+            x,
+            y,
+            y_first: 0,
+            residual: None,
+            input: GemvInput::Plain,
+            norm: None,
+        }
+    }
+}
+
 /// Records `y = W x` for `w` of shape `[rows, cols]`, f32 `x` of `cols` and f32 `y` of `rows`.
 /// Weights larger than one storage binding are bound in row chunks.
 pub fn gemv(
@@ -111,8 +146,7 @@ pub fn gemv(
     y: &Tensor,
     t: gemv::GemvTunables,
 ) -> Result<(), GpuError> {
-    let limit = gpu.limits().max_storage_buffer_binding_size;
-    gemv_chunked(gpu, rec, [w, x, y], None, t, limit)
+    gemv_call(gpu, rec, GemvCall::new(w, x, y), t)
 }
 
 /// Records `y = W x + r` (the residual add of a transformer block, fused into the GEMV).
@@ -122,34 +156,67 @@ pub fn gemv_residual(
     [w, x, r, y]: [&Tensor; 4],
     t: gemv::GemvTunables,
 ) -> Result<(), GpuError> {
-    if r.shape.iter().product::<usize>() != y.shape.iter().product::<usize>() {
-        return Err(GpuError::Shape(format!(
-            "residual {:?} for output {:?}",
-            r.shape, y.shape
-        )));
-    }
-    let limit = gpu.limits().max_storage_buffer_binding_size;
-    gemv_chunked(gpu, rec, [w, x, y], Some(r), t, limit)
+    let call = GemvCall {
+        residual: Some(r),
+        ..GemvCall::new(w, x, y)
+    };
+    gemv_call(gpu, rec, call, t)
 }
 
-/// [`gemv()`] (with a residual when `residual` is set) and an explicit largest binding (tests
-/// force splitting with a small one).
-pub fn gemv_chunked(
+/// Records one [`GemvCall`].
+pub fn gemv_call(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    [w, x, y]: [&Tensor; 3],
-    residual: Option<&Tensor>,
+    call: GemvCall<'_>,
+    t: gemv::GemvTunables,
+) -> Result<(), GpuError> {
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    gemv_chunked(gpu, rec, call, t, limit)
+}
+
+fn check_gemv(call: &GemvCall<'_>, rows: usize, cols: usize) -> Result<(), GpuError> {
+    let n = |t: &Tensor| t.shape.iter().product::<usize>();
+    let bad = |what: String| Err(GpuError::Shape(format!("GEMV [{rows}, {cols}]: {what}")));
+    if n(call.x) != call.input.x_len(cols) {
+        return bad(format!("x {:?} for {:?} input", call.x.shape, call.input));
+    }
+    if n(call.y) < call.y_first + rows {
+        return bad(format!(
+            "y {:?} from element {}",
+            call.y.shape, call.y_first
+        ));
+    }
+    if let Some(r) = call.residual
+        && n(r) != n(call.y)
+    {
+        return bad(format!(
+            "residual {:?} for output {:?}",
+            r.shape, call.y.shape
+        ));
+    }
+    let wants_norm = matches!(call.input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne);
+    match call.norm {
+        Some((w, _)) if wants_norm && n(w) == cols => Ok(()),
+        None if !wants_norm => Ok(()),
+        _ => bad(format!(
+            "{:?} input with norm weights {:?}",
+            call.input,
+            call.norm.map(|(w, _)| &w.shape)
+        )),
+    }
+}
+
+/// [`gemv_call()`] with an explicit largest binding (tests force splitting with a small one).
+pub fn gemv_chunked<'a>(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: GemvCall<'a>,
     t: gemv::GemvTunables,
     max_binding: u64,
 ) -> Result<(), GpuError> {
-    let (ty, rows, cols, row_bytes) = matrix(w)?;
-    if x.shape.iter().product::<usize>() != cols || y.shape.iter().product::<usize>() != rows {
-        return Err(GpuError::Shape(format!(
-            "GEMV [{rows}, {cols}] with x {:?} and y {:?}",
-            x.shape, y.shape
-        )));
-    }
-    let pipeline = gpu.pipeline(&gemv::spec(ty, t))?;
+    let (ty, rows, cols, row_bytes) = matrix(call.w)?;
+    check_gemv(&call, rows, cols)?;
+    let pipeline = gpu.pipeline(&gemv::spec_with(ty, t, call.input))?;
     let row_bytes = row_bytes as u64;
     let limits = gpu.limits();
     let chunks = row_chunks(
@@ -158,6 +225,7 @@ pub fn gemv_chunked(
         max_binding,
         u64::from(limits.min_storage_buffer_offset_alignment),
     )?;
+    let x = call.x;
     for (first, n, byte_offset) in chunks {
         let (mut p, grid) = gemv::params(
             ty,
@@ -168,21 +236,22 @@ pub fn gemv_chunked(
             limits.max_compute_workgroups_per_dimension,
         )
         .map_err(|e| GpuError::Shape(e.to_string()))?;
-        p.y_offset = first as u32;
-        p.residual = u32::from(residual.is_some());
+        p.y_offset = (call.y_first + first as usize) as u32;
+        p.residual = u32::from(call.residual.is_some());
+        p.x_aux = (cols / 4) as u32;
+        p.eps = call.norm.map_or(0.0, |(_, eps)| eps);
         let slot = rec.uniform(&p)?;
         let len = (n * row_bytes).div_ceil(4) * 4;
+        let whole = |t: &'a Tensor| (t, 0, t.padded());
         let group = rec.bind_group(
             &pipeline,
             slot,
             &[
-                (w, byte_offset, len),
-                (x, 0, x.padded()),
-                (y, 0, y.padded()),
-                match residual {
-                    Some(r) => (r, 0, r.padded()),
-                    None => (x, 0, x.padded()),
-                },
+                (call.w, byte_offset, len),
+                whole(x),
+                whole(call.y),
+                whole(call.residual.unwrap_or(x)),
+                whole(call.norm.map_or(x, |(w, _)| w)),
             ],
         );
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));

@@ -30,6 +30,17 @@ fn row_grid(gpu: &Gpu, rows: usize) -> (u32, u32) {
     )
 }
 
+/// What a norm launch does beyond `y = norm(x) * w`.
+#[derive(Clone, Copy, Default)]
+pub struct NormExtras<'a> {
+    /// Added to the output: `y = r + norm(x) * w` (a residual add after a post-projection
+    /// norm).
+    pub residual: Option<&'a Tensor>,
+    /// `(row, offset)`: rows from `row` on take their weights from element `offset` of `w`
+    /// (a query norm and a key norm over one buffer of heads).
+    pub second_weights: Option<(usize, usize)>,
+}
+
 /// `y = norm(x) * w` per row of `cols`, tensors `[x, w, y]` (LayerNorm: `w` holds weights then
 /// biases).
 pub fn norm(
@@ -40,32 +51,63 @@ pub fn norm(
     cols: usize,
     eps: f32,
 ) -> Result<(), GpuError> {
+    norm_with(gpu, rec, kind, [x, w, y], cols, eps, NormExtras::default())
+}
+
+/// [`norm()`] with a fused residual add and/or a second weight vector.
+pub fn norm_with(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    kind: NormKind,
+    [x, w, y]: [&Tensor; 3],
+    cols: usize,
+    eps: f32,
+    extras: NormExtras<'_>,
+) -> Result<(), GpuError> {
     let n = elems(x);
     let want_w = if kind == NormKind::Layer {
         2 * cols
     } else {
         cols
     };
-    if cols == 0 || !n.is_multiple_of(cols) || elems(w) != want_w || elems(y) != n {
+    let rows = n.checked_div(cols).unwrap_or(0);
+    let (w2_from_row, w2_offset) = extras.second_weights.unwrap_or((rows, 0));
+    let ok = cols > 0
+        && n.is_multiple_of(cols)
+        && elems(y) == n
+        && extras.residual.is_none_or(|r| elems(r) == n)
+        && match extras.second_weights {
+            None => elems(w) == want_w,
+            Some(_) => w2_from_row <= rows && elems(w) == w2_offset + want_w && w2_offset >= want_w,
+        };
+    if !ok {
         return Err(GpuError::Shape(format!(
-            "norm of {:?} by rows of {cols} with weights {:?} into {:?}",
-            x.shape, w.shape, y.shape
+            "norm of {:?} by rows of {cols} with weights {:?} into {:?} (residual {:?}, second \
+             weights {:?})",
+            x.shape,
+            w.shape,
+            y.shape,
+            extras.residual.map(|r| &r.shape),
+            extras.second_weights
         )));
     }
-    let rows = n / cols;
     let grid = row_grid(gpu, rows);
     let p = rowops::NormParams {
         cols: cols as u32,
         rows: rows as u32,
         eps,
         grid_x: grid.0,
+        residual: u32::from(extras.residual.is_some()),
+        w2_from_row: w2_from_row as u32,
+        w2_offset: w2_offset as u32,
+        pad: 0,
     };
     launch(
         gpu,
         rec,
         &rowops::norm_spec(kind, 256, reduction(gpu)),
         &p,
-        &[x, w, y],
+        &[x, w, y, extras.residual.unwrap_or(x)],
         grid,
     )
 }
@@ -300,32 +342,38 @@ pub fn kv_store(
     )
 }
 
-/// RoPE on one token's `q` (in place) and `k`, with the rotated keys and the values `v`
-/// appended to the caches `kc`, `vc` at `p.dst`: the decode step's rope, rope and KV store in
-/// one dispatch.
+/// RoPE and KV append for one decode token: queries at `p.q_src` and keys at `p.k_src` of
+/// `src`, values at `p.v_src` of `vsrc`; rotated queries into `q_out`, rotated keys and the
+/// values into the caches at element `p.dst`. Tensors `[src, vsrc, q_out, kc, vc]`; `src` and
+/// `vsrc` may be the same buffer.
 pub fn rope_store(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     mut p: RopeStoreParams,
     neox: bool,
-    [q, k, v, kc, vc]: [&Tensor; 5],
+    [src, vsrc, q_out, kc, vc]: [&Tensor; 5],
 ) -> Result<(), GpuError> {
     let (hd, kv_dim) = (p.head_dim as usize, (p.kv_heads * p.head_dim) as usize);
+    let q_dim = p.heads as usize * hd;
     let ok = p.rot_dims.is_multiple_of(2)
         && p.rot_dims <= p.head_dim
-        && elems(q) == p.heads as usize * hd
-        && elems(k) == kv_dim
-        && elems(v) == kv_dim
+        && elems(src) >= p.q_src as usize + q_dim
+        && elems(src) >= p.k_src as usize + kv_dim
+        && elems(vsrc) >= p.v_src as usize + kv_dim
+        && elems(q_out) == q_dim
         && elems(kc) >= p.dst as usize + kv_dim
         && elems(vc) >= p.dst as usize + kv_dim;
     if !ok {
         return Err(GpuError::Shape(format!(
-            "rope+store {p:?} with q {:?}, k {:?}, cache {:?}",
-            q.shape, k.shape, kc.shape
+            "rope+store {p:?} with sources {:?} and {:?}, queries {:?}, cache {:?}",
+            src.shape, vsrc.shape, q_out.shape, kc.shape
         )));
     }
     let wg = 256;
-    let threads = (p.heads + p.kv_heads) * (p.rot_dims / 2) + kv_dim as u32;
+    let mut threads = (p.heads + p.kv_heads) * (p.rot_dims / 2) + kv_dim as u32;
+    if p.rot_dims < p.head_dim {
+        threads += q_dim as u32;
+    }
     let grid = grid_2d(
         threads.div_ceil(wg),
         gpu.limits().max_compute_workgroups_per_dimension,
@@ -336,7 +384,7 @@ pub fn rope_store(
         rec,
         &attention::rope_store_spec(neox, wg),
         &p,
-        &[q, k, v, kc, vc],
+        &[src, vsrc, q_out, kc, vc],
         grid,
     )
 }

@@ -7,7 +7,7 @@ fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     let i = b >> 2u;
     let a = vec4<f32>(unpack2x16float(w[i]), unpack2x16float(w[i + 1u]));
     let c = vec4<f32>(unpack2x16float(w[i + 2u]), unpack2x16float(w[i + 3u]));
-    return dot(a, x[xv + 0u]) + dot(c, x[xv + 1u]);
+    return dot(a, xin(xv + 0u)) + dot(c, xin(xv + 1u));
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

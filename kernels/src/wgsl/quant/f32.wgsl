@@ -5,7 +5,7 @@ const SUB_ELEMS: u32 = 4u;
 
 fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     let i = b >> 2u;
-    return dot(bitcast<vec4<f32>>(vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u])), x[xv + 0u]);
+    return dot(bitcast<vec4<f32>>(vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u])), xin(xv + 0u));
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

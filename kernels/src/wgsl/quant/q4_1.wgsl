@@ -9,8 +9,8 @@ fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     var acc = 0.0;
     for (var k = 0u; k < 4u; k++) {
         let q = w[i + 1u + k];
-        acc += dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), x[xv + k]);
-        acc += dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), x[xv + 4u + k]);
+        acc += dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), xin(xv + k));
+        acc += dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), xin(xv + 4u + k));
     }
     let dm = unpack2x16float(w[i]);
     return acc * dm.x + (xsum.x + xsum.y) * dm.y;

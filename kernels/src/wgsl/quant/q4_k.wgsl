@@ -13,7 +13,7 @@ fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     let shift = 4u * (s & 1u);
     var acc = 0.0;
     for (var k = 0u; k < 8u; k++) {
-        acc += dot(vec4<f32>(bytes4(w[qw + k] >> shift) & vec4<u32>(0xFu)), x[xv + k]);
+        acc += dot(vec4<f32>(bytes4(w[qw + k] >> shift) & vec4<u32>(0xFu)), xin(xv + k));
     }
     let dd = unpack2x16float(w[b >> 2u]);
     let sm = k_scale_min(b + 4u, s);

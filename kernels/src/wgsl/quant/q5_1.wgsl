@@ -11,8 +11,8 @@ fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
         let q = w[i + 2u + k];
         let hl = (vec4<u32>(qh >> (4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
         let hh = (vec4<u32>(qh >> (16u + 4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
-        acc += dot(vec4<f32>((bytes4(q) & vec4<u32>(0xFu)) | (hl << vec4<u32>(4u))), x[xv + k]);
-        acc += dot(vec4<f32>((bytes4(q >> 4u) & vec4<u32>(0xFu)) | (hh << vec4<u32>(4u))), x[xv + 4u + k]);
+        acc += dot(vec4<f32>((bytes4(q) & vec4<u32>(0xFu)) | (hl << vec4<u32>(4u))), xin(xv + k));
+        acc += dot(vec4<f32>((bytes4(q >> 4u) & vec4<u32>(0xFu)) | (hh << vec4<u32>(4u))), xin(xv + 4u + k));
     }
     let dm = unpack2x16float(w[i]);
     return acc * dm.x + (xsum.x + xsum.y) * dm.y;

@@ -15,7 +15,7 @@ fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     for (var k = 0u; k < 8u; k++) {
         let h = (bytes4(w[hw + k]) >> vec4<u32>(s)) & vec4<u32>(1u);
         let q = (bytes4(w[qw + k] >> shift) & vec4<u32>(0xFu)) | (h << vec4<u32>(4u));
-        acc += dot(vec4<f32>(q), x[xv + k]);
+        acc += dot(vec4<f32>(q), xin(xv + k));
     }
     let dd = unpack2x16float(w[b >> 2u]);
     let sm = k_scale_min(b + 4u, s);

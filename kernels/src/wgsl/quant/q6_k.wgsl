@@ -25,7 +25,7 @@ fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     for (var k = 0u; k < 8u; k++) {
         let l4 = bytes4(w_u32(ql + 4u * k) >> nib) & vec4<u32>(0xFu);
         let h4 = (bytes4(w_u32(qh + 4u * k)) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
-        let v = dot(vec4<f32>(l4 | (h4 << vec4<u32>(4u))), x[xv + k]);
+        let v = dot(vec4<f32>(l4 | (h4 << vec4<u32>(4u))), xin(xv + k));
         if k < 4u {
             lo += v;
         } else {

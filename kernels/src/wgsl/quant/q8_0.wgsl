@@ -6,7 +6,7 @@ const SUB_ELEMS: u32 = 32u;
 fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     var acc = 0.0;
     for (var k = 0u; k < 8u; k++) {
-        acc += dot(vec4<f32>(sbytes4(w_u32(b + 2u + 4u * k))), x[xv + k]);
+        acc += dot(vec4<f32>(sbytes4(w_u32(b + 2u + 4u * k))), xin(xv + k));
     }
     return acc * w_f16(b);
 }

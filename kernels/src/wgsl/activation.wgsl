@@ -1,0 +1,12 @@
+// Activations shared by the elementwise kernels and the GEMV input prologue.
+
+fn silu(v: f32) -> f32 {
+    return v / (1.0 + exp(-v));
+}
+
+// tanh approximation of GELU (ggml's gelu): 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))).
+fn gelu_tanh(v: f32) -> f32 {
+    let u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+    // tanh saturates; clamping keeps exp() finite for large |u|.
+    return 0.5 * v * (1.0 + tanh(clamp(u, -15.0, 15.0)));
+}
