@@ -5,7 +5,7 @@
 //! send more bytes than the file has, ignore the range.
 //!
 //! Included by tests with `#[path = "../../testing/https_server.rs"] mod https_server;`.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};

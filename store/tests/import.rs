@@ -1,5 +1,6 @@
 //! Local imports: ModelPort bundles, MLC packages, bare GGUF files; whole-folder validation
 //! before any copy; path escapes, wrong sizes and digests refused with typed errors.
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! `pull` against a real HTTPS server on loopback (test CA made at test time): resume after a
 //! cut, refusal of wrong bytes, oversize bodies, http redirects and stalls — and nothing wrong
 //! ever lands in `blobs/`.
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 mod common;
 

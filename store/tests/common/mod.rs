@@ -1,5 +1,5 @@
 //! Shared helpers of the store's integration tests.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
