@@ -1,7 +1,6 @@
 //! A dense tensor in one of the element types the specs use, and its raw little-endian bytes
 //! (the golden-file format).
 
-use gpuport_manifest_core::modelport::DType;
 use half::f16;
 
 /// The elements of a tensor.
@@ -45,23 +44,107 @@ pub struct TensorStats {
     pub mean: f64,
 }
 
-/// Converts one `f64` value to `dtype` by the rules of `docs/spec/preprocess.md`: floats round to
-/// nearest-even (`float16` directly from `f64`, no double rounding), integers round half to even
-/// and saturate to their range, `bool` is `value != 0`.
-pub(crate) fn cast_values(dtype: DType, values: impl ExactSizeIterator<Item = f64>) -> TensorData {
-    fn ints<T>(values: impl Iterator<Item = f64>, lo: f64, hi: f64, to: impl Fn(f64) -> T) -> Vec<T> {
-        values.map(|v| to(v.round_ties_even().clamp(lo, hi))).collect()
+/// An element type a tensor can hold, with the conversion from an `f64` value by the rules of
+/// `docs/spec/preprocess.md`: floats round to nearest-even (`float16` directly from `f64`, no
+/// double rounding), integers round half to even and saturate to their range, `bool` is
+/// `value != 0`.
+pub(crate) trait Element: Copy + Send + Sync {
+    fn from_f64(v: f64) -> Self;
+    fn into_data(values: Vec<Self>) -> TensorData;
+}
+
+macro_rules! int_element {
+    ($t:ty, $variant:ident) => {
+        impl Element for $t {
+            fn from_f64(v: f64) -> Self {
+                // `as` saturates at the type's range (and maps NaN to 0).
+                v.round_ties_even() as $t
+            }
+            fn into_data(values: Vec<Self>) -> TensorData {
+                TensorData::$variant(values)
+            }
+        }
+    };
+}
+int_element!(i64, I64);
+int_element!(i32, I32);
+int_element!(i8, I8);
+int_element!(u8, U8);
+
+impl Element for f32 {
+    fn from_f64(v: f64) -> Self {
+        v as f32
     }
-    match dtype {
-        DType::Float32 => TensorData::F32(values.map(|v| v as f32).collect()),
-        DType::Float16 => TensorData::F16(values.map(f16::from_f64).collect()),
-        DType::Int64 => TensorData::I64(ints(values, i64::MIN as f64, i64::MAX as f64, |v| v as i64)),
-        DType::Int32 => TensorData::I32(ints(values, f64::from(i32::MIN), f64::from(i32::MAX), |v| v as i32)),
-        DType::Int8 => TensorData::I8(ints(values, -128.0, 127.0, |v| v as i8)),
-        DType::Uint8 => TensorData::U8(ints(values, 0.0, 255.0, |v| v as u8)),
-        DType::Bool => TensorData::Bool(values.map(|v| v != 0.0).collect()),
+    fn into_data(values: Vec<Self>) -> TensorData {
+        TensorData::F32(values)
     }
 }
+
+impl Element for f16 {
+    fn from_f64(v: f64) -> Self {
+        f16_from_f64(v)
+    }
+    fn into_data(values: Vec<Self>) -> TensorData {
+        TensorData::F16(values)
+    }
+}
+
+/// `f64` → `f16` rounded once, to nearest even (what numpy's `astype(np.float16)` does).
+///
+/// Hand-written because `half::f16::from_f64` rounds twice on x86 with F16C (through `f32`) and
+/// drops the low 32 mantissa bits in its software path, both of which turn some values just
+/// above a tie into the even neighbour below. Here the value is rounded to a multiple of the
+/// `f16` quantum at its exponent in `f64` (exact: scaling by a power of two), and the result —
+/// representable in `f16` — is converted exactly.
+pub fn f16_from_f64(v: f64) -> f16 {
+    let magnitude = v.abs();
+    if v.is_nan() {
+        return f16::NAN;
+    }
+    // 65520 is halfway between f16::MAX (65504) and 2^16; it and everything above round to ∞.
+    if magnitude >= 65520.0 {
+        return if v < 0.0 {
+            f16::NEG_INFINITY
+        } else {
+            f16::INFINITY
+        };
+    }
+    let smallest_normal = 2f64.powi(-14);
+    let quantum = if magnitude < smallest_normal {
+        2f64.powi(-24)
+    } else {
+        let exponent = ((magnitude.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+        2f64.powi(exponent - 10)
+    };
+    let rounded = (magnitude / quantum).round_ties_even() * quantum;
+    let value = f16::from_f32(rounded as f32);
+    if v.is_sign_negative() { -value } else { value }
+}
+
+impl Element for bool {
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    fn into_data(values: Vec<Self>) -> TensorData {
+        TensorData::Bool(values)
+    }
+}
+
+/// Calls `f::<T>()` with `T` the Rust type of `dtype`.
+macro_rules! with_element {
+    ($dtype:expr, $f:ident ( $($arg:expr),* )) => {
+        match $dtype {
+            gpuport_manifest_core::modelport::DType::Float32 => $f::<f32>($($arg),*),
+            gpuport_manifest_core::modelport::DType::Float16 => $f::<half::f16>($($arg),*),
+            gpuport_manifest_core::modelport::DType::Int64 => $f::<i64>($($arg),*),
+            gpuport_manifest_core::modelport::DType::Int32 => $f::<i32>($($arg),*),
+            gpuport_manifest_core::modelport::DType::Int8 => $f::<i8>($($arg),*),
+            gpuport_manifest_core::modelport::DType::Uint8 => $f::<u8>($($arg),*),
+            gpuport_manifest_core::modelport::DType::Bool => $f::<bool>($($arg),*),
+        }
+    };
+}
+pub(crate) use with_element;
 
 impl TensorData {
     /// Number of elements.
@@ -147,11 +230,20 @@ mod tests {
     #[test]
     fn integer_casts_round_half_to_even_and_saturate() {
         let values = [-300.0, -0.5, 0.5, 1.5, 2.5, 254.5, 300.0];
-        let TensorData::U8(u) = cast_values(DType::Uint8, values.into_iter()) else { panic!() };
-        assert_eq!(u, [0, 0, 0, 2, 2, 254, 255]);
-        let TensorData::I8(i) = cast_values(DType::Int8, values.into_iter()) else { panic!() };
-        assert_eq!(i, [-128, 0, 0, 2, 2, 127, 127]);
-        let TensorData::Bool(b) = cast_values(DType::Bool, [0.0, -0.0, 0.1].into_iter()) else { panic!() };
-        assert_eq!(b, [false, false, true]);
+        assert_eq!(values.map(u8::from_f64), [0, 0, 0, 2, 2, 254, 255]);
+        assert_eq!(values.map(i8::from_f64), [-128, 0, 0, 2, 2, 127, 127]);
+        assert_eq!([0.0, -0.0, 0.1].map(bool::from_f64), [false, false, true]);
+        let above_tie = f16_from_f64(1.0 + 1.0 / 2048.0 + 1e-12);
+        assert_eq!(above_tie, f16::from_f32(1.0 + 1.0 / 1024.0));
+        assert_eq!(f16_from_f64(1.0 + 1.0 / 2048.0), f16::ONE);
+        assert_eq!(f16_from_f64(65519.9), f16::MAX);
+        assert_eq!(f16_from_f64(-65520.0), f16::NEG_INFINITY);
+        assert_eq!(f16_from_f64(2f64.powi(-25)), f16::ZERO);
+        assert_eq!(f16_from_f64(2f64.powi(-25) * 1.5), f16::from_bits(1));
+        assert_eq!(f16_from_f64(-0.1), f16::from_f32(-0.1));
+        for bits in 0..0x7c00u16 {
+            let exact = f16::from_bits(bits).to_f64();
+            assert_eq!(f16_from_f64(exact).to_bits(), bits);
+        }
     }
 }

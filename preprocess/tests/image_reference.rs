@@ -2,6 +2,8 @@
 //! `modelport.preprocess` and Pillow 12): decode the committed source, preprocess, compare.
 //! Tolerance 0 means the raw little-endian bytes are identical.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use gpuport_manifest_core::Choice;
@@ -41,7 +43,12 @@ fn input_spec(case: &Value) -> InputSpec {
     InputSpec {
         name: "x".into(),
         dtype: choice::<DType>(case["dtype"].as_str().unwrap()),
-        shape: case["shape"].as_array().unwrap().iter().map(|d| Dim::Fixed(d.as_u64().unwrap())).collect(),
+        shape: case["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| Dim::Fixed(d.as_u64().unwrap()))
+            .collect(),
         layout: Some(choice::<Layout>(case["layout"].as_str().unwrap())),
         preprocess: Some(ImagePreprocess {
             resize: Resize {
@@ -60,7 +67,10 @@ fn input_spec(case: &Value) -> InputSpec {
 
 fn decode_le(dtype: &str, bytes: &[u8]) -> Vec<f64> {
     match dtype {
-        "float32" => bytes.chunks_exact(4).map(|b| f64::from(f32::from_le_bytes(b.try_into().unwrap()))).collect(),
+        "float32" => bytes
+            .chunks_exact(4)
+            .map(|b| f64::from(f32::from_le_bytes(b.try_into().unwrap())))
+            .collect(),
         "float16" => bytes
             .chunks_exact(2)
             .map(|b| half::f16::from_le_bytes(b.try_into().unwrap()).to_f64())
@@ -81,14 +91,23 @@ fn every_case_matches_the_python_reference() {
         let got = preprocess_image(&image, &input_spec(case)).unwrap();
         let expected = std::fs::read(fixtures().join(case["expected"].as_str().unwrap())).unwrap();
         let actual = got.tensor.data.to_le_bytes();
-        let shape: Vec<usize> = case["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+        let shape: Vec<usize> = case["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap() as usize)
+            .collect();
         assert_eq!(got.tensor.shape, shape, "{name}");
         let tolerance = case["tolerance"].as_f64().unwrap();
         let dtype = case["dtype"].as_str().unwrap();
         let worst = if actual == expected {
             0.0
         } else if dtype == "uint8" {
-            actual.iter().zip(&expected).map(|(&a, &b)| f64::from(a.abs_diff(b))).fold(0.0, f64::max)
+            actual
+                .iter()
+                .zip(&expected)
+                .map(|(&a, &b)| f64::from(a.abs_diff(b)))
+                .fold(0.0, f64::max)
         } else if dtype.starts_with("float") {
             decode_le(dtype, &actual)
                 .iter()

@@ -24,7 +24,11 @@ pub struct CropPlan {
 /// `round_half_to_even(d / 2)` for `d >= 0`.
 fn half_rounded_to_even(d: usize) -> usize {
     let half = d / 2;
-    if d % 2 == 1 && half % 2 == 1 { half + 1 } else { half }
+    if d % 2 == 1 && half % 2 == 1 {
+        half + 1
+    } else {
+        half
+    }
 }
 
 fn axis(size: usize, crop: usize) -> (i64, usize, usize) {
@@ -48,7 +52,12 @@ impl CropPlan {
             top,
             width: crop_width,
             height: crop_height,
-            visible: Window { left: x, top: y, width: w, height: h },
+            visible: Window {
+                left: x,
+                top: y,
+                width: w,
+                height: h,
+            },
         }
     }
 
@@ -78,7 +87,15 @@ mod tests {
         // 5 wide into 8: pad 1 before, 2 after.
         let plan = CropPlan::new(5, 10, 8, 4);
         assert_eq!((plan.left, plan.top), (-1, 3));
-        assert_eq!(plan.visible, Window { left: 0, top: 3, width: 5, height: 4 });
+        assert_eq!(
+            plan.visible,
+            Window {
+                left: 0,
+                top: 3,
+                width: 5,
+                height: 4
+            }
+        );
         assert_eq!(plan.visible_left_in_crop(), 1);
     }
 }

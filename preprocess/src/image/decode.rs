@@ -87,7 +87,8 @@ fn to_rgb8(decoded: DynamicImage) -> Result<RgbImage, DecodeError> {
         // conversion is the sensible reading of them.
         other => other.to_rgb8().into_raw(),
     };
-    RgbImage::new(width as usize, height as usize, pixels).ok_or(DecodeError::Empty { width, height })
+    RgbImage::new(width as usize, height as usize, pixels)
+        .ok_or(DecodeError::Empty { width, height })
 }
 
 fn high_byte(v: u16) -> u8 {

@@ -53,7 +53,10 @@ impl InverseTransform {
     pub fn to_original(&self, x: f64, y: f64) -> (f64, f64) {
         let sx = self.original_width as f64 / self.resized_width as f64;
         let sy = self.original_height as f64 / self.resized_height as f64;
-        ((x + self.crop_left as f64) * sx, (y + self.crop_top as f64) * sy)
+        (
+            (x + self.crop_left as f64) * sx,
+            (y + self.crop_top as f64) * sy,
+        )
     }
 
     /// Maps an `[x1, y1, x2, y2]` box in model-input pixels to the original image and clips it
@@ -62,7 +65,12 @@ impl InverseTransform {
         let (x1, y1) = self.to_original(b[0], b[1]);
         let (x2, y2) = self.to_original(b[2], b[3]);
         let (w, h) = (self.original_width as f64, self.original_height as f64);
-        [x1.clamp(0.0, w), y1.clamp(0.0, h), x2.clamp(0.0, w), y2.clamp(0.0, h)]
+        [
+            x1.clamp(0.0, w),
+            y1.clamp(0.0, h),
+            x2.clamp(0.0, w),
+            y2.clamp(0.0, h),
+        ]
     }
 }
 
@@ -93,7 +101,13 @@ mod tests {
             input_width: 224,
             input_height: 224,
         };
-        assert_eq!(t.box_to_original([0.0, 0.0, 10.0, 20.0]), [96.0, 16.0, 116.0, 56.0]);
-        assert_eq!(t.box_to_original([-100.0, 0.0, 400.0, 1000.0]), [0.0, 16.0, 640.0, 480.0]);
+        assert_eq!(
+            t.box_to_original([0.0, 0.0, 10.0, 20.0]),
+            [96.0, 16.0, 116.0, 56.0]
+        );
+        assert_eq!(
+            t.box_to_original([-100.0, 0.0, 400.0, 1000.0]),
+            [0.0, 16.0, 640.0, 480.0]
+        );
     }
 }

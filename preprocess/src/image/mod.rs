@@ -4,6 +4,7 @@
 mod crop;
 mod decode;
 mod geometry;
+mod normalize;
 mod pipeline;
 mod resize;
 mod sample;

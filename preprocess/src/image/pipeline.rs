@@ -1,14 +1,15 @@
 //! ModelPort 0.1 image preprocessing: resize, centre crop, channel order, scale, normalize,
 //! layout, dtype — in the spec's order, as `modelport.preprocess` does it.
 
-use gpuport_manifest_core::modelport::{ColorOrder, Dim, ImagePreprocess, InputSpec, Layout, ResizeMethod};
+use gpuport_manifest_core::modelport::{Dim, InputSpec, Layout, ResizeMethod};
 
+use super::RgbImage;
 use super::crop::CropPlan;
 use super::geometry::{InverseTransform, resized_size};
+use super::normalize::{Pixels, to_tensor};
 use super::resize::{Filter, resize_window};
 use super::sample::{bilinear_window, nearest_window};
-use super::RgbImage;
-use crate::tensor::{Tensor, cast_values};
+use crate::tensor::Tensor;
 
 /// The longest side a resize or crop may ask for.
 pub const MAX_SIDE: usize = 1 << 16;
@@ -73,35 +74,45 @@ pub struct Preprocessed {
     pub transform: InverseTransform,
 }
 
-/// Resized pixels of the visible crop window.
-enum Pixels {
-    /// Antialiased (Pillow) and nearest resizes: 0–255 integers.
-    Integer(Vec<u8>),
-    /// Float bilinear: unrounded values.
-    Float(Vec<f32>),
-}
-
 fn size_error(input: &str, what: &'static str, width: u64, height: u64) -> PreprocessError {
-    PreprocessError::BadSize { input: input.to_owned(), what, width, height }
+    PreprocessError::BadSize {
+        input: input.to_owned(),
+        what,
+        width,
+        height,
+    }
 }
 
 fn checked_side(v: u64) -> Option<usize> {
-    usize::try_from(v).ok().filter(|&s| (1..=MAX_SIDE).contains(&s))
+    usize::try_from(v)
+        .ok()
+        .filter(|&s| (1..=MAX_SIDE).contains(&s))
 }
 
 /// Builds the tensor for `input` from a decoded image (see [`super::decode_image`]).
-pub fn preprocess_image(image: &RgbImage, input: &InputSpec) -> Result<Preprocessed, PreprocessError> {
+pub fn preprocess_image(
+    image: &RgbImage,
+    input: &InputSpec,
+) -> Result<Preprocessed, PreprocessError> {
     let name = input.name.as_str();
     let pre = input
         .preprocess
         .as_ref()
-        .ok_or_else(|| PreprocessError::NoPreprocess { input: name.to_owned() })?;
-    let layout = input.layout.ok_or_else(|| PreprocessError::NoLayout { input: name.to_owned() })?;
+        .ok_or_else(|| PreprocessError::NoPreprocess {
+            input: name.to_owned(),
+        })?;
+    let layout = input.layout.ok_or_else(|| PreprocessError::NoLayout {
+        input: name.to_owned(),
+    })?;
     let (rw, rh) = resized_size(image.width(), image.height(), pre.resize.target)
         .filter(|&(w, h)| w <= MAX_SIDE && h <= MAX_SIDE)
         .ok_or_else(|| match pre.resize.target {
-            gpuport_manifest_core::modelport::ResizeTarget::Size([h, w]) => size_error(name, "resize", w, h),
-            gpuport_manifest_core::modelport::ResizeTarget::ShorterSide(n) => size_error(name, "resize", n, n),
+            gpuport_manifest_core::modelport::ResizeTarget::Size([h, w]) => {
+                size_error(name, "resize", w, h)
+            }
+            gpuport_manifest_core::modelport::ResizeTarget::ShorterSide(n) => {
+                size_error(name, "resize", n, n)
+            }
         })?;
     let (cw, ch) = match pre.center_crop {
         Some([h, w]) => match (checked_side(w), checked_side(h)) {
@@ -115,8 +126,12 @@ pub fn preprocess_image(image: &RgbImage, input: &InputSpec) -> Result<Preproces
     let method = pre.resize.method;
     let antialias = pre.resize.antialias;
     let pixels = match (method, antialias) {
-        (ResizeMethod::Bilinear, true) => Pixels::Integer(resize_window(image, rw, rh, Filter::Bilinear, window)),
-        (ResizeMethod::Bicubic, true) => Pixels::Integer(resize_window(image, rw, rh, Filter::Bicubic, window)),
+        (ResizeMethod::Bilinear, true) => {
+            Pixels::Integer(resize_window(image, rw, rh, Filter::Bilinear, window))
+        }
+        (ResizeMethod::Bicubic, true) => {
+            Pixels::Integer(resize_window(image, rw, rh, Filter::Bicubic, window))
+        }
         (ResizeMethod::Nearest, false) => Pixels::Integer(nearest_window(image, rw, rh, window)),
         (ResizeMethod::Bilinear, false) => Pixels::Float(bilinear_window(image, rw, rh, window)),
         (ResizeMethod::Bicubic, false) | (ResizeMethod::Nearest, true) => {
@@ -127,16 +142,15 @@ pub fn preprocess_image(image: &RgbImage, input: &InputSpec) -> Result<Preproces
             });
         }
     };
-    let values = match &pixels {
-        Pixels::Integer(p) => normalized(p, &plan, pre, layout),
-        Pixels::Float(p) => normalized(p, &plan, pre, layout),
-    };
     let shape = match layout {
         Layout::Nchw => vec![1, 3, ch, cw],
         Layout::Nhwc => vec![1, ch, cw, 3],
     };
     check_shape(name, &input.shape, &shape)?;
-    let tensor = Tensor { shape, data: cast_values(input.dtype, values.into_iter()) };
+    let tensor = Tensor {
+        shape,
+        data: to_tensor(&pixels, &plan, pre, layout, input.dtype),
+    };
     let transform = InverseTransform {
         original_width: image.width(),
         original_height: image.height(),
@@ -172,43 +186,4 @@ fn check_shape(input: &str, declared: &[Dim], actual: &[usize]) -> Result<(), Pr
         }
     }
     Ok(())
-}
-
-/// Channel order, scale and mean/std over the crop canvas (zeros where padded), in `f64` in the
-/// order `modelport.preprocess` uses: `((v × scale) − mean[c]) / std[c]`, `c` the output channel.
-fn normalized<P: Copy + Into<f64>>(pixels: &[P], plan: &CropPlan, pre: &ImagePreprocess, layout: Layout) -> Vec<f64> {
-    let (w, h) = (plan.width, plan.height);
-    let visible = plan.visible;
-    let (x0, y0) = (plan.visible_left_in_crop(), plan.visible_top_in_crop());
-    let source_channel = |c: usize| match pre.color {
-        ColorOrder::Rgb => c,
-        ColorOrder::Bgr => 2 - c,
-    };
-    let value = |x: usize, y: usize, c: usize| -> f64 {
-        let inside = (x0..x0 + visible.width).contains(&x) && (y0..y0 + visible.height).contains(&y);
-        let raw = if inside {
-            pixels[((y - y0) * visible.width + (x - x0)) * 3 + source_channel(c)].into()
-        } else {
-            0.0
-        };
-        (raw * pre.scale - pre.mean[c]) / pre.std[c]
-    };
-    let mut out = Vec::with_capacity(w * h * 3);
-    match layout {
-        Layout::Nchw => {
-            for c in 0..3 {
-                for y in 0..h {
-                    out.extend((0..w).map(|x| value(x, y, c)));
-                }
-            }
-        }
-        Layout::Nhwc => {
-            for y in 0..h {
-                for x in 0..w {
-                    out.extend((0..3).map(|c| value(x, y, c)));
-                }
-            }
-        }
-    }
-    out
 }

@@ -94,7 +94,12 @@ struct Taps {
 }
 
 impl Taps {
-    fn new(in_size: usize, out_size: usize, filter: Filter, outputs: std::ops::Range<usize>) -> Self {
+    fn new(
+        in_size: usize,
+        out_size: usize,
+        filter: Filter,
+        outputs: std::ops::Range<usize>,
+    ) -> Self {
         let scale = in_size as f64 / out_size as f64;
         let filter_scale = scale.max(1.0);
         let support = filter.support() * filter_scale;
@@ -121,7 +126,11 @@ impl Taps {
             for (f, &w) in fixed.iter_mut().zip(&float_weights[..count]) {
                 let w = if sum != 0.0 { w / sum } else { w };
                 let scaled = w * f64::from(1u32 << PRECISION_BITS);
-                *f = if w < 0.0 { (scaled - 0.5) as i32 } else { (scaled + 0.5) as i32 };
+                *f = if w < 0.0 {
+                    (scaled - 0.5) as i32
+                } else {
+                    (scaled + 0.5) as i32
+                };
             }
             taps.first.push(first);
             taps.count.push(count);
@@ -131,7 +140,10 @@ impl Taps {
 
     fn of(&self, slot: usize) -> (usize, &[i32]) {
         let start = slot * self.stride;
-        (self.first[slot], &self.weights[start..start + self.count[slot]])
+        (
+            self.first[slot],
+            &self.weights[start..start + self.count[slot]],
+        )
     }
 
     /// Source positions `[first, end)` that any output position reads.
@@ -180,8 +192,11 @@ pub(crate) fn resize_window(
     let (in_width, in_height) = (image.width(), image.height());
     let columns = window.left..window.left + window.width;
     let rows = window.top..window.top + window.height;
-    let vertical = (out_height != in_height).then(|| Taps::new(in_height, out_height, filter, rows.clone()));
-    let (row_first, row_end) = vertical.as_ref().map_or((rows.start, rows.end), Taps::source_span);
+    let vertical =
+        (out_height != in_height).then(|| Taps::new(in_height, out_height, filter, rows.clone()));
+    let (row_first, row_end) = vertical
+        .as_ref()
+        .map_or((rows.start, rows.end), Taps::source_span);
 
     let row_bytes = window.width * 3;
     let mut horizontal_out = vec![0u8; (row_end - row_first) * row_bytes];
@@ -198,7 +213,9 @@ pub(crate) fn resize_window(
         horizontal_out
             .par_chunks_exact_mut(row_bytes)
             .zip(source_rows)
-            .for_each(|(out_row, src_row)| out_row.copy_from_slice(&src_row[columns.start * 3..columns.end * 3]));
+            .for_each(|(out_row, src_row)| {
+                out_row.copy_from_slice(&src_row[columns.start * 3..columns.end * 3])
+            });
     }
 
     let Some(taps) = vertical else {
@@ -256,7 +273,10 @@ mod tests {
                 for slot in 0..output {
                     let sum: i64 = taps.of(slot).1.iter().map(|&w| i64::from(w)).sum();
                     let one = 1i64 << PRECISION_BITS;
-                    assert!((sum - one).abs() <= taps.stride as i64, "{input}->{output} {sum}");
+                    assert!(
+                        (sum - one).abs() <= taps.stride as i64,
+                        "{input}->{output} {sum}"
+                    );
                 }
             }
         }
@@ -269,7 +289,12 @@ mod tests {
         let same = resize_antialiased(&image, 5, 4, Filter::Bicubic).unwrap();
         assert_eq!(same, image);
         let full = resize_antialiased(&image, 9, 7, Filter::Bicubic).unwrap();
-        let window = Window { left: 2, top: 3, width: 4, height: 2 };
+        let window = Window {
+            left: 2,
+            top: 3,
+            width: 4,
+            height: 2,
+        };
         let part = resize_window(&image, 9, 7, Filter::Bicubic, window);
         for y in 0..2 {
             let row = &full.pixels()[((3 + y) * 9 + 2) * 3..((3 + y) * 9 + 6) * 3];

@@ -6,7 +6,11 @@ use super::RgbImage;
 use super::resize::Window;
 
 /// Source index pair and the weight of the second, per output position, for half-pixel bilinear.
-fn bilinear_axis(in_size: usize, out_size: usize, outputs: std::ops::Range<usize>) -> Vec<(usize, usize, f64)> {
+fn bilinear_axis(
+    in_size: usize,
+    out_size: usize,
+    outputs: std::ops::Range<usize>,
+) -> Vec<(usize, usize, f64)> {
     let scale = in_size as f64 / out_size as f64;
     outputs
         .map(|out| {
@@ -25,16 +29,34 @@ fn bilinear_axis(in_size: usize, out_size: usize, outputs: std::ops::Range<usize
 /// The arithmetic order is that of `modelport.preprocess.bilinear_half_pixel` (rows first), so
 /// the `f32` results are identical to it.
 pub fn resize_bilinear_float(image: &RgbImage, out_width: usize, out_height: usize) -> Vec<f32> {
-    bilinear_window(image, out_width, out_height, Window::full(out_width, out_height))
+    bilinear_window(
+        image,
+        out_width,
+        out_height,
+        Window::full(out_width, out_height),
+    )
 }
 
-pub(crate) fn bilinear_window(image: &RgbImage, out_width: usize, out_height: usize, window: Window) -> Vec<f32> {
+pub(crate) fn bilinear_window(
+    image: &RgbImage,
+    out_width: usize,
+    out_height: usize,
+    window: Window,
+) -> Vec<f32> {
     let mut out = vec![0f32; window.width * window.height * 3];
     if out.is_empty() {
         return out;
     }
-    let xs = bilinear_axis(image.width(), out_width, window.left..window.left + window.width);
-    let ys = bilinear_axis(image.height(), out_height, window.top..window.top + window.height);
+    let xs = bilinear_axis(
+        image.width(),
+        out_width,
+        window.left..window.left + window.width,
+    );
+    let ys = bilinear_axis(
+        image.height(),
+        out_height,
+        window.top..window.top + window.height,
+    );
     let stride = image.width() * 3;
     let pixels = image.pixels();
     out.par_chunks_exact_mut(window.width * 3)
@@ -67,11 +89,21 @@ pub fn resize_nearest(image: &RgbImage, out_width: usize, out_height: usize) -> 
     if out_width == 0 || out_height == 0 {
         return None;
     }
-    let pixels = nearest_window(image, out_width, out_height, Window::full(out_width, out_height));
+    let pixels = nearest_window(
+        image,
+        out_width,
+        out_height,
+        Window::full(out_width, out_height),
+    );
     RgbImage::new(out_width, out_height, pixels)
 }
 
-pub(crate) fn nearest_window(image: &RgbImage, out_width: usize, out_height: usize, window: Window) -> Vec<u8> {
+pub(crate) fn nearest_window(
+    image: &RgbImage,
+    out_width: usize,
+    out_height: usize,
+    window: Window,
+) -> Vec<u8> {
     let mut out = vec![0u8; window.width * window.height * 3];
     if out.is_empty() {
         return out;
