@@ -237,7 +237,133 @@ def make_image_fixtures():
     print(f"image: {len(cases)} cases in {out}")
 
 
-SECTIONS = {"image": make_image_fixtures}
+# ---------------------------------------------------------------------------------------------
+# post-processing: an independent numpy implementation (vectorized IoU, per-class greedy NMS in
+# torchvision's order: score descending, stable; suppress IoU > threshold)
+
+def np_iou(box, others):
+    area = lambda b: np.clip(b[..., 2] - b[..., 0], 0, None) * np.clip(b[..., 3] - b[..., 1], 0, None)  # noqa: E731
+    w = np.clip(np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]), 0, None)
+    h = np.clip(np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]), 0, None)
+    inter = w * h
+    union = area(box) + area(others) - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+
+
+def np_batched_nms(boxes, scores, classes, threshold):
+    order = np.argsort(-scores, kind="stable")
+    kept = []
+    for i in order:
+        same = [k for k in kept if classes[k] == classes[i]]
+        if same and (np_iou(boxes[i], boxes[same]) > threshold).any():
+            continue
+        kept.append(int(i))
+    return kept
+
+
+def np_activate(activation, x):
+    if activation == "softmax":
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    if activation == "sigmoid":
+        return 1 / (1 + np.exp(-x))
+    return x
+
+
+def np_detect(scores, boxes, post, transform):
+    scores = scores[0].astype(np.float64)
+    n = scores.shape[0]
+    if post["format"] == "rows":
+        obj = 1 if post["has_objectness"] else 0
+        raw_boxes = scores[:, :4]
+        cls = np_activate(post["activation"], scores[:, 4 + obj:])
+        if obj:
+            cls = cls * scores[:, 4:5]
+    else:
+        raw_boxes = boxes[0].astype(np.float64)
+        cls = np_activate(post["activation"], scores)
+    if post["background_class"]:
+        cls = cls[:, :-1]
+    best = cls.argmax(axis=1)
+    best_score = cls[np.arange(n), best]
+    keep = best_score >= post["score_threshold"]
+    b = raw_boxes.copy()
+    if post["box_format"] == "cxcywh":
+        b = np.stack([b[:, 0] - b[:, 2] / 2, b[:, 1] - b[:, 3] / 2, b[:, 0] + b[:, 2] / 2, b[:, 1] + b[:, 3] / 2], 1)
+    if post["normalized"]:
+        b = b * np.array([transform["input_width"], transform["input_height"]] * 2)
+    idx = np.nonzero(keep)[0]
+    kept = np_batched_nms(b[idx], best_score[idx], best[idx], post["iou_threshold"])[: post["max_detections"]]
+    sx = transform["original_width"] / transform["resized_width"]
+    sy = transform["original_height"] / transform["resized_height"]
+    out = []
+    for k in kept:
+        i = idx[k]
+        x1, y1, x2, y2 = b[i]
+        image_box = [(x1 + transform["crop_left"]) * sx, (y1 + transform["crop_top"]) * sy,
+                     (x2 + transform["crop_left"]) * sx, (y2 + transform["crop_top"]) * sy]
+        limits = [transform["original_width"], transform["original_height"]] * 2
+        image_box = [float(min(max(v, 0.0), lim)) for v, lim in zip(image_box, limits)]
+        out.append({"row": int(i), "class_index": int(best[i]), "score": float(best_score[i]),
+                    "input_box": [float(v) for v in b[i]], "image_box": image_box})
+    return out
+
+
+def make_post_fixtures():
+    rng = np.random.RandomState(7)
+    nms_cases = []
+    for n, classes in [(300, 3), (120, 1), (400, 5)]:
+        xy = rng.uniform(0, 100, size=(n, 2))
+        wh = rng.uniform(5, 40, size=(n, 2))
+        boxes = np.concatenate([xy, xy + wh], axis=1)
+        scores = rng.uniform(0, 1, size=n)
+        cls = rng.randint(0, classes, size=n)
+        for threshold in [0.3, 0.5, 0.7, 1.0]:
+            nms_cases.append({"boxes": boxes.tolist(), "scores": scores.tolist(), "classes": cls.tolist(),
+                              "iou_threshold": threshold,
+                              "kept": np_batched_nms(boxes, scores, cls, threshold)})
+    transform = {"original_width": 640, "original_height": 427, "resized_width": 383, "resized_height": 256,
+                 "crop_left": 80, "crop_top": 16, "input_width": 224, "input_height": 224}
+    detect_cases = []
+    n, c = 500, 4
+    centres = rng.uniform(0, 224, size=(n, 2))
+    sizes = rng.uniform(8, 90, size=(n, 2))
+    logits = rng.normal(0, 2.5, size=(n, c)).astype(np.float32)
+    objectness = rng.uniform(0, 1, size=(n, 1))
+    rows = np.concatenate([centres, sizes, objectness, logits], axis=1).astype(np.float32)[None]
+    post_rows = {"format": "rows", "activation": "sigmoid", "background_class": False, "box_format": "cxcywh",
+                 "normalized": False, "has_objectness": True, "score_threshold": 0.25, "iou_threshold": 0.45,
+                 "max_detections": 30}
+    detect_cases.append({"name": "rows_objectness_sigmoid_cxcywh", "post": post_rows, "transform": transform,
+                         "scores": {"shape": list(rows.shape), "values": rows.ravel().tolist()},
+                         "expected": np_detect(rows, None, post_rows, transform)})
+    corners = np.sort(rng.uniform(0, 1, size=(n, 2, 2)), axis=1).reshape(n, 4)[:, [0, 2, 1, 3]]
+    detr_scores = rng.normal(0, 3, size=(1, n, c + 1)).astype(np.float32)
+    detr_boxes = corners.astype(np.float32)[None]
+    post_detr = {"format": "detr", "activation": "softmax", "background_class": True, "box_format": "xyxy",
+                 "normalized": True, "has_objectness": False, "score_threshold": 0.5, "iou_threshold": 0.6,
+                 "max_detections": 100}
+    detect_cases.append({"name": "detr_softmax_background_xyxy_normalized", "post": post_detr,
+                         "transform": transform,
+                         "scores": {"shape": list(detr_scores.shape), "values": detr_scores.ravel().tolist()},
+                         "boxes": {"shape": list(detr_boxes.shape), "values": detr_boxes.ravel().tolist()},
+                         "expected": np_detect(detr_scores, detr_boxes, post_detr, transform)})
+    post_none = dict(post_rows, has_objectness=False, activation="none", iou_threshold=1.0, score_threshold=1.5,
+                     box_format="xyxy", max_detections=1000)
+    rows_plain = rows.copy()
+    rows_plain[..., 2:4] = rows_plain[..., 0:2] + rows_plain[..., 2:4]
+    detect_cases.append({"name": "rows_no_nms_xyxy", "post": post_none, "transform": transform,
+                         "scores": {"shape": list(rows_plain.shape), "values": rows_plain.ravel().tolist()},
+                         "expected": np_detect(rows_plain, None, post_none, transform)})
+    out = FIXTURES / "post"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "nms.json").write_text(json.dumps(nms_cases) + "\n")
+    (out / "detection.json").write_text(json.dumps(detect_cases) + "\n")
+    print(f"post: {len(nms_cases)} NMS cases, {len(detect_cases)} detection cases; kept "
+          + ", ".join(str(len(c["expected"])) for c in detect_cases))
+
+
+SECTIONS = {"image": make_image_fixtures, "post": make_post_fixtures}
 
 if __name__ == "__main__":
     for section in sys.argv[1:] or list(SECTIONS):
