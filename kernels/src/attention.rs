@@ -1,10 +1,13 @@
 //! Attention kernels. Decode: one query row per head against the KV cache (GQA, sliding
 //! window, optional logit soft cap), split over blocks of keys so that every key block is a
-//! workgroup, then combined per head.
+//! workgroup, then combined per head; the new token's query and key are normalized (optional
+//! QK-norm) and rotated (RoPE) on the way in, and its key and value appended to the cache, in
+//! the same dispatch.
 
 use bytemuck::{Pod, Zeroable};
 
 use crate::kernel::{Family, KernelSpec};
+use crate::rowops::{NormKind, RopeParams, norm_reference, rope_reference};
 use crate::source::Reduction;
 
 /// The uniform block of `attn_decode.wgsl`.
@@ -29,8 +32,54 @@ pub struct DecodeAttnParams {
     pub cap: f32,
     /// Key blocks per head (set by the launcher: `ceil(n_keys / WG)`).
     pub blocks: u32,
+    /// Element offset of the new token's queries in the `qkv` binding.
+    pub q_src: u32,
+    /// Element offset of its keys.
+    pub k_src: u32,
+    /// Element offset of its values.
+    pub v_src: u32,
+    /// RoPE: rotated elements per head (even, at most `head_dim`).
+    pub rot_dims: u32,
+    /// RoPE frequency base.
+    pub rope_base: f32,
+    /// RoPE position scaling (1 = none).
+    pub freq_scale: f32,
+    /// Per-head query/key norm: [`QkNorm::code`].
+    pub norm: u32,
+    /// The norm's epsilon.
+    pub eps: f32,
     /// Padding.
     pub pad: [u32; 3],
+}
+
+/// The per-head norm of queries and keys before RoPE (Gemma 3's QK-norm).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QkNorm {
+    /// None.
+    None,
+    /// `x / rms(x) * w`.
+    Rms,
+    /// `x / rms(x) * (1 + w)`.
+    RmsPlusOne,
+}
+
+impl QkNorm {
+    /// The `norm` field of [`DecodeAttnParams`].
+    pub fn code(self) -> u32 {
+        match self {
+            QkNorm::None => 0,
+            QkNorm::Rms => 1,
+            QkNorm::RmsPlusOne => 2,
+        }
+    }
+
+    fn kind(code: u32) -> Option<NormKind> {
+        match code {
+            1 => Some(NormKind::Rms),
+            2 => Some(NormKind::RmsPlusOne),
+            _ => None,
+        }
+    }
 }
 
 /// The uniform block of `kv_store.wgsl`.
@@ -57,65 +106,75 @@ pub fn kv_store_spec(wg: u32) -> KernelSpec {
     }
 }
 
-/// The uniform block of `rope_store.wgsl`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
-pub struct RopeStoreParams {
-    /// Query heads.
-    pub heads: u32,
-    /// KV heads.
-    pub kv_heads: u32,
-    /// Elements per head.
-    pub head_dim: u32,
-    /// Rotated elements per head (even, at most `head_dim`).
-    pub rot_dims: u32,
-    /// Frequency base.
-    pub base: f32,
-    /// Position scaling (1 = none).
-    pub freq_scale: f32,
-    /// The token's position.
-    pub pos: u32,
-    /// Element offset of the token's row in the caches (`pos * kv_heads * head_dim`).
-    pub dst: u32,
-    /// Workgroups along x (set by the launcher).
-    pub grid_x: u32,
-    /// Element offset of the queries in the `src` binding.
-    pub q_src: u32,
-    /// Element offset of the keys in the `src` binding.
-    pub k_src: u32,
-    /// Element offset of the values in the `vsrc` binding.
-    pub v_src: u32,
-}
-
-/// The fused RoPE + KV-append variant.
-pub fn rope_store_spec(neox: bool, wg: u32) -> KernelSpec {
-    KernelSpec {
-        family: Family::RopeStore,
-        quant: None,
-        reduction: None,
-        constants: vec![("WG", wg), ("NEOX", u32::from(neox))],
-    }
-}
-
 /// Allowed workgroup sizes.
 pub const WG_VALUES: [u32; 3] = [64, 128, 256];
 
-/// The decode-attention variant.
-pub fn decode_spec(wg: u32, reduction: Reduction) -> KernelSpec {
+/// Keys per block the decode-attention launcher uses: a few hundred keys of a decode step's
+/// handful of heads then make enough workgroups to fill a GPU (see `attn_decode.wgsl`).
+pub const KEYS_PER_BLOCK: u32 = 32;
+
+/// Allowed keys per block (each must divide the workgroup size).
+pub const KB_VALUES: [u32; 4] = [8, 16, 32, 64];
+
+/// The decode-attention variant: `wg` threads, `kb` keys per block (`kb` divides `wg`),
+/// `neox` the RoPE pair layout.
+pub fn decode_spec(wg: u32, kb: u32, reduction: Reduction, neox: bool) -> KernelSpec {
     KernelSpec {
         family: Family::AttnDecode,
         quant: None,
         reduction: Some(reduction),
-        constants: vec![("WG", wg)],
+        constants: vec![("WG", wg), ("KB", kb), ("NEOX", u32::from(neox))],
     }
 }
 
+/// CPU reference of the new token's preparation in `attn_decode.wgsl`: from `qkv` (and the
+/// query-then-key norm weights `nw`), the rotated queries, and the key and value rows the
+/// cache gets at position `n_keys - 1`.
+pub fn prepare_reference(
+    p: &DecodeAttnParams,
+    qkv: &[f32],
+    nw: &[f32],
+    neox: bool,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let hd = p.head_dim as usize;
+    let (qn, kvn) = (p.heads as usize * hd, p.kv_heads as usize * hd);
+    let slice = |at: u32, n: usize| qkv[at as usize..at as usize + n].to_vec();
+    let prepare = |x: Vec<f32>, heads: u32, w: &[f32]| {
+        let mut x = match QkNorm::kind(p.norm) {
+            Some(kind) => norm_reference(kind, &x, w, hd, p.eps),
+            None => x,
+        };
+        let rp = RopeParams {
+            tokens: 1,
+            heads,
+            head_dim: p.head_dim,
+            rot_dims: p.rot_dims,
+            base: p.rope_base,
+            freq_scale: p.freq_scale,
+            grid_x: 0,
+            pos_base: 0,
+        };
+        rope_reference(&mut x, &[p.n_keys - 1], &rp, neox);
+        x
+    };
+    let (wq, wk) = if nw.len() >= 2 * hd {
+        (&nw[..hd], &nw[hd..2 * hd])
+    } else {
+        (&[][..], &[][..])
+    };
+    (
+        prepare(slice(p.q_src, qn), p.heads, wq),
+        prepare(slice(p.k_src, kvn), p.kv_heads, wk),
+        slice(p.v_src, kvn),
+    )
+}
+
 /// The combining pass.
-pub fn combine_spec(wg: u32) -> KernelSpec {
+pub fn combine_spec(wg: u32, reduction: Reduction) -> KernelSpec {
     KernelSpec {
         family: Family::AttnCombine,
         quant: None,
-        reduction: None,
+        reduction: Some(reduction),
         constants: vec![("WG", wg)],
     }
 }

@@ -32,8 +32,6 @@ pub enum Family {
     Sample,
     /// Appending keys and values to the KV cache.
     KvStore,
-    /// RoPE on q and k plus the KV append, fused for decode.
-    RopeStore,
 }
 
 impl Family {
@@ -53,7 +51,6 @@ impl Family {
             Family::AttnCombine => "attn_combine",
             Family::Sample => "sample",
             Family::KvStore => "kv_store",
-            Family::RopeStore => "rope_store",
         }
     }
 
@@ -72,7 +69,6 @@ impl Family {
             Family::AttnCombine => "attn_combine.wgsl",
             Family::Sample => "sample.wgsl",
             Family::KvStore => "kv_store.wgsl",
-            Family::RopeStore => "rope_store.wgsl",
         }
     }
 }

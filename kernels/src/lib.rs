@@ -63,10 +63,13 @@ pub fn all_specs() -> Vec<KernelSpec> {
     out.extend(rowops::all_specs());
     out.push(sample::spec());
     for wg in attention::WG_VALUES {
-        out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, r)));
-        out.push(attention::combine_spec(wg));
+        for kb in attention::KB_VALUES.into_iter().filter(|kb| wg % kb == 0) {
+            for neox in [false, true] {
+                out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, kb, r, neox)));
+            }
+        }
+        out.extend(Reduction::ALL.map(|r| attention::combine_spec(wg, r)));
         out.push(attention::kv_store_spec(wg));
-        out.extend([false, true].map(|neox| attention::rope_store_spec(neox, wg)));
     }
     out
 }

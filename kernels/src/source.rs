@@ -42,7 +42,6 @@ fn file(path: &str) -> Option<&'static str> {
         "attn_params.wgsl" => include_str!("wgsl/attn_params.wgsl"),
         "sample.wgsl" => include_str!("wgsl/sample.wgsl"),
         "kv_store.wgsl" => include_str!("wgsl/kv_store.wgsl"),
-        "rope_store.wgsl" => include_str!("wgsl/rope_store.wgsl"),
         "elementwise.wgsl" => include_str!("wgsl/elementwise.wgsl"),
         "activation.wgsl" => include_str!("wgsl/activation.wgsl"),
         "rope.wgsl" => include_str!("wgsl/rope.wgsl"),

@@ -205,21 +205,29 @@ fn softmax_and_argmax_match() {
     }
 }
 
+/// Decode attention with the new token prepared in the kernel: its q, k, v read from one
+/// buffer at offsets, QK-norm (when set) and RoPE (both layouts, partial rotation), the key
+/// and value appended to the cache; against the CPU references composed step by step.
 #[test]
 fn decode_attention_matches() {
     let Some(gpu) = support::gpu() else { return };
-    use gpuport_kernels::attention::{DecodeAttnParams, decode_reference};
-    // (heads, kv_heads, head_dim, n_keys, max_ctx, window, cap): MHA, GQA 4:1 with a sliding
-    // window, a single key, and a soft cap.
-    for (heads, kv_heads, head_dim, n_keys, max_ctx, window, cap) in [
-        (4, 4, 64, 37, 64, 0, 0.0),
-        (8, 2, 256, 300, 512, 128, 0.0),
-        (3, 1, 64, 1, 8, 0, 0.0),
-        (2, 1, 128, 77, 100, 0, 50.0),
-        // Many key blocks, and a window starting mid-block.
-        (4, 1, 256, 1000, 1024, 0, 0.0),
-        (2, 2, 64, 700, 800, 301, 0.0),
+    use gpuport_kernels::attention::{
+        DecodeAttnParams, QkNorm, decode_reference, prepare_reference,
+    };
+    // (heads, kv_heads, head_dim, n_keys, max_ctx, window, cap, norm, neox, rot): MHA, GQA 4:1
+    // with a sliding window and QK-norm, a single key, a soft cap, many key blocks, a window
+    // starting mid-block, partial rotation.
+    for (heads, kv_heads, head_dim, n_keys, max_ctx, window, cap, norm, neox, rot) in [
+        (4, 4, 64, 37, 64, 0, 0.0, QkNorm::None, false, 64),
+        (8, 2, 256, 300, 512, 128, 0.0, QkNorm::Rms, true, 256),
+        (3, 1, 64, 1, 8, 0, 0.0, QkNorm::None, false, 64),
+        (2, 1, 128, 77, 100, 0, 50.0, QkNorm::RmsPlusOne, true, 128),
+        (4, 1, 256, 1000, 1024, 0, 0.0, QkNorm::Rms, true, 256),
+        (2, 2, 64, 700, 800, 301, 0.0, QkNorm::None, false, 32),
+        (9, 3, 64, 129, 200, 0, 0.0, QkNorm::None, true, 48),
     ] {
+        let (qn, kvn) = ((heads * head_dim) as usize, (kv_heads * head_dim) as usize);
+        let lead = 5;
         let p = DecodeAttnParams {
             heads,
             kv_heads,
@@ -230,15 +238,26 @@ fn decode_attention_matches() {
             scale: 1.0 / (head_dim as f32).sqrt(),
             cap,
             blocks: 0,
+            q_src: lead,
+            k_src: lead + qn as u32,
+            v_src: lead + (qn + kvn) as u32,
+            rot_dims: rot,
+            rope_base: 10_000.0,
+            freq_scale: 1.0,
+            norm: norm.code(),
+            eps: 1e-6,
             pad: [0; 3],
         };
-        let q: Vec<f32> = support::random_f32((heads * head_dim) as usize, 1)
+        let qkv: Vec<f32> = support::random_f32(lead as usize + qn + 2 * kvn, 1)
             .iter()
             .map(|x| x * 4.0)
             .collect();
-        let k = support::random_f32((kv_heads * max_ctx * head_dim) as usize, 2);
-        let v = support::random_f32((kv_heads * max_ctx * head_dim) as usize, 3);
-        let qt = gpu.upload_f32(&q, &[q.len()], "q").unwrap();
+        let nw = support::random_f32(2 * head_dim as usize, 4);
+        let cache = (max_ctx as usize) * kvn;
+        let mut k = support::random_f32(cache, 2);
+        let mut v = support::random_f32(cache, 3);
+        let qkvt = gpu.upload_f32(&qkv, &[qkv.len()], "qkv").unwrap();
+        let nwt = gpu.upload_f32(&nw, &[nw.len()], "qk norms").unwrap();
         let kt = gpu.upload_f32(&k, &[k.len()], "k").unwrap();
         let vt = gpu.upload_f32(&v, &[v.len()], "v").unwrap();
         let st = gpu
@@ -247,15 +266,26 @@ fn decode_attention_matches() {
                 "scratch",
             )
             .unwrap();
-        let out = gpu.zeros_f32(&[q.len()], "out").unwrap();
+        let out = gpu.zeros_f32(&[qn], "out").unwrap();
+        let weights = (norm != QkNorm::None).then_some(&nwt);
         run(&gpu, |rec| {
-            ops::attention_decode(&gpu, rec, p, [&qt, &kt, &vt, &st, &out]).unwrap()
+            let tensors = [&qkvt, &kt, &vt, &st, &out];
+            ops::attention_decode(&gpu, rec, p, neox, tensors, weights).unwrap()
         });
+        let (q, k_row, v_row) = prepare_reference(&p, &qkv, &nw, neox);
+        let at = (n_keys as usize - 1) * kvn;
+        k[at..at + kvn].copy_from_slice(&k_row);
+        v[at..at + kvn].copy_from_slice(&v_row);
+        let what = format!("{p:?} neox {neox}");
+        // RoPE angles are f32 on the GPU (as in llama.cpp): ~1e-7 relative error times the
+        // position.
+        close(&gpu.readback_f32(&kt).unwrap(), &k, 1e-4, &what);
+        assert_eq!(gpu.readback_f32(&vt).unwrap(), v, "{what}");
         close(
             &gpu.readback_f32(&out).unwrap(),
             &decode_reference(&p, &q, &k, &v),
             1e-4,
-            &format!("{p:?}"),
+            &what,
         );
     }
 }
@@ -288,82 +318,4 @@ fn kv_store_appends_at_the_offset() {
         [&kt, &vt, &kc, &vc],
     );
     assert_eq!(too_far.unwrap_err().code(), "BAD_REQUEST");
-}
-
-#[test]
-fn fused_rope_and_kv_store_match_rope_then_store() {
-    use gpuport_kernels::attention::RopeStoreParams;
-    let Some(gpu) = support::gpu() else { return };
-    for (neox, heads, kv_heads, head_dim, rot) in [
-        (false, 9, 3, 64, 64),
-        (true, 4, 1, 256, 256),
-        (true, 4, 2, 64, 32),
-    ] {
-        let (qn, kvn) = (heads * head_dim, kv_heads * head_dim);
-        let q = support::random_f32(qn as usize, 21);
-        let k = support::random_f32(kvn as usize, 22);
-        let v = support::random_f32(kvn as usize, 23);
-        let (pos, slots) = (37u32, 6u32);
-        let dst = 3 * kvn;
-        // Queries and keys at unaligned offsets of one source, values in another.
-        let src: Vec<f32> = [&[7.0; 5][..], &q, &k].concat();
-        let vsrc: Vec<f32> = [&[9.0; 3][..], &v].concat();
-        let st = gpu.upload_f32(&src, &[src.len()], "q, k").unwrap();
-        let vt = gpu.upload_f32(&vsrc, &[vsrc.len()], "v").unwrap();
-        let qt = gpu.zeros_f32(&[q.len()], "q rotated").unwrap();
-        let kc = gpu.zeros_f32(&[(slots * kvn) as usize], "kc").unwrap();
-        let vc = gpu.zeros_f32(&[(slots * kvn) as usize], "vc").unwrap();
-        let p = RopeStoreParams {
-            heads,
-            kv_heads,
-            head_dim,
-            rot_dims: rot,
-            base: 10_000.0,
-            freq_scale: 1.0,
-            pos,
-            dst,
-            grid_x: 0,
-            q_src: 5,
-            k_src: 5 + qn,
-            v_src: 3,
-        };
-        run(&gpu, |rec| {
-            ops::rope_store(&gpu, rec, p, neox, [&st, &vt, &qt, &kc, &vc]).unwrap()
-        });
-        let rope = |x: &[f32], heads: u32| {
-            let mut x = x.to_vec();
-            let rp = RopeParams {
-                tokens: 1,
-                heads,
-                head_dim,
-                rot_dims: rot,
-                base: 10_000.0,
-                freq_scale: 1.0,
-                grid_x: 0,
-                pos_base: pos,
-            };
-            rowops::rope_reference(&mut x, &[0], &rp, neox);
-            x
-        };
-        let what = format!("neox {neox}, {heads}/{kv_heads} x {head_dim}, rot {rot}");
-        close(
-            &gpu.readback_f32(&qt).unwrap(),
-            &rope(&q, heads),
-            1e-5,
-            &what,
-        );
-        let (gk, gv) = (
-            gpu.readback_f32(&kc).unwrap(),
-            gpu.readback_f32(&vc).unwrap(),
-        );
-        let d = dst as usize;
-        close(&gk[d..d + kvn as usize], &rope(&k, kv_heads), 1e-5, &what);
-        assert_eq!(&gv[d..d + kvn as usize], &v[..], "{what}");
-        assert!(
-            gk[..d]
-                .iter()
-                .chain(&gk[d + kvn as usize..])
-                .all(|x| *x == 0.0)
-        );
-    }
 }

@@ -255,7 +255,7 @@ struct KernelTime {
 /// GPU time per call of the decode-step kernels that are latency-bound rather than
 /// bandwidth-bound (so µs, not a ratio, is their figure), at Gemma 3 270M's sizes.
 fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
-    use gpuport_kernels::attention::DecodeAttnParams;
+    use gpuport_kernels::attention::{DecodeAttnParams, QkNorm};
     use gpuport_kernels::rowops::{ElementOp, NormKind};
     use gpuport_kernels::sample::SampleParams;
     let mut out = Vec::new();
@@ -295,19 +295,31 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             scale: 0.0625,
             cap: 0.0,
             blocks: 0,
+            q_src: 0,
+            k_src: 1024,
+            v_src: 1280,
+            rot_dims: 256,
+            rope_base: 10_000.0,
+            freq_scale: 1.0,
+            norm: QkNorm::Rms.code(),
+            eps: 1e-6,
             pad: [0; 3],
         };
-        let q = gpu.upload_f32(&vec![0.1; 1024], &[1024], "q")?;
-        let k = gpu.upload_f32(
-            &vec![0.1; (ctx * 256) as usize],
-            &[(ctx * 256) as usize],
-            "k",
-        )?;
+        let qkv = gpu.upload_f32(&vec![0.1; 1536], &[1536], "q, k, v")?;
+        let norms = gpu.upload_f32(&vec![1.0; 512], &[512], "q, k norms")?;
+        let cache = |what| {
+            let n = (ctx * 256) as usize;
+            gpu.upload_f32(&vec![0.1; n], &[n], what)
+        };
+        let (k, v) = (cache("k")?, cache("v")?);
         let s = gpu.zeros_f32(&[ops::attention_scratch(4, 256, ctx)], "scratch")?;
         let o = gpu.zeros_f32(&[1024], "out")?;
         time(
             format!("attention decode 4q/1kv x 256, {ctx} keys"),
-            &mut |rec| ops::attention_decode(gpu, rec, p, [&q, &k, &k, &s, &o]),
+            &mut |rec| {
+                let tensors = [&qkv, &k, &v, &s, &o];
+                ops::attention_decode(gpu, rec, p, true, tensors, Some(&norms))
+            },
         )?;
     }
     for vocab in [49_152usize, 262_144] {

@@ -1,6 +1,10 @@
 // Second pass of split decode attention: for each head, out = sum_b exp(m_b - M) o_b /
-// sum_b exp(m_b - M) l_b over its key blocks (M the largest m_b); blocks without keys have
-// l = 0 and drop out.
+// sum_b exp(m_b - M) l_b over its key blocks (M the largest m_b). A block without keys wrote
+// m = -3e38, l = 0, o = 0, so its weight underflows to 0 and no branch is needed.
+//
+// One workgroup per head. The max and the denominator are workgroup reductions over the
+// blocks; then thread (column d, block group g) sums its share of the blocks for column d
+// (every load independent of the last) and the groups' sums meet in workgroup memory.
 
 //!include attn_params.wgsl
 
@@ -10,32 +14,54 @@ override WG: u32 = 128u;
 @group(0) @binding(1) var<storage, read> part: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 
+var<workgroup> sums: array<f32, 256>;
+
+//!include wgreduce
+
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let h = wg.x;
-    let stride = p.head_dim + 2u;
+fn main(l: Lanes) {
+    let h = l.wg.x;
+    let hd = p.head_dim;
+    let stride = hd + 2u;
     let hb = h * p.blocks * stride;
-    var big = -3.0e38;
-    for (var b = 0u; b < p.blocks; b++) {
-        if part[hb + b * stride + p.head_dim + 1u] > 0.0 {
-            big = max(big, part[hb + b * stride + p.head_dim]);
-        }
+    var mx = -3.0e38;
+    for (var b = l.lid; b < p.blocks; b += WG) {
+        mx = max(mx, part[hb + b * stride + hd]);
     }
-    var denom = 0.0;
-    for (var b = 0u; b < p.blocks; b++) {
-        let lb = part[hb + b * stride + p.head_dim + 1u];
-        if lb > 0.0 {
-            denom += exp(part[hb + b * stride + p.head_dim] - big) * lb;
-        }
+    let big = wg_max(l, mx);
+    var den = 0.0;
+    for (var b = l.lid; b < p.blocks; b += WG) {
+        let base = hb + b * stride;
+        den += exp(part[base + hd] - big) * part[base + hd + 1u];
     }
-    for (var d = lid; d < p.head_dim; d += WG) {
+    let denom = wg_sum(l, den);
+    // Block groups: WG / hd of them when a head fits the workgroup, else one, with each
+    // thread taking columns d, d + WG, ...
+    let groups = max(WG / hd, 1u);
+    let g = l.lid / hd;
+    var acc = 0.0;
+    for (var d = l.lid % hd; d < hd; d += WG) {
         var o = 0.0;
-        for (var b = 0u; b < p.blocks; b++) {
-            let base = hb + b * stride;
-            if part[base + p.head_dim + 1u] > 0.0 {
-                o += exp(part[base + p.head_dim] - big) * part[base + d];
+        if g < groups {
+            for (var b = g; b < p.blocks; b += groups) {
+                let base = hb + b * stride;
+                o += exp(part[base + hd] - big) * part[base + d];
             }
         }
-        out[h * p.head_dim + d] = o / denom;
+        if groups == 1u && g == 0u {
+            out[h * hd + d] = o / denom;
+        }
+        acc = o;
+    }
+    if groups > 1u {
+        sums[l.lid] = acc;
+        workgroupBarrier();
+        if g == 0u {
+            var total = 0.0;
+            for (var gg = 0u; gg < groups; gg++) {
+                total += sums[gg * hd + l.lid];
+            }
+            out[h * hd + l.lid] = total / denom;
+        }
     }
 }

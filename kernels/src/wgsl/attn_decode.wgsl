@@ -1,82 +1,196 @@
-// Decode attention, split over the keys (flash-decoding): one query row per head against the
-// KV cache. Pass SPLIT (this entry point) gives each workgroup one head and one block of WG
-// keys: it scores them (scaled, optionally soft-capped), and writes the block's max m, sum of
-// exp(s - m) l, and the exp-weighted value sum o. Pass COMBINE (attn_combine.wgsl) rescales
-// and adds the blocks of each head. GQA: head h reads KV head h / (heads / kv_heads). Keys are
-// cache positions [first, n_keys), first = n_keys - window when a sliding window is set.
+// Decode attention, split over the keys (flash-decoding), with the new token's attention
+// inputs prepared on the way in. Pass SPLIT (this entry point) gives each workgroup one head
+// and one block of KB keys: it scores them (scaled, optionally soft-capped), and writes the
+// block's max m, sum of exp(s - m) l, and the exp-weighted value sum o. Pass COMBINE
+// (attn_combine.wgsl) rescales and adds the blocks of each head. GQA: head h reads KV head
+// h / (heads / kv_heads). Keys are cache positions [first, n_keys), first = n_keys - window
+// when a sliding window is set.
 //
-// Layouts (f32, read as vec4: head_dim is a multiple of 4, at most 256): q [heads, head_dim];
-// k, v [max_ctx, kv_heads, head_dim] (token-major, so a token's keys are one contiguous row
-// and the cache grows by appending); part [heads, blocks, head_dim + 2] (o, then m and l).
+// The new token (position pos = n_keys - 1): its query, key and value come from `qkv` (the
+// input projections' output) at q_src, k_src, v_src. Query and key heads are normalized
+// (optional per-head RMSNorm: Gemma's QK-norm, weights `nw` = query norm then key norm) and
+// rotated (RoPE by pos: pair i of a head rotates by pos * freq_scale * base^(-2i / rot_dims),
+// pairs (2i, 2i + 1) or, with NEOX, (i, i + rot_dims / 2); elements past rot_dims unrotated)
+// here, by every workgroup that needs them: that fuses what would be two more dispatches per
+// layer. Key position pos is scored against the prepared key rather than the cache, and the
+// workgroups of the last block of each KV group's first query head append the prepared key
+// and the value to the caches (row pos is read by no one in this dispatch).
 //
-// Scores: one thread per key, q from workgroup memory, vec4 loads of the key row. Values:
-// threads split as (vec4 column, key group) so every thread has independent loads in flight
-// and each key row is read with coalesced 16-byte loads; the key groups' sums are added in
-// workgroup memory.
+// Layouts (f32; head_dim a multiple of 4, at most 256): k, v caches [max_ctx, kv_heads,
+// head_dim] read as vec4 (token-major, so a token's keys are one contiguous row and the cache
+// grows by appending); part [heads, blocks, head_dim + 2] (o, then m and l).
+//
+// Scores: LPK = WG / KB lanes per key, each a strided share of the key row's vec4 loads
+// against q in workgroup memory, their partial dots added in workgroup memory. Small blocks
+// give a decode step's few heads enough workgroups to fill the GPU, and several lanes per key
+// keep each thread's dependent loads short. Values: threads split as (vec4 column, key group)
+// so every thread has independent loads in flight and each value row is read with coalesced
+// 16-byte loads; the key groups' sums are added in workgroup memory.
 
 //!include attn_params.wgsl
 
 override WG: u32 = 128u;
+// Keys per block (a power of two dividing WG).
+override KB: u32 = 32u;
+override LPK: u32 = WG / KB;
+override NEOX: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;
+@group(0) @binding(2) var<storage, read_write> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> v: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> part: array<f32>;
+// Query norm then key norm weights (head_dim each); bound to qkv, and unread, when norm is 0.
+@group(0) @binding(5) var<storage, read> nw: array<f32>;
 
 var<workgroup> weights: array<f32, 256>;
 var<workgroup> qs: array<vec4<f32>, 64>;
+var<workgroup> knew: array<vec4<f32>, 64>;
+var<workgroup> head: array<f32, 256>;
 var<workgroup> osum: array<vec4<f32>, 256>;
+var<workgroup> partial: array<f32, 256>;
 
 //!include wgreduce
+
+// Loads one head vector of the new token from qkv[base..] into `head`, normalized with the
+// weights at nw[w0..] when a norm is set. Called by the whole workgroup.
+fn load_head(l: Lanes, base: u32, w0: u32) {
+    var sq = 0.0;
+    for (var d = l.lid; d < p.head_dim; d += WG) {
+        let x = qkv[base + d];
+        head[d] = x;
+        sq += x * x;
+    }
+    let total = wg_sum(l, sq);
+    if p.norm > 0u {
+        let inv = inverseSqrt(total / f32(p.head_dim) + p.eps);
+        for (var d = l.lid; d < p.head_dim; d += WG) {
+            var w = nw[w0 + d];
+            if p.norm == 2u {
+                w += 1.0;
+            }
+            head[d] *= inv * w;
+        }
+    }
+    workgroupBarrier();
+}
+
+// Element d of `head` after RoPE at the new token's position.
+fn rotated(d: u32) -> f32 {
+    if d >= p.rot_dims {
+        return head[d];
+    }
+    let half = p.rot_dims / 2u;
+    var i: u32;
+    var a: u32;
+    var b: u32;
+    var second: bool;
+    if NEOX == 1u {
+        i = d % half;
+        a = d - select(0u, half, d >= half);
+        b = a + half;
+        second = d >= half;
+    } else {
+        i = d / 2u;
+        a = d & ~1u;
+        b = a + 1u;
+        second = (d & 1u) == 1u;
+    }
+    let pos = p.n_keys - 1u;
+    let theta = f32(pos) * p.freq_scale * pow(p.rope_base, -2.0 * f32(i) / f32(p.rot_dims));
+    let c = cos(theta);
+    let s = sin(theta);
+    if second {
+        return head[a] * s + head[b] * c;
+    }
+    return head[a] * c - head[b] * s;
+}
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let h = l.wg.x;
     let blk = l.wg.y;
-    let kvh = h / (p.heads / p.kv_heads);
+    let group = p.heads / p.kv_heads;
+    let kvh = h / group;
     let hd4 = p.head_dim / 4u;
+    let pos = p.n_keys - 1u;
     var first = 0u;
     if p.window > 0u && p.n_keys > p.window {
         first = p.n_keys - p.window;
     }
-    for (var i = l.lid; i < hd4; i += WG) {
-        qs[i] = q[h * hd4 + i];
+    load_head(l, p.q_src + h * p.head_dim, 0u);
+    for (var d = l.lid; d < p.head_dim; d += WG) {
+        qs[d / 4u][d % 4u] = rotated(d);
     }
     workgroupBarrier();
-    let j = blk * WG + l.lid;
-    let live = j >= first && j < p.n_keys;
     let row4 = p.kv_heads * hd4;
     let kb4 = kvh * hd4;
-    var s = -3.0e38;
-    if live {
-        var acc = vec4<f32>(0.0);
-        let kr = j * row4 + kb4;
-        for (var d = 0u; d < hd4; d++) {
-            acc += qs[d] * k[kr + d];
+    // Uniform per workgroup: the block holding the new token prepares its key.
+    let last = blk == pos / KB;
+    if last {
+        load_head(l, p.k_src + kvh * p.head_dim, p.head_dim);
+        for (var d = l.lid; d < p.head_dim; d += WG) {
+            knew[d / 4u][d % 4u] = rotated(d);
         }
-        s = (acc.x + acc.y + acc.z + acc.w) * p.scale;
+        workgroupBarrier();
+        if h % group == 0u {
+            for (var c = l.lid; c < hd4; c += WG) {
+                k[pos * row4 + kb4 + c] = knew[c];
+                let vb = p.v_src + kvh * p.head_dim + 4u * c;
+                v[pos * row4 + kb4 + c] = vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
+            }
+        }
+    }
+    let key = l.lid / LPK;
+    let lane = l.lid % LPK;
+    let j = blk * KB + key;
+    let live = j >= first && j < p.n_keys;
+    var acc = vec4<f32>(0.0);
+    if live {
+        if j == pos {
+            for (var d = lane; d < hd4; d += LPK) {
+                acc += qs[d] * knew[d];
+            }
+        } else {
+            let kr = j * row4 + kb4;
+            for (var d = lane; d < hd4; d += LPK) {
+                acc += qs[d] * k[kr + d];
+            }
+        }
+    }
+    partial[l.lid] = acc.x + acc.y + acc.z + acc.w;
+    workgroupBarrier();
+    var s = -3.0e38;
+    if live && lane == 0u {
+        var dot_ = 0.0;
+        for (var i = 0u; i < LPK; i++) {
+            dot_ += partial[l.lid + i];
+        }
+        s = dot_ * p.scale;
         if p.cap > 0.0 {
             s = p.cap * tanh(clamp(s / p.cap, -15.0, 15.0));
         }
     }
     let m = wg_max(l, s);
     var e = 0.0;
-    if live {
+    if live && lane == 0u {
         e = exp(s - m);
+        weights[key] = e;
     }
-    weights[l.lid] = e;
     let total = wg_sum(l, e);
     // Values: column c (a vec4) and key group g of `groups`.
     let groups = max(WG / hd4, 1u);
     let c = l.lid % hd4;
     let g = l.lid / hd4;
-    let j0 = blk * WG;
+    let j0 = blk * KB;
     var o = vec4<f32>(0.0);
     if g < groups && c < hd4 {
-        for (var i = g; i < WG; i += groups) {
+        for (var i = g; i < KB; i += groups) {
             let jj = j0 + i;
-            if jj >= first && jj < p.n_keys {
+            if jj == pos {
+                let vb = p.v_src + kvh * p.head_dim + 4u * c;
+                o += weights[i] * vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
+            } else if jj >= first && jj < p.n_keys {
                 o += weights[i] * v[jj * row4 + kb4 + c];
             }
         }

@@ -3,12 +3,20 @@ struct Params {
     heads: u32,
     kv_heads: u32,
     head_dim: u32,
-    n_keys: u32,
+    n_keys: u32,    // cache positions attended to; the last one is the new token's
     max_ctx: u32,
-    window: u32,   // 0: attend to every key
+    window: u32,    // 0: attend to every key
     scale: f32,
-    cap: f32,      // 0: no soft cap
-    blocks: u32,   // key blocks per head (grid y of the first pass)
+    cap: f32,       // 0: no soft cap
+    blocks: u32,    // key blocks per head (grid y of the first pass)
+    q_src: u32,     // element offsets of the new token's q, k, v in `qkv`
+    k_src: u32,
+    v_src: u32,
+    rot_dims: u32,  // RoPE: rotated elements per head (even, at most head_dim)
+    rope_base: f32,
+    freq_scale: f32,
+    norm: u32,      // per-head q/k RMSNorm: 0 none, 1 by w, 2 by (1 + w)
+    eps: f32,
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,

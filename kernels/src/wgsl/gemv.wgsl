@@ -68,26 +68,15 @@ fn xin(i: u32) -> vec4<f32> {
     }
 }
 
-// 1 / sqrt(mean(x^2) + eps) over the row's columns, reduced across the workgroup through `red`
-// (free again when this returns).
-fn x_norm_scale(id: u32) -> f32 {
+// 1 / sqrt(mean(x^2) + eps) over the row's columns, reduced across the workgroup.
+fn x_norm_scale(l: Lanes, id: u32) -> f32 {
     let n4 = p.units_per_row * UNIT_ELEMS / 4u;
     var sq = 0.0;
     for (var i = id; i < n4; i += WG) {
         let v = x[p.x_offset + i];
         sq += dot(v, v);
     }
-    red[id] = vec4<f32>(sq, 0.0, 0.0, 0.0);
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if id < s {
-            red[id].x += red[id + s].x;
-        }
-        workgroupBarrier();
-    }
-    let total = red[0].x;
-    workgroupBarrier();
-    return inverseSqrt(total / f32(4u * n4) + p.eps);
+    return inverseSqrt(wg_total(l, sq, id) / f32(4u * n4) + p.eps);
 }
 
 // The sums of the two halves of the sub-block of x at vec4 index xv (the offset terms of the
@@ -113,7 +102,7 @@ fn main(l: Lanes) {
     let lane = id % T;
     let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + group * RPT;
     if XFORM == 1u || XFORM == 2u {
-        x_rstd = x_norm_scale(id);
+        x_rstd = x_norm_scale(l, id);
     }
     var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     if row0 < p.rows {

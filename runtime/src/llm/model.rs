@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use gpuport_kernels::attention::{DecodeAttnParams, RopeStoreParams};
+use gpuport_kernels::attention::{DecodeAttnParams, QkNorm};
 use gpuport_kernels::gemv::{GemvInput, GemvTunables};
 use gpuport_kernels::quant::GgmlType;
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
@@ -48,10 +48,6 @@ pub(crate) struct Scratch {
     h: Tensor,
     /// Queries, keys, values: the attention input projections' outputs, in that order.
     qkv: Tensor,
-    /// Queries then keys after the per-head norms (Gemma 3).
-    qk_normed: Tensor,
-    /// Rotated queries.
-    q: Tensor,
     attn: Tensor,
     /// A projection awaiting its post-norm (Gemma 3).
     proj: Tensor,
@@ -76,8 +72,6 @@ impl Scratch {
             x_alt: f(e, "x'")?,
             h: f(e, "h")?,
             qkv: f(q + 2 * kv, "q, k, v")?,
-            qk_normed: f(q + kv, "q, k normed")?,
-            q: f(q, "q rotated")?,
             attn: f(q, "attention")?,
             proj: f(e, "projection")?,
             gate: f(2 * cfg.ff, "gate, up")?,
@@ -190,12 +184,8 @@ impl Model {
                 (GemvInput::Plain, &s.h, None)
             }
         };
-        let mats: Vec<&Tensor> = match parts {
-            Projections::Fused(w) => vec![w],
-            Projections::Split(ws) => ws.iter().collect(),
-        };
         let mut y_first = 0;
-        for w in mats {
+        for w in &parts.stacks {
             let call = GemvCall {
                 y_first,
                 input,
@@ -241,6 +231,54 @@ impl Model {
         ops::norm_with(gpu, rec, c.norm, [&s.proj, pn, out], c.embd, c.eps, extras)
     }
 
+    /// Decode attention of layer `layer` for the token at `pos` (a cache of `ctx` positions):
+    /// its window and RoPE base (local or global layer), QK-norm, and where q, k, v sit in the
+    /// projections' output.
+    fn attention_params(
+        &self,
+        layer: usize,
+        pos: usize,
+        ctx: usize,
+        qk_norm: bool,
+    ) -> Result<DecodeAttnParams, GpuError> {
+        let c = &self.cfg;
+        let (q_dim, kv_dim) = (c.q_dim() as u32, c.kv_dim() as u32);
+        let local = c.is_local(layer);
+        let (rope_base, freq_scale) = if local {
+            (c.rope_base_local, 1.0)
+        } else {
+            (c.rope_base, c.rope_scale)
+        };
+        let norm = match (qk_norm, c.norm) {
+            (false, _) => QkNorm::None,
+            (true, NormKind::Rms) => QkNorm::Rms,
+            (true, NormKind::RmsPlusOne) => QkNorm::RmsPlusOne,
+            (true, NormKind::Layer) => {
+                return Err(GpuError::Shape("a LayerNorm as QK-norm".into()));
+            }
+        };
+        Ok(DecodeAttnParams {
+            heads: c.heads as u32,
+            kv_heads: c.kv_heads as u32,
+            head_dim: c.head_dim as u32,
+            n_keys: pos as u32 + 1,
+            max_ctx: ctx as u32,
+            window: if local { c.window as u32 } else { 0 },
+            scale: c.attn_scale,
+            cap: c.attn_cap,
+            blocks: 0,
+            q_src: 0,
+            k_src: q_dim,
+            v_src: q_dim + kv_dim,
+            rot_dims: c.rope_dims as u32,
+            rope_base,
+            freq_scale,
+            norm: norm.code(),
+            eps: c.eps,
+            pad: [0; 3],
+        })
+    }
+
     /// The GEMV input form of the feed-forward block's gated activation.
     fn glu_input(&self) -> Result<GemvInput, GpuError> {
         match self.cfg.glu {
@@ -267,66 +305,14 @@ impl Model {
         let c = &self.cfg;
         let w = &self.weights;
         let glu = self.glu_input()?;
-        let (q_dim, kv_dim) = (c.q_dim(), c.kv_dim());
         ops::embed(gpu, rec, &w.embd, &s.tokens, pos, &s.x, c.embed_scale)?;
         let (mut x, mut x_next) = (&s.x, &s.x_alt);
         for (i, l) in w.layers.iter().enumerate() {
             let (kc, vc) = &kv.layers[i];
             self.normed_projections(gpu, rec, [x, &l.attn_norm, &s.qkv], &l.attn_in, s)?;
-            let qk_src = match &l.qk_norm {
-                Some(qkn) => {
-                    let extras = ops::NormExtras {
-                        residual: None,
-                        second_weights: Some((c.heads, c.head_dim)),
-                    };
-                    let qk = s.qkv.view(0, q_dim + kv_dim);
-                    ops::norm_with(
-                        gpu,
-                        rec,
-                        c.norm,
-                        [&qk, qkn, &s.qk_normed],
-                        c.head_dim,
-                        c.eps,
-                        extras,
-                    )?;
-                    &s.qk_normed
-                }
-                None => &s.qkv,
-            };
-            let local = c.is_local(i);
-            let (base, scale) = if local {
-                (c.rope_base_local, 1.0)
-            } else {
-                (c.rope_base, c.rope_scale)
-            };
-            let p = RopeStoreParams {
-                heads: c.heads as u32,
-                kv_heads: c.kv_heads as u32,
-                head_dim: c.head_dim as u32,
-                rot_dims: c.rope_dims as u32,
-                base,
-                freq_scale: scale,
-                pos: pos as u32,
-                dst: (pos * kv_dim) as u32,
-                grid_x: 0,
-                q_src: 0,
-                k_src: q_dim as u32,
-                v_src: (q_dim + kv_dim) as u32,
-            };
-            ops::rope_store(gpu, rec, p, c.rope_neox, [qk_src, &s.qkv, &s.q, kc, vc])?;
-            let p = DecodeAttnParams {
-                heads: c.heads as u32,
-                kv_heads: c.kv_heads as u32,
-                head_dim: c.head_dim as u32,
-                n_keys: pos as u32 + 1,
-                max_ctx: kv.ctx as u32,
-                window: if local { c.window as u32 } else { 0 },
-                scale: c.attn_scale,
-                cap: c.attn_cap,
-                blocks: 0,
-                pad: [0; 3],
-            };
-            ops::attention_decode(gpu, rec, p, [&s.q, kc, vc, &s.part, &s.attn])?;
+            let p = self.attention_params(i, pos, kv.ctx, l.qk_norm.is_some())?;
+            let tensors = [&s.qkv, kc, vc, &s.part, &s.attn];
+            ops::attention_decode(gpu, rec, p, c.rope_neox, tensors, l.qk_norm.as_ref())?;
             let wo = [&l.wo, &s.attn, x, x_next];
             self.project_residual(gpu, rec, wo, GemvInput::Plain, &l.post_attn_norm, s)?;
             (x, x_next) = (x_next, x);
@@ -336,7 +322,9 @@ impl Model {
             (x, x_next) = (x_next, x);
         }
         if logits {
-            let out = Projections::Fused(w.output.clone());
+            let out = Projections {
+                stacks: vec![w.output.clone()],
+            };
             self.normed_projections(gpu, rec, [x, &w.output_norm, &s.logits], &out, s)?;
         }
         Ok(())

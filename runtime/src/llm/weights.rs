@@ -33,13 +33,12 @@ pub struct LayerWeights {
 }
 
 /// Projections of one input whose outputs go to consecutive ranges of one buffer (q, k, v;
-/// gate, up).
-pub enum Projections {
-    /// The matrices' rows stacked in one matrix (they share a type and a column count): one
-    /// GEMV computes every output.
-    Fused(Tensor),
-    /// Apart (their types differ): one GEMV each.
-    Split(Vec<Tensor>),
+/// gate, up). Runs of consecutive matrices that share a type and a column count are stacked
+/// row-wise into one matrix, so one GEMV computes them all (Gemma 3 270M stores some layers'
+/// values in another type than their queries and keys: two GEMVs there, one elsewhere).
+pub struct Projections {
+    /// The stacked matrices, in output order.
+    pub stacks: Vec<Tensor>,
 }
 
 /// All of a model's tensors.
@@ -182,7 +181,7 @@ fn upload(gpu: &Gpu, g: &Gguf, t: &TensorInfo) -> Result<Tensor, LlmError> {
     Ok(gpu.upload(g.data(t), elem_of(t)?, &t.shape(), &t.name)?)
 }
 
-/// The named matrices as [`Projections`]: stacked when they share a type and a column count.
+/// The named matrices as [`Projections`].
 fn projections(
     gpu: &Gpu,
     g: &Gguf,
@@ -193,27 +192,24 @@ fn projections(
         .iter()
         .map(|n| g.require_tensor(n))
         .collect::<Result<Vec<_>, _>>()?;
-    let first = infos[0];
-    let same = infos
-        .iter()
-        .all(|t| t.type_id == first.type_id && t.shape()[1..] == first.shape()[1..]);
-    if !same {
-        let parts = infos.into_iter().map(|t| upload(gpu, g, t));
-        return Ok(Projections::Split(parts.collect::<Result<_, _>>()?));
+    let stackable =
+        |a: &TensorInfo, b: &TensorInfo| a.type_id == b.type_id && a.shape()[1..] == b.shape()[1..];
+    let mut stacks = Vec::new();
+    for run in infos.chunk_by(|a, b| stackable(a, b)) {
+        if let [one] = run {
+            stacks.push(upload(gpu, g, one)?);
+            continue;
+        }
+        let mut bytes = Vec::with_capacity(run.iter().map(|t| t.bytes as usize).sum());
+        let mut shape = run[0].shape();
+        shape[0] = 0;
+        for t in run {
+            bytes.extend_from_slice(g.data(t));
+            shape[0] += t.shape()[0];
+        }
+        stacks.push(gpu.upload(&bytes, elem_of(run[0])?, &shape, label)?);
     }
-    let mut bytes = Vec::with_capacity(infos.iter().map(|t| t.bytes as usize).sum());
-    let mut shape = first.shape();
-    shape[0] = 0;
-    for t in &infos {
-        bytes.extend_from_slice(g.data(t));
-        shape[0] += t.shape()[0];
-    }
-    Ok(Projections::Fused(gpu.upload(
-        &bytes,
-        elem_of(first)?,
-        &shape,
-        label,
-    )?))
+    Ok(Projections { stacks })
 }
 
 /// Small f32 vectors concatenated into one tensor.

@@ -1,6 +1,6 @@
 //! Launches of the row and elementwise kernels (`gpuport_kernels::rowops`).
 
-use gpuport_kernels::attention::{self, DecodeAttnParams, KvStoreParams, RopeStoreParams};
+use gpuport_kernels::attention::{self, DecodeAttnParams, KvStoreParams};
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
 use gpuport_kernels::{Reduction, grid_2d};
 
@@ -247,54 +247,69 @@ pub fn argmax(
     launch(gpu, rec, &rowops::argmax_spec(256, 1), &p, &bound, (1, 1))
 }
 
-/// Decode attention for one token: `out[h] = softmax(q[h] . K[kvh]^T * scale) V[kvh]` over the
-/// cache positions `p` names (`k`, `v`: `[max_ctx, kv_heads, head_dim]`), split over blocks of 128 keys (one workgroup each) and combined
-/// per head in a second dispatch of the same pass. `part` is scratch of at least
-/// `heads * ceil(max_ctx / 128) * (head_dim + 2)` f32.
+/// Decode attention for a new token (both passes): its queries, keys and values are read from
+/// `qkv` at `p.q_src`, `p.k_src`, `p.v_src`, normalized per head when `p.norm` is set (weights
+/// `qk_norm`: query norm then key norm) and rotated (RoPE, `neox` pair layout) in the kernel;
+/// the key and value are appended to the caches `kc`, `vc` at position `p.n_keys - 1`, and the
+/// attention output of every head lands in `out`. Tensors `[qkv, kc, vc, part, out]`.
 pub fn attention_decode(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     mut p: DecodeAttnParams,
-    [q, k, v, part, out]: [&Tensor; 5],
+    neox: bool,
+    [qkv, kc, vc, part, out]: [&Tensor; 5],
+    qk_norm: Option<&Tensor>,
 ) -> Result<(), GpuError> {
     const WG: u32 = 128;
+    const KB: u32 = attention::KEYS_PER_BLOCK;
     let (heads, kv_heads, hd, ctx) = (
         p.heads as usize,
         p.kv_heads as usize,
         p.head_dim as usize,
         p.max_ctx as usize,
     );
-    p.blocks = p.n_keys.div_ceil(WG).max(1);
+    p.blocks = p.n_keys.div_ceil(KB).max(1);
+    let within = |at: u32, n: usize| at as usize + n <= elems(qkv);
     let ok = kv_heads > 0
+        && p.n_keys > 0
         && hd.is_multiple_of(4)
         && hd <= 4 * WG as usize
         && hd <= 256
+        && p.rot_dims.is_multiple_of(2)
+        && p.rot_dims <= p.head_dim
         && heads.is_multiple_of(kv_heads)
         && p.n_keys as usize <= ctx
-        && elems(q) == heads * hd
+        && within(p.q_src, heads * hd)
+        && within(p.k_src, kv_heads * hd)
+        && within(p.v_src, kv_heads * hd)
+        && (p.norm == 0) == qk_norm.is_none()
+        && qk_norm.is_none_or(|w| elems(w) == 2 * hd)
         && elems(out) == heads * hd
-        && elems(k) >= ctx * kv_heads * hd
-        && elems(v) >= ctx * kv_heads * hd
+        && elems(kc) >= ctx * kv_heads * hd
+        && elems(vc) >= ctx * kv_heads * hd
         && elems(part) >= heads * p.blocks as usize * (hd + 2)
         && p.blocks <= gpu.limits().max_compute_workgroups_per_dimension;
     if !ok {
         return Err(GpuError::Shape(format!(
-            "decode attention {p:?} with q {:?}, k {:?}, v {:?}",
-            q.shape, k.shape, v.shape
+            "decode attention {p:?} with q/k/v {:?}, caches {:?}, {:?}, norm weights {:?}",
+            qkv.shape,
+            kc.shape,
+            vc.shape,
+            qk_norm.map(|w| &w.shape)
         )));
     }
     launch(
         gpu,
         rec,
-        &attention::decode_spec(WG, reduction(gpu)),
+        &attention::decode_spec(WG, KB, reduction(gpu), neox),
         &p,
-        &[q, k, v, part],
+        &[qkv, kc, vc, part, qk_norm.unwrap_or(qkv)],
         (p.heads, p.blocks),
     )?;
     launch(
         gpu,
         rec,
-        &attention::combine_spec(WG),
+        &attention::combine_spec(WG, reduction(gpu)),
         &p,
         &[part, out],
         (p.heads, 1),
@@ -303,7 +318,8 @@ pub fn attention_decode(
 
 /// Scratch elements [`attention_decode`] needs for a cache of `max_ctx` positions.
 pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
-    (heads * max_ctx.div_ceil(128).max(1) * (head_dim + 2)) as usize
+    let blocks = max_ctx.div_ceil(attention::KEYS_PER_BLOCK).max(1);
+    (heads * blocks * (head_dim + 2)) as usize
 }
 
 /// Appends `k` and `v` (`tokens * kv_heads * head_dim` f32 each) to the caches `kc`, `vc` at
@@ -338,53 +354,6 @@ pub fn kv_store(
         &attention::kv_store_spec(wg),
         &p,
         &[k, v, kc, vc],
-        grid,
-    )
-}
-
-/// RoPE and KV append for one decode token: queries at `p.q_src` and keys at `p.k_src` of
-/// `src`, values at `p.v_src` of `vsrc`; rotated queries into `q_out`, rotated keys and the
-/// values into the caches at element `p.dst`. Tensors `[src, vsrc, q_out, kc, vc]`; `src` and
-/// `vsrc` may be the same buffer.
-pub fn rope_store(
-    gpu: &Gpu,
-    rec: &mut Recorder<'_>,
-    mut p: RopeStoreParams,
-    neox: bool,
-    [src, vsrc, q_out, kc, vc]: [&Tensor; 5],
-) -> Result<(), GpuError> {
-    let (hd, kv_dim) = (p.head_dim as usize, (p.kv_heads * p.head_dim) as usize);
-    let q_dim = p.heads as usize * hd;
-    let ok = p.rot_dims.is_multiple_of(2)
-        && p.rot_dims <= p.head_dim
-        && elems(src) >= p.q_src as usize + q_dim
-        && elems(src) >= p.k_src as usize + kv_dim
-        && elems(vsrc) >= p.v_src as usize + kv_dim
-        && elems(q_out) == q_dim
-        && elems(kc) >= p.dst as usize + kv_dim
-        && elems(vc) >= p.dst as usize + kv_dim;
-    if !ok {
-        return Err(GpuError::Shape(format!(
-            "rope+store {p:?} with sources {:?} and {:?}, queries {:?}, cache {:?}",
-            src.shape, vsrc.shape, q_out.shape, kc.shape
-        )));
-    }
-    let wg = 256;
-    let mut threads = (p.heads + p.kv_heads) * (p.rot_dims / 2) + kv_dim as u32;
-    if p.rot_dims < p.head_dim {
-        threads += q_dim as u32;
-    }
-    let grid = grid_2d(
-        threads.div_ceil(wg),
-        gpu.limits().max_compute_workgroups_per_dimension,
-    );
-    p.grid_x = grid.0;
-    launch(
-        gpu,
-        rec,
-        &attention::rope_store_spec(neox, wg),
-        &p,
-        &[src, vsrc, q_out, kc, vc],
         grid,
     )
 }
