@@ -10,6 +10,7 @@ mod inspect;
 mod llm;
 mod output;
 mod probe;
+mod store;
 mod validate;
 
 use std::path::PathBuf;
@@ -128,6 +129,8 @@ enum Command {
     },
     /// Print the canonical ids and sizes an MLC package should carry, so a producer can fill
     /// them in (see docs/spec/hashes.md).
+    #[command(flatten)]
+    Store(store::StoreCommand),
     Hash {
         /// Which value to compute.
         #[arg(value_enum)]
@@ -195,6 +198,7 @@ fn main() -> ExitCode {
             sampling,
         } => chat::run(model, system, sampling),
         Command::CanRun { model, ctx, json } => can_run::run(&model, ctx, json),
+        Command::Store(command) => store::run(command),
     };
     ExitCode::from(code)
 }

@@ -6,6 +6,7 @@
 
 mod bench;
 mod bench_llm;
+mod bench_store;
 mod ci;
 mod demo;
 mod models;
@@ -54,6 +55,9 @@ enum Command {
         /// Largest buffer for the ceiling and the large GEMVs (bytes).
         #[arg(long)]
         max_bytes: Option<u64>,
+        /// Only the GEMV shapes whose names start with one of these (e.g. `large,gemma3`).
+        #[arg(long, value_delimiter = ',')]
+        shapes: Vec<String>,
     },
     /// End-to-end LLM speed: prefill and decode tok/s, time to first token, and decode bytes
     /// per token against the streaming ceiling, for several steps-per-submit values.
@@ -73,6 +77,24 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
     },
+    /// Import throughput: `Store::import` (hash + copy + fsync) against `sha256sum` of the
+    /// same file, as a ratio measured in one run.
+    BenchStore {
+        /// File to import (default: models/gemma-3-270m-q4_k_m.gguf if fetched, else a
+        /// generated file).
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Size of the generated file (MiB) when there is no model.
+        #[arg(long, default_value_t = 256)]
+        generated_mib: u64,
+        /// Rounds of each side (medians are reported).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Folder for the scratch stores (default: the temp folder; /dev/shm leaves out the
+        /// disk's fsync).
+        #[arg(long)]
+        store_dir: Option<PathBuf>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -86,12 +108,14 @@ fn main() -> anyhow::Result<()> {
             write_table,
             table_out,
             max_bytes,
+            shapes,
         } => bench::run(bench::Options {
             quick,
             json,
             write_table,
             table_out,
             max_bytes,
+            shapes,
         }),
         Command::BenchLlm {
             model,
@@ -105,6 +129,17 @@ fn main() -> anyhow::Result<()> {
             gen_tokens,
             steps,
             json,
+        }),
+        Command::BenchStore {
+            file,
+            generated_mib,
+            rounds,
+            store_dir,
+        } => bench_store::run(bench_store::Options {
+            file,
+            generated_mib,
+            rounds,
+            store_dir,
         }),
     }
 }
