@@ -2,7 +2,7 @@
 """Regenerates preprocess/tests/fixtures/ (the gpuport-preprocess references).
 
     pip install -r tools/requirements-test.txt   # modelport-cli 0.1.0, pillow<13, scipy, soxr
-    python3 tools/preprocess_reference.py [image|post|audio ...]
+    python3 tools/preprocess_reference.py [image|post|audio|mlc ...]   (all by default)
 
 image: small generated source images (PNG of every colour type, 8 EXIF orientations, JPEG,
   WebP, BMP, GIF) and the tensors `modelport.preprocess` (Pillow 12) makes from them, listed in
@@ -363,7 +363,100 @@ def make_post_fixtures():
           + ", ".join(str(len(c["expected"])) for c in detect_cases))
 
 
-SECTIONS = {"image": make_image_fixtures, "post": make_post_fixtures}
+# ---------------------------------------------------------------------------------------------
+# audio: stereo sine sweeps written as WAV, reference = channel mean of the quantized samples
+# resampled by soxr ("VHQ"), an independent band-limited resampler
+
+def wav_bytes(channels_data, rate, kind, bits):
+    """A minimal RIFF/WAVE writer: PCM integer (format 1) or IEEE float (format 3)."""
+    frames = np.stack(channels_data, axis=1)
+    if kind == "float":
+        data = frames.astype("<f4").tobytes()
+        tag = 3
+    elif bits == 8:
+        data = (frames + 128).astype(np.uint8).tobytes()
+        tag = 1
+    elif bits == 24:
+        ints = frames.astype("<i4").reshape(-1)
+        data = b"".join(int(v).to_bytes(3, "little", signed=True) for v in ints)
+        tag = 1
+    else:
+        data = frames.astype("<i%d" % (bits // 8)).tobytes()
+        tag = 1
+    channels = frames.shape[1]
+    block = channels * bits // 8
+    fmt = struct.pack("<HHIIHH", tag, channels, rate, rate * block, block, bits)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def sweep(rate, seconds, f0, f1, phase=0.0):
+    t = np.arange(int(rate * seconds)) / rate
+    k = (f1 - f0) / seconds
+    return np.sin(2 * np.pi * (f0 * t + 0.5 * k * t * t) + phase)
+
+
+def make_audio_fixtures():
+    import soxr
+
+    out = FIXTURES / "audio"
+    out.mkdir(parents=True, exist_ok=True)
+    cases = []
+    for rate, kind, bits, top in [(44100, "int", 16, 6000.0), (48000, "float", 32, 6000.0),
+                                  (8000, "int", 24, 3200.0), (22050, "int", 8, 6000.0), (32000, "int", 32, 6000.0)]:
+        left = 0.6 * sweep(rate, 0.5, 50.0, top)
+        right = 0.3 * sweep(rate, 0.5, 80.0, top * 0.9, phase=1.0)
+        if kind == "float":
+            quantized = [left.astype(np.float32), right.astype(np.float32)]
+            values = [q.astype(np.float64) for q in quantized]
+        else:
+            full = 2 ** (bits - 1)
+            quantized = [np.clip(np.round(c * full), -full, full - 1).astype(np.int64) for c in (left, right)]
+            values = [q / full for q in quantized]
+        name = f"sweep_{rate}_{kind}{bits}_stereo"
+        (out / (name + ".wav")).write_bytes(wav_bytes(quantized, rate, kind, bits))
+        mono = (values[0] + values[1]) / 2
+        expected = soxr.resample(mono, rate, 16000, quality="VHQ").astype(np.float32)
+        (out / (name + ".f32")).write_bytes(expected.astype("<f4").tobytes())
+        cases.append({"name": name, "wav": name + ".wav", "expected": name + ".f32", "rate": rate,
+                      "top_frequency_hz": top, "samples": int(expected.size)})
+    (out / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
+    print(f"audio: {len(cases)} sweeps in {out}")
+
+
+# ---------------------------------------------------------------------------------------------
+# MLC image_decode: Pillow antialiased bilinear to the cover size, then the centre crop
+# (round-half-to-even offsets), [1, H, W, 3] uint8
+
+def make_mlc_fixtures():
+    out = FIXTURES / "mlc"
+    out.mkdir(parents=True, exist_ok=True)
+    cases = []
+    for source, mode, height, width in [("rgb_160x120.png", "center_crop", 48, 48),
+                                        ("rgb_160x120.png", "center_crop", 30, 70),
+                                        ("rgb_17x29.png", "center_crop", 40, 20),
+                                        ("rgba_37x23.png", "stretch", 50, 30)]:
+        image = Image.open(FIXTURES / "image" / source).convert("RGB")
+        w, h = image.size
+        if mode == "stretch":
+            rw, rh = width, height
+        elif width * h >= height * w:
+            rw, rh = width, h * width // w
+        else:
+            rw, rh = w * height // h, height
+        resized = image.resize((rw, rh), Image.Resampling.BILINEAR, reducing_gap=None)
+        top, left = round((rh - height) / 2), round((rw - width) / 2)
+        array = np.asarray(resized)[top:top + height, left:left + width]
+        name = f"{mode}_{source.split('.')[0]}_{height}x{width}"
+        (out / (name + ".bin")).write_bytes(np.ascontiguousarray(array).tobytes())
+        cases.append({"name": name, "source": source, "mode": mode, "height": height, "width": width,
+                      "expected": name + ".bin"})
+    (out / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
+    print(f"mlc: {len(cases)} image_decode cases in {out}")
+
+
+SECTIONS = {"image": make_image_fixtures, "post": make_post_fixtures, "audio": make_audio_fixtures,
+            "mlc": make_mlc_fixtures}
 
 if __name__ == "__main__":
     for section in sys.argv[1:] or list(SECTIONS):

@@ -6,22 +6,33 @@
 use std::path::Path;
 
 use gpuport_manifest_core::Choice;
-use gpuport_manifest_core::modelport::{Activation, BoxFormat, DetectionFormat, DetectionPostprocess};
+use gpuport_manifest_core::modelport::{
+    Activation, BoxFormat, DetectionFormat, DetectionPostprocess,
+};
 use gpuport_preprocess::image::InverseTransform;
 use gpuport_preprocess::post::{OutputTensor, batched_nms, detect};
 use serde_json::Value;
 
 fn fixture(name: &str) -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/post").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/post")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn f64s(v: &Value) -> Vec<f64> {
-    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
 }
 
 fn choice<T: Choice>(v: &Value) -> T {
-    *T::ALL.iter().find(|c| c.name() == v.as_str().unwrap()).unwrap()
+    *T::ALL
+        .iter()
+        .find(|c| c.name() == v.as_str().unwrap())
+        .unwrap()
 }
 
 #[test]
@@ -36,10 +47,24 @@ fn batched_nms_keeps_what_the_numpy_reference_keeps() {
             .map(|b| f64s(b).try_into().unwrap())
             .collect();
         let scores = f64s(&case["scores"]);
-        let classes: Vec<usize> = case["classes"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap() as usize).collect();
-        let expected: Vec<usize> = case["kept"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap() as usize).collect();
+        let classes: Vec<usize> = case["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap() as usize)
+            .collect();
+        let expected: Vec<usize> = case["kept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap() as usize)
+            .collect();
         let threshold = case["iou_threshold"].as_f64().unwrap();
-        assert_eq!(batched_nms(&boxes, &scores, &classes, threshold), expected, "threshold {threshold}");
+        assert_eq!(
+            batched_nms(&boxes, &scores, &classes, threshold),
+            expected,
+            "threshold {threshold}"
+        );
     }
 }
 
@@ -76,22 +101,52 @@ fn detection_decoding_matches_the_numpy_reference() {
             labels: None,
         };
         let tensor = |v: &Value| -> (Vec<usize>, Vec<f32>) {
-            let shape = v["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
-            (shape, f64s(&v["values"]).into_iter().map(|x| x as f32).collect())
+            let shape = v["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap() as usize)
+                .collect();
+            (
+                shape,
+                f64s(&v["values"]).into_iter().map(|x| x as f32).collect(),
+            )
         };
         let (score_shape, score_values) = tensor(&case["scores"]);
-        let scores = OutputTensor { name: "scores", shape: &score_shape, values: &score_values };
+        let scores = OutputTensor {
+            name: "scores",
+            shape: &score_shape,
+            values: &score_values,
+        };
         let boxes_data = (!case["boxes"].is_null()).then(|| tensor(&case["boxes"]));
-        let boxes = boxes_data.as_ref().map(|(s, v)| OutputTensor { name: "boxes", shape: s, values: v });
+        let boxes = boxes_data.as_ref().map(|(s, v)| OutputTensor {
+            name: "boxes",
+            shape: s,
+            values: v,
+        });
         let labels = vec!["zero".to_owned()];
-        let got = detect(&scores, boxes.as_ref(), &post, &labels, &transform(&case["transform"])).unwrap();
+        let got = detect(
+            &scores,
+            boxes.as_ref(),
+            &post,
+            &labels,
+            &transform(&case["transform"]),
+        )
+        .unwrap();
         let expected = case["expected"].as_array().unwrap();
         assert_eq!(got.len(), expected.len(), "{name}");
         assert!(!got.is_empty(), "{name}");
         for (g, e) in got.iter().zip(expected) {
-            assert_eq!(g.class_index as u64, e["class_index"].as_u64().unwrap(), "{name}");
+            assert_eq!(
+                g.class_index as u64,
+                e["class_index"].as_u64().unwrap(),
+                "{name}"
+            );
             assert_eq!(g.label.is_some(), g.class_index == 0);
-            assert!((g.score - e["score"].as_f64().unwrap()).abs() < 1e-12, "{name}");
+            assert!(
+                (g.score - e["score"].as_f64().unwrap()).abs() < 1e-12,
+                "{name}"
+            );
             for (a, b) in g.input_box.iter().zip(f64s(&e["input_box"])) {
                 assert!((a - b).abs() < 1e-9, "{name} input box {a} {b}");
             }

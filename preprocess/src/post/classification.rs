@@ -2,9 +2,9 @@
 
 use gpuport_manifest_core::modelport::ClassificationPostprocess;
 
+use super::PostprocessError;
 use super::activation::activate;
 use super::detection::OutputTensor;
-use super::PostprocessError;
 
 /// One ranked class.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +38,11 @@ pub fn classify(
     Ok(order
         .into_iter()
         .take(k)
-        .map(|index| ClassScore { index, label: labels.get(index).cloned(), score: scores[index] })
+        .map(|index| ClassScore {
+            index,
+            label: labels.get(index).cloned(),
+            score: scores[index],
+        })
         .collect())
 }
 
@@ -51,15 +55,30 @@ mod tests {
     #[test]
     fn top_k_ranks_with_ties_by_index() {
         let values = [0.5f32, 2.0, 2.0, -1.0];
-        let output = OutputTensor { name: "logits", shape: &[1, 4], values: &values };
-        let post = ClassificationPostprocess { activation: Activation::None, labels: None, top_k: 3 };
+        let output = OutputTensor {
+            name: "logits",
+            shape: &[1, 4],
+            values: &values,
+        };
+        let post = ClassificationPostprocess {
+            activation: Activation::None,
+            labels: None,
+            top_k: 3,
+        };
         let labels = vec!["a".to_owned(), "b".to_owned()];
         let got = classify(&output, &post, &labels, None).unwrap();
         let idx: Vec<usize> = got.iter().map(|c| c.index).collect();
         assert_eq!(idx, [1, 2, 0]);
         assert_eq!(got[0].label.as_deref(), Some("b"));
         assert_eq!(got[1].label, None);
-        let bad = OutputTensor { name: "logits", shape: &[2, 2], values: &values };
-        assert!(matches!(classify(&bad, &post, &labels, None), Err(PostprocessError::BadShape { .. })));
+        let bad = OutputTensor {
+            name: "logits",
+            shape: &[2, 2],
+            values: &values,
+        };
+        assert!(matches!(
+            classify(&bad, &post, &labels, None),
+            Err(PostprocessError::BadShape { .. })
+        ));
     }
 }

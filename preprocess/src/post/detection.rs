@@ -47,7 +47,10 @@ impl OutputTensor<'_> {
     }
 
     fn not_finite(&self, index: usize) -> PostprocessError {
-        PostprocessError::NotFinite { output: self.name.to_owned(), index }
+        PostprocessError::NotFinite {
+            output: self.name.to_owned(),
+            index,
+        }
     }
 }
 
@@ -90,7 +93,9 @@ pub fn detect(
         DetectionFormat::Rows => {
             let (n, k) = rows_of(scores, "[1, N, 4 + objectness + classes]")?;
             if k <= 4 + objectness + background {
-                return Err(scores.bad_shape("[1, N, 4 + objectness + classes] with at least one class"));
+                return Err(
+                    scores.bad_shape("[1, N, 4 + objectness + classes] with at least one class")
+                );
             }
             (n, k, 4 + objectness, scores, k)
         }
@@ -148,7 +153,12 @@ pub fn detect(
             }
         };
         if post.normalized {
-            b = [b[0] * input_w, b[1] * input_h, b[2] * input_w, b[3] * input_h];
+            b = [
+                b[0] * input_w,
+                b[1] * input_h,
+                b[2] * input_w,
+                b[3] * input_h,
+            ];
         }
         candidates.push((b, score, class));
     }

@@ -21,7 +21,12 @@ pub fn nms(boxes: &[[f64; 4]], scores: &[f64], iou_threshold: f64) -> Vec<usize>
 /// [`nms`] run separately per class: boxes of different classes never suppress each other.
 /// `boxes`, `scores` and `classes` have one entry per box (extra entries of a longer slice are
 /// ignored).
-pub fn batched_nms(boxes: &[[f64; 4]], scores: &[f64], classes: &[usize], iou_threshold: f64) -> Vec<usize> {
+pub fn batched_nms(
+    boxes: &[[f64; 4]],
+    scores: &[f64],
+    classes: &[usize],
+    iou_threshold: f64,
+) -> Vec<usize> {
     let n = boxes.len().min(scores.len()).min(classes.len());
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
@@ -47,7 +52,12 @@ mod tests {
         assert!((iou(&[0.0, 0.0, 10.0, 10.0], &[5.0, 0.0, 15.0, 10.0]) - 1.0 / 3.0).abs() < 1e-15);
         assert_eq!(iou(&[0.0, 0.0, 1.0, 1.0], &[2.0, 2.0, 3.0, 3.0]), 0.0);
         assert_eq!(iou(&[0.0, 0.0, 0.0, 0.0], &[0.0, 0.0, 0.0, 0.0]), 0.0);
-        let boxes = [[0.0, 0.0, 10.0, 10.0], [5.0, 0.0, 15.0, 10.0], [1.0, 1.0, 10.0, 10.0], [20.0, 20.0, 30.0, 30.0]];
+        let boxes = [
+            [0.0, 0.0, 10.0, 10.0],
+            [5.0, 0.0, 15.0, 10.0],
+            [1.0, 1.0, 10.0, 10.0],
+            [20.0, 20.0, 30.0, 30.0],
+        ];
         let scores = [0.9, 0.8, 0.7, 0.95];
         // Box 2 overlaps box 0 by 81/100; box 1 overlaps box 0 by 1/3.
         assert_eq!(nms(&boxes, &scores, 0.5), [3, 0, 1]);
