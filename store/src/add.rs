@@ -77,6 +77,17 @@ fn join_url(base: &str, path: &str) -> Result<String> {
     Ok(url.to_string())
 }
 
+/// A bundle to pull: its manifest (already fetched and parsed) and where its files are.
+struct RemoteBundle<'a> {
+    source: Source,
+    /// Where the manifest came from (none for a catalog entry, whose manifest is inline).
+    manifest_url: Option<String>,
+    manifest_bytes: &'a [u8],
+    manifest: &'a Manifest,
+    /// `https://…/` that `path` files are relative to.
+    base: &'a str,
+}
+
 impl Store {
     /// Imports a local ModelPort bundle, MLC package folder or `.gguf` file. Never uses the
     /// network. The source is validated completely before anything is copied; each file is
@@ -263,15 +274,14 @@ impl Store {
         let source = Source::Remote {
             url: manifest_url.clone(),
         };
-        self.pull_manifest(
+        let bundle = RemoteBundle {
             source,
-            Some(manifest_url),
-            &bytes,
-            &manifest,
-            &base,
-            id,
-            progress,
-        )
+            manifest_url: Some(manifest_url),
+            manifest_bytes: &bytes,
+            manifest: &manifest,
+            base: &base,
+        };
+        self.pull_bundle(bundle, id, progress)
     }
 
     /// Pulls the catalog entry `name` (its base URL's `${VARIABLES}` read from the
@@ -297,28 +307,29 @@ impl Store {
         let source = Source::Catalog {
             name: entry.name.clone(),
         };
-        self.pull_manifest(
+        let bundle = RemoteBundle {
             source,
-            None,
-            &entry.manifest_bytes,
-            &entry.manifest,
-            &entry.base_url,
-            id,
-            progress,
-        )
+            manifest_url: None,
+            manifest_bytes: &entry.manifest_bytes,
+            manifest: &entry.manifest,
+            base: &entry.base_url,
+        };
+        self.pull_bundle(bundle, id, progress)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn pull_manifest(
+    fn pull_bundle(
         &self,
-        source: Source,
-        manifest_url: Option<String>,
-        manifest_bytes: &[u8],
-        manifest: &Manifest,
-        base: &str,
+        bundle: RemoteBundle<'_>,
         id: Option<&str>,
         progress: &dyn Progress,
     ) -> Result<ModelRecord> {
+        let RemoteBundle {
+            source,
+            manifest_url,
+            manifest_bytes,
+            manifest,
+            base,
+        } = bundle;
         let id = id.map(str::to_owned).unwrap_or(manifest.id.clone());
         check_id(&id)?;
         let mut files = BTreeMap::new();

@@ -10,7 +10,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -206,43 +206,18 @@ impl Http {
             progress.note(&format!("{label}: already in the store"));
             return Ok(());
         }
-        let partial_path = layout.partial_path(sha256);
-        let mut partial = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&partial_path)
-            .at(&partial_path)?;
-        let mut have = partial.metadata().at(&partial_path)?.len();
-        if have > size {
-            partial.set_len(0).at(&partial_path)?;
-            have = 0;
-        }
-        // The bytes already there are hashed again: the digest covers the whole file.
-        let mut hasher = Sha256::new();
-        partial.seek(SeekFrom::Start(0)).at(&partial_path)?;
-        std::io::copy(&mut (&partial).take(have), &mut HashWriter(&mut hasher))
-            .at(&partial_path)?;
+        let mut partial = PartialDownload::open(layout.partial_path(sha256), size)?;
         progress.start(label, size);
-        progress.advance(have);
+        progress.advance(partial.have);
         let mut resumes = 0;
         let outcome = loop {
-            if have == size {
+            if partial.have == size {
                 break Ok(());
             }
-            if have > 0 {
-                progress.note(&format!("{label}: resuming at byte {have}"));
+            if partial.have > 0 {
+                progress.note(&format!("{label}: resuming at byte {}", partial.have));
             }
-            match self.fetch_range(
-                url,
-                size,
-                &mut have,
-                &mut partial,
-                &partial_path,
-                &mut hasher,
-                progress,
-            ) {
+            match self.fetch_range(url, size, &mut partial, progress) {
                 Ok(()) => {}
                 Err(e) if transient(&e) && resumes < self.options.max_resumes => resumes += 1,
                 Err(e) => break Err(e),
@@ -252,36 +227,33 @@ impl Http {
         if let Err(e) = outcome {
             if !transient(&e) {
                 // Refused bytes (oversize, a bad response) are not kept for a resume.
-                crate::layout::remove_durably(&partial_path)?;
+                crate::layout::remove_durably(&partial.path)?;
             }
             return Err(e);
         }
-        let digest = to_hex(&hasher.finalize());
+        let digest = to_hex(&partial.hasher.finalize_reset());
         if digest != sha256 {
-            crate::layout::remove_durably(&partial_path)?;
+            crate::layout::remove_durably(&partial.path)?;
             return Err(StoreError::DigestMismatch {
                 what: url.to_owned(),
                 expected: sha256.to_owned(),
                 actual: digest,
             });
         }
-        persist_file(&partial, &partial_path, &layout.blob_path(sha256))
+        persist_file(&partial.file, &partial.path, &layout.blob_path(sha256))
     }
 
-    /// One request from byte `have` on; appends what arrives to `partial`.
-    #[allow(clippy::too_many_arguments)]
+    /// One request from byte `partial.have` on; appends what arrives to `partial`.
     fn fetch_range(
         &self,
         url: &str,
         size: u64,
-        have: &mut u64,
-        partial: &mut File,
-        partial_path: &Path,
-        hasher: &mut Sha256,
+        partial: &mut PartialDownload,
         progress: &dyn Progress,
     ) -> Result<()> {
+        let have = partial.have;
         let mut request = self.agent.get(url);
-        if *have > 0 {
+        if have > 0 {
             request = request.header("Range", format!("bytes={have}-"));
         }
         let mut response = request.call().map_err(|e| net_error(url, e))?;
@@ -291,12 +263,8 @@ impl Http {
             reason,
         };
         match status {
-            200 if *have > 0 => {
-                // The server ignored the range: start over.
-                partial.set_len(0).at(partial_path)?;
-                *have = 0;
-                *hasher = Sha256::new();
-            }
+            // The server ignored the range: start over.
+            200 if have > 0 => partial.restart()?,
             200 => {}
             206 => {
                 let range = response
@@ -308,7 +276,7 @@ impl Http {
                     .strip_prefix("bytes ")
                     .and_then(|r| r.split('-').next())
                     .and_then(|s| s.parse::<u64>().ok());
-                if start != Some(*have) {
+                if start != Some(have) {
                     return Err(bad(format!(
                         "asked for bytes from {have}, got Content-Range `{range}`"
                     )));
@@ -316,7 +284,7 @@ impl Http {
             }
             other => return Err(bad(format!("HTTP status {other}"))),
         }
-        let remaining = size - *have;
+        let remaining = size - partial.have;
         if let Some(length) = response
             .headers()
             .get("content-length")
@@ -329,7 +297,6 @@ impl Http {
                 declared: size,
             });
         }
-        partial.seek(SeekFrom::Start(*have)).at(partial_path)?;
         let mut reader = response.body_mut().as_reader();
         let mut buf = vec![0u8; 256 << 10];
         loop {
@@ -339,23 +306,75 @@ impl Http {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(body_error(url, e)),
             };
-            if *have + n as u64 > size {
+            if partial.have + n as u64 > size {
                 return Err(StoreError::Oversize {
                     url: url.to_owned(),
                     declared: size,
                 });
             }
-            partial.write_all(&buf[..n]).at(partial_path)?;
-            hasher.update(&buf[..n]);
-            *have += n as u64;
+            partial.append(&buf[..n])?;
             progress.advance(n as u64);
         }
-        if *have < size {
+        if partial.have < size {
             return Err(StoreError::Network {
                 url: url.to_owned(),
-                detail: format!("the transfer ended at byte {have} of {size}"),
+                detail: format!("the transfer ended at byte {} of {size}", partial.have),
             });
         }
+        Ok(())
+    }
+}
+
+/// `partial/<sha256>.part`: the bytes received so far and their running hash.
+struct PartialDownload {
+    file: File,
+    path: PathBuf,
+    have: u64,
+    hasher: Sha256,
+}
+
+impl PartialDownload {
+    /// Opens (or creates) the partial file and rehashes what it holds: the final digest
+    /// covers the whole file, not just what this process received. A file longer than
+    /// `size` cannot be a prefix and starts over.
+    fn open(path: PathBuf, size: u64) -> Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .at(&path)?;
+        let have = file.metadata().at(&path)?.len();
+        let mut partial = PartialDownload {
+            file,
+            path,
+            have,
+            hasher: Sha256::new(),
+        };
+        if have > size {
+            partial.restart()?;
+        } else {
+            let mut prefix = (&partial.file).take(have);
+            std::io::copy(&mut prefix, &mut HashWriter(&mut partial.hasher)).at(&partial.path)?;
+        }
+        Ok(partial)
+    }
+
+    /// Drops everything received.
+    fn restart(&mut self) -> Result<()> {
+        self.file.set_len(0).at(&self.path)?;
+        self.file.seek(SeekFrom::Start(0)).at(&self.path)?;
+        self.have = 0;
+        self.hasher = Sha256::new();
+        Ok(())
+    }
+
+    /// Appends received bytes (the file position is always at `have`).
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file.write_all(bytes).at(&self.path)?;
+        self.hasher.update(bytes);
+        self.have += bytes.len() as u64;
         Ok(())
     }
 }
