@@ -4,6 +4,8 @@
 
 mod store_common;
 
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use gpuport_manifest_core::digest::sha256_hex;
@@ -11,6 +13,43 @@ use store_common::https_server::HttpsServer;
 use store_common::*;
 
 const BIG: usize = 6 << 20;
+
+/// Starts every command at once and waits for all; each must succeed.
+fn run_all(store: &Path, ca: &Path, commands: &[(&str, Vec<String>)], round: u64) {
+    let children: Vec<_> = commands
+        .iter()
+        .map(|(name, args)| {
+            let child = gpuport(store, ca)
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (*name, child)
+        })
+        .collect();
+    for (name, child) in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "round {round}: {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// (blob path, inode) for every blob.
+fn inodes(store: &Path) -> Vec<(PathBuf, u64)> {
+    let mut all: Vec<(PathBuf, u64)> = files_under(&store.join("blobs"))
+        .into_iter()
+        .map(|p| {
+            let ino = std::fs::metadata(&p).unwrap().ino();
+            (p, ino)
+        })
+        .collect();
+    all.sort();
+    all
+}
 
 #[test]
 fn concurrent_pulls_imports_and_gcs_keep_the_store_consistent() {
@@ -47,26 +86,7 @@ fn concurrent_pulls_imports_and_gcs_keep_the_store_consistent() {
         }
         commands.push(("gc", vec!["gc".into()]));
         commands.push(("ls", vec!["ls".into()]));
-        let children: Vec<_> = commands
-            .iter()
-            .map(|(name, args)| {
-                let child = gpuport(&store, &ca)
-                    .args(args)
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                (*name, child)
-            })
-            .collect();
-        for (name, child) in children {
-            let out = child.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "round {round}: {name} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        run_all(&store, &ca, &commands, round);
 
         // Each remote file crossed the wire once, whoever fetched it; the import's copy of the
         // shared file, if it came first, saved the download entirely.
@@ -98,5 +118,16 @@ fn concurrent_pulls_imports_and_gcs_keep_the_store_consistent() {
                     .is_file()
             );
         }
+
+        // The same commands again: every blob is present, so none is written a second time
+        // (a rewrite would rename a new inode into place) and nothing is downloaded again.
+        let before = inodes(&store);
+        run_all(&store, &ca, &commands, round);
+        assert_eq!(
+            inodes(&store),
+            before,
+            "round {round}: a blob was rewritten"
+        );
+        assert_eq!(server.bytes_served("/r/w.gguf"), BIG as u64);
     }
 }
