@@ -156,3 +156,19 @@ fn a_user_catalog_entry_is_pulled_by_name() {
         [("renamed".to_owned(), "cached".to_owned())]
     );
 }
+
+#[test]
+fn without_flag_or_variable_the_store_is_under_xdg_data_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpsServer::start();
+    let ca = write_ca(&server, dir.path());
+    let bundle = write_bundle(&dir.path().join("b"), "tiny", &[("w.gguf", &bytes(100, 6))]);
+    let data_home = dir.path().join("data");
+    let (code, _, err) = run(gpuport(&dir.path().join("unused"), &ca)
+        .env_remove("GPUPORT_STORE")
+        .env("XDG_DATA_HOME", &data_home)
+        .arg("import")
+        .arg(&bundle));
+    assert_eq!(code, 0, "{err}");
+    assert!(data_home.join("gpuport/models/tiny.json").is_file());
+}

@@ -294,3 +294,26 @@ fn repair_refetches_a_corrupted_remote_blob() {
     assert!(store.verify(None, false, &NoProgress).unwrap().consistent());
     assert_eq!(files_under(&dir.path().join("quarantine")).len(), 1);
 }
+
+#[test]
+fn url_file_refs_are_fetched_from_their_url() {
+    let server = HttpsServer::start();
+    let weights = bytes(SIZE, 21);
+    server.put("/release/official.gguf", weights.clone());
+    let text = manifest("tiny", &[("w/model.gguf", &weights)]).replace(
+        "\"path\": \"w/model.gguf\"",
+        &format!("\"url\": \"{}\"", server.url("/release/official.gguf")),
+    );
+    server.put("/b/modelport.json", text);
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), &server);
+    let record = store.pull(&server.url("/b/"), None, &NoProgress).unwrap();
+    let key = format!("url/{}", sha256_hex(&weights));
+    assert_eq!(
+        record.files[&key].url.as_deref(),
+        Some(server.url("/release/official.gguf").as_str())
+    );
+    let model = store.resolve("tiny").unwrap();
+    assert_eq!(std::fs::read(&model.files[&key]).unwrap(), weights);
+    assert_eq!(server.bytes_served("/release/official.gguf"), SIZE as u64);
+}
