@@ -253,14 +253,10 @@ fn execute(command: StoreCommand) -> Result<u8, StoreError> {
                 println!("(no models)");
             } else {
                 for s in &list {
-                    let state = serde_json::to_value(s.state)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default();
                     println!(
                         "{:32} {:8} {:>14} / {:<14} {}",
                         s.id,
-                        state,
+                        s.state.as_str(),
                         crate::output::grouped(s.bytes_present),
                         crate::output::grouped(s.bytes_total),
                         s.source
@@ -334,11 +330,11 @@ fn print_verify(report: &gpuport_store::VerifyReport) {
             "·"
         };
         println!(
-            "{mark} {} ({:?}, {} of {})",
+            "{mark} {}: {} ({} of {} bytes)",
             m.id,
-            m.state,
-            bytes(m.bytes_present),
-            bytes(m.bytes_total)
+            m.state.as_str(),
+            crate::output::grouped(m.bytes_present),
+            crate::output::grouped(m.bytes_total)
         );
     }
     for need in &report.needs {

@@ -55,6 +55,17 @@ pub enum Presence {
     Absent,
 }
 
+impl Presence {
+    /// `cached`, `partial` or `absent` (as in `ls` and its JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Presence::Cached => "cached",
+            Presence::Partial => "partial",
+            Presence::Absent => "absent",
+        }
+    }
+}
+
 /// One line of `ls`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ModelStatus {
