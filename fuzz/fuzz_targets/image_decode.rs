@@ -1,0 +1,47 @@
+//! Images: arbitrary bytes are decoded (PNG, JPEG, WebP, BMP, GIF, EXIF) and, when they decode,
+//! run through a ModelPort resize/crop and MLC `image_decode` without panicking.
+#![no_main]
+
+use gpuport_manifest_core::mlc::{
+    AdapterDtype, ImageDecode, ImageFormat, ImageLayout, ImageResize, ResizeMode,
+};
+use gpuport_manifest_core::modelport::{
+    ColorOrder, DType, Dim, ImagePreprocess, InputSpec, Layout, Resize, ResizeMethod, ResizeTarget,
+};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(image) = gpuport_preprocess::image::decode_image(data) else {
+        return;
+    };
+    let input = InputSpec {
+        name: "x".into(),
+        dtype: DType::Uint8,
+        shape: vec![Dim::Dynamic; 4],
+        layout: Some(Layout::Nhwc),
+        preprocess: Some(ImagePreprocess {
+            resize: Resize {
+                target: ResizeTarget::ShorterSide(17),
+                method: ResizeMethod::Bicubic,
+                antialias: true,
+            },
+            center_crop: Some([19, 13]),
+            color: ColorOrder::Bgr,
+            scale: 1.0 / 255.0,
+            mean: [0.5; 3],
+            std: [0.25; 3],
+        }),
+    };
+    let _ = gpuport_preprocess::image::preprocess_image(&image, &input);
+    let spec = ImageDecode {
+        format: ImageFormat::RgbU8,
+        layout: ImageLayout::Nhwc,
+        resize: ImageResize {
+            mode: ResizeMode::CenterCrop,
+            height: 11,
+            width: 7,
+        },
+        num_embeddings: 1,
+    };
+    let _ = gpuport_preprocess::mlc::image_decode(&image, &spec, AdapterDtype::Uint32);
+});

@@ -1,0 +1,133 @@
+//! Untrusted input never panics: arbitrary and mutated image and WAV files give a value or a
+//! typed error; random images and specs through the whole pipeline likewise.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use gpuport_manifest_core::mlc::{AudioDecode, AudioFormat};
+use gpuport_manifest_core::modelport::{
+    ColorOrder, DType, Dim, ImagePreprocess, InputSpec, Layout, Resize, ResizeMethod, ResizeTarget,
+};
+use gpuport_preprocess::image::{RgbImage, decode_image, preprocess_image};
+use gpuport_preprocess::mlc::audio_decode;
+use proptest::prelude::*;
+
+fn fixture(dir: &str, name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(dir)
+            .join(name),
+    )
+    .unwrap()
+}
+
+const IMAGES: &[&str] = &[
+    "rgb_37x23.png",
+    "palette_37x23.png",
+    "rgb16_37x23.png",
+    "exif6_13x7.png",
+    "baseline_160x120.jpg",
+    "progressive_160x120.jpg",
+    "lossless_37x23.webp",
+    "rgb_37x23.bmp",
+    "palette_37x23.gif",
+];
+const WAVS: &[&str] = &[
+    "sweep_8000_int24_stereo.wav",
+    "sweep_48000_float32_stereo.wav",
+    "sweep_22050_int8_stereo.wav",
+];
+
+fn audio_spec() -> AudioDecode {
+    AudioDecode {
+        format: AudioFormat::PcmF32,
+        sample_rate_hz: 16000,
+        channels: 1,
+        min_samples: 1,
+        max_samples: 480_000,
+    }
+}
+
+/// A valid file with `edits` (offset, byte) written over it and cut to `keep` bytes.
+fn mutate(mut bytes: Vec<u8>, edits: &[(usize, u8)], keep: usize) -> Vec<u8> {
+    for &(at, value) in edits {
+        let len = bytes.len();
+        bytes[at % len] = value;
+    }
+    bytes.truncate(keep.max(1));
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let _ = decode_image(&data);
+        let _ = audio_decode(&data, &audio_spec());
+    }
+
+    #[test]
+    fn mutated_images_never_panic(
+        which in 0..IMAGES.len(),
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+        keep in 1usize..40_000,
+    ) {
+        let bytes = mutate(fixture("image", IMAGES[which]), &edits, keep);
+        let _ = decode_image(&bytes);
+    }
+
+    #[test]
+    fn mutated_wavs_never_panic(
+        which in 0..WAVS.len(),
+        edits in proptest::collection::vec((0usize..64, any::<u8>()), 1..6),
+        keep in 1usize..4_000,
+    ) {
+        let bytes = mutate(fixture("audio", WAVS[which]), &edits, keep);
+        let _ = audio_decode(&bytes, &audio_spec());
+    }
+
+    #[test]
+    fn random_images_and_specs_give_a_tensor_or_an_error(
+        (w, h) in (1usize..24, 1usize..24),
+        seed in any::<u8>(),
+        (shorter, size_h, size_w, use_size) in (1u64..40, 1u64..40, 1u64..40, any::<bool>()),
+        crop in proptest::option::of((1u64..40, 1u64..40)),
+        method in 0usize..3,
+        antialias in any::<bool>(),
+        nchw in any::<bool>(),
+    ) {
+        let pixels: Vec<u8> = (0..w * h * 3).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect();
+        let image = RgbImage::new(w, h, pixels).unwrap();
+        let method = [ResizeMethod::Bilinear, ResizeMethod::Bicubic, ResizeMethod::Nearest][method];
+        let target = if use_size { ResizeTarget::Size([size_h, size_w]) } else { ResizeTarget::ShorterSide(shorter) };
+        let input = InputSpec {
+            name: "x".into(),
+            dtype: DType::Float16,
+            shape: vec![Dim::Dynamic; 4],
+            layout: Some(if nchw { Layout::Nchw } else { Layout::Nhwc }),
+            preprocess: Some(ImagePreprocess {
+                resize: Resize { target, method, antialias },
+                center_crop: crop.map(|(h, w)| [h, w]),
+                color: ColorOrder::Rgb,
+                scale: 1.0,
+                mean: [1.0; 3],
+                std: [2.0; 3],
+            }),
+        };
+        let forbidden = matches!((method, antialias), (ResizeMethod::Bicubic, false) | (ResizeMethod::Nearest, true));
+        match preprocess_image(&image, &input) {
+            Ok(out) => {
+                prop_assert!(!forbidden);
+                let (oh, ow) = (out.transform.input_height, out.transform.input_width);
+                prop_assert_eq!(out.tensor.data.len(), oh * ow * 3);
+                if let Some((ch, cw)) = crop {
+                    prop_assert_eq!((oh as u64, ow as u64), (ch, cw));
+                }
+            }
+            Err(e) => prop_assert!(forbidden, "{e}"),
+        }
+    }
+}
