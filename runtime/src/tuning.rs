@@ -37,6 +37,9 @@ pub struct TunedGemv {
     pub rpt: u32,
     /// `subgroup` or `shared`.
     pub reduction: String,
+    /// Lanes split sub-blocks.
+    #[serde(default)]
+    pub split: bool,
 }
 
 /// The whole table.
@@ -60,6 +63,7 @@ impl TunedGemv {
             rows: self.rows,
             rpt: self.rpt,
             reduction,
+            split: self.split,
         })
     }
 }
@@ -71,6 +75,7 @@ impl From<GemvTunables> for TunedGemv {
             rows: t.rows,
             rpt: t.rpt,
             reduction: t.reduction.name().to_owned(),
+            split: t.split,
         }
     }
 }

@@ -89,6 +89,8 @@ pub struct Options {
     pub write_table: bool,
     pub table_out: Option<PathBuf>,
     pub max_bytes: Option<u64>,
+    /// Only the shapes whose names start with one of these (all when empty).
+    pub shapes: Vec<String>,
 }
 
 pub fn run(opts: Options) -> anyhow::Result<()> {
@@ -126,6 +128,9 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     } else {
         (max as usize).min(256_000_000)
     }));
+    if !opts.shapes.is_empty() {
+        shapes.retain(|s| opts.shapes.iter().any(|p| s.name.starts_with(p.as_str())));
+    }
     let all: Vec<GemvTunables> = GemvTunables::all()
         .into_iter()
         .filter(|t| gpu.has_subgroups() || t.reduction == Reduction::Shared)
@@ -171,11 +176,12 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
                 rows: shape.rows,
                 cols: shape.cols,
                 tunables: format!(
-                    "WG={} ROWS={} RPT={} {}",
+                    "WG={} ROWS={} RPT={} {}{}",
                     t.wg,
                     t.rows,
                     t.rpt,
-                    t.reduction.name()
+                    t.reduction.name(),
+                    if t.split { " split" } else { "" }
                 ),
                 seconds: timing.seconds,
                 gbps,

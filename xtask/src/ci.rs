@@ -32,5 +32,6 @@ pub fn run() -> anyhow::Result<()> {
         write_table: false,
         table_out: None,
         max_bytes: None,
+        shapes: Vec::new(),
     })
 }

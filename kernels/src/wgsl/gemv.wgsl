@@ -8,7 +8,9 @@
 //   it reads stay in its cache lines across rows.
 // Threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes; a group's lanes stride over the
 // sub-blocks of its rows (32 elements of a GGUF block; 4 or 8 elements of f32/f16), so work per
-// thread is sub-blocks per row / T. The T partial sums are reduced by a snippet: subgroup shuffles and one
+// thread is sub-blocks per row / T. A quant snippet's sub_dot(b, s, xv, k0, ks) is the dot of
+// sub-block s of the unit at byte b with x from vec4 xv over the sub-block's steps k0, k0 + ks,
+// ... < SUB_STEPS, offset terms included, so the results over disjoint steps add up. The T partial sums are reduced by a snippet: subgroup shuffles and one
 // barrier, or a shared-memory tree.
 
 struct Params {
@@ -30,6 +32,7 @@ override WG: u32 = 128u;
 override ROWS: u32 = 4u;
 override RPT: u32 = 1u;
 override XFORM: u32 = 0u;
+override SPLIT: u32 = 1u;
 override T: u32 = WG * RPT / ROWS;
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -79,22 +82,6 @@ fn x_norm_scale(l: Lanes, id: u32) -> f32 {
     return inverseSqrt(wg_total(l, sq, id) / f32(4u * n4) + p.eps);
 }
 
-// The sums of the two halves of the sub-block of x at vec4 index xv (the offset terms of the
-// quant formats multiply them). x itself is read from the cache by each row's dot product:
-// staging it in a private array made NVIDIA's compiler place the array in local memory.
-fn x_sums(xv: u32) -> vec2<f32> {
-    var lo = 0.0;
-    var hi = 0.0;
-    for (var k = 0u; k < SUB_ELEMS / 4u; k++) {
-        if k < SUB_ELEMS / 8u {
-            lo += dot(xin(xv + k), vec4<f32>(1.0));
-        } else {
-            hi += dot(xin(xv + k), vec4<f32>(1.0));
-        }
-    }
-    return vec2<f32>(lo, hi);
-}
-
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let id = linear_id(l);
@@ -110,13 +97,13 @@ fn main(l: Lanes) {
         // Lanes take consecutive sub-blocks, so a warp's loads touch adjacent bytes even for
         // 144- to 210-byte K-quant blocks.
         let subs = UNIT_ELEMS / SUB_ELEMS;
-        for (var j = lane; j < p.units_per_row * subs; j += T) {
-            let u = j / subs;
-            let s = j % subs;
+        for (var j = lane; j < p.units_per_row * subs * SPLIT; j += T) {
+            let part = j % SPLIT;
+            let u = j / SPLIT / subs;
+            let s = j / SPLIT % subs;
             let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u;
-            let xsum = x_sums(xv);
             for (var r = 0u; r < last; r++) {
-                acc[r / 4u][r % 4u] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s, xv, xsum);
+                acc[r / 4u][r % 4u] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s, xv, part, SPLIT);
             }
         }
     }

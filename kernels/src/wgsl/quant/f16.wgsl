@@ -1,13 +1,14 @@
 // f16: a unit is 8 elements (16 bytes), so adjacent lanes read adjacent 16-byte words.
 const UNIT_ELEMS: u32 = 8u;
 const UNIT_BYTES: u32 = 16u;
+const SUB_STEPS: u32 = 1u;
 const SUB_ELEMS: u32 = 8u;
 
-fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
+fn sub_dot(b: u32, s: u32, xv: u32, k0: u32, ks: u32) -> f32 {
     let i = b >> 2u;
     let a = vec4<f32>(unpack2x16float(w[i]), unpack2x16float(w[i + 1u]));
     let c = vec4<f32>(unpack2x16float(w[i + 2u]), unpack2x16float(w[i + 3u]));
-    return dot(a, xin(xv + 0u)) + dot(c, xin(xv + 1u));
+    return dot(a, xin(xv)) + dot(c, xin(xv + 1u));
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

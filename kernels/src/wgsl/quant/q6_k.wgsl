@@ -5,6 +5,7 @@
 // Value d * scale * (q - 32). The block is 2-byte aligned only.
 const UNIT_ELEMS: u32 = 256u;
 const UNIT_BYTES: u32 = 210u;
+const SUB_STEPS: u32 = 8u;
 const SUB_ELEMS: u32 = 32u;
 
 fn q6_scale(b: u32, i: u32) -> f32 {
@@ -14,18 +15,19 @@ fn q6_scale(b: u32, i: u32) -> f32 {
 // Sub-block s (32 elements): half h = s / 4, quarter = s % 4; element l takes the low (quarter
 // < 2) or high nibble of ql[64h + l + 32 (quarter & 1)] and bits 2*quarter of qh[32h + l];
 // elements l < 16 use scale 8h + 2*quarter, the others the next one.
-fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
+fn sub_dot(b: u32, s: u32, xv: u32, k0: u32, ks: u32) -> f32 {
     let h = s >> 2u;
     let quarter = s & 3u;
     let ql = b + 64u * h + 32u * (quarter & 1u);
     let qh = b + 128u + 32u * h;
     let nib = 4u * (quarter >> 1u);
-    var lo = 0.0;
-    var hi = 0.0;
-    for (var k = 0u; k < 8u; k++) {
+    var lo = vec2<f32>(0.0);
+    var hi = vec2<f32>(0.0);
+    for (var k = k0; k < 8u; k += ks) {
         let l4 = bytes4(w_u32(ql + 4u * k) >> nib) & vec4<u32>(0xFu);
         let h4 = (bytes4(w_u32(qh + 4u * k)) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
-        let v = dot(vec4<f32>(l4 | (h4 << vec4<u32>(4u))), xin(xv + k));
+        let xk = xin(xv + k);
+        let v = vec2<f32>(dot(vec4<f32>(l4 | (h4 << vec4<u32>(4u))), xk), dot(xk, vec4<f32>(1.0)));
         if k < 4u {
             lo += v;
         } else {
@@ -34,7 +36,7 @@ fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
     }
     let sc = b + 8u * h + 2u * quarter;
     let d = w_f16(b + 208u);
-    return d * (q6_scale(sc, 0u) * (lo - 32.0 * xsum.x) + q6_scale(sc, 1u) * (hi - 32.0 * xsum.y));
+    return d * (q6_scale(sc, 0u) * (lo.x - 32.0 * lo.y) + q6_scale(sc, 1u) * (hi.x - 32.0 * hi.y));
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

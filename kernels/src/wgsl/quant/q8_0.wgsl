@@ -1,11 +1,12 @@
 // Q8_0: 32 elements in 34 bytes: f16 d, 32 int8. Value q * d.
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 34u;
+const SUB_STEPS: u32 = 8u;
 const SUB_ELEMS: u32 = 32u;
 
-fn sub_dot(b: u32, s: u32, xv: u32, xsum: vec2<f32>) -> f32 {
+fn sub_dot(b: u32, s: u32, xv: u32, k0: u32, ks: u32) -> f32 {
     var acc = 0.0;
-    for (var k = 0u; k < 8u; k++) {
+    for (var k = k0; k < 8u; k += ks) {
         acc += dot(vec4<f32>(sbytes4(w_u32(b + 2u + 4u * k))), xin(xv + k));
     }
     return acc * w_f16(b);
