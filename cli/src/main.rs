@@ -9,6 +9,7 @@ mod host;
 mod inspect;
 mod llm;
 mod output;
+mod preprocess;
 mod probe;
 mod store;
 mod validate;
@@ -127,6 +128,42 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Build one input tensor exactly as the runtime would: a ModelPort image input (resize,
+    /// crop, normalize, layout, dtype) or an MLC package input (`image_decode`,
+    /// `audio_decode`). Prints dtype and shape (and the inverse transform for ModelPort);
+    /// `-o FILE` writes raw little-endian bytes (the golden-file format), or `.npy` when FILE
+    /// ends in `.npy`. Nothing is written on failure.
+    Preprocess {
+        /// ModelPort bundle folder or `modelport.json`, or MLC package folder or sidecar.
+        path: PathBuf,
+        /// The image (same as --image).
+        #[arg(value_name = "IMAGE", conflicts_with = "image")]
+        image_arg: Option<PathBuf>,
+        /// The image for an image input.
+        #[arg(long, value_name = "FILE")]
+        image: Option<PathBuf>,
+        /// The WAV file for an MLC audio input.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["image", "image_arg"])]
+        audio: Option<PathBuf>,
+        /// Input name (default: the only preprocessed input).
+        #[arg(long, value_name = "NAME")]
+        input: Option<String>,
+        /// MLC task (default: the only task).
+        #[arg(long, value_name = "TASK")]
+        task: Option<String>,
+        /// MLC compiled program whose `adapter_dtypes` may widen the image tensor (uint32).
+        #[arg(long, value_name = "FILE")]
+        program: Option<PathBuf>,
+        /// Output file: raw little-endian bytes, or NumPy `.npy` by extension.
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Also print min, max and mean.
+        #[arg(long)]
+        print: bool,
+        /// Print one JSON object instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the canonical ids and sizes an MLC package should carry, so a producer can fill
     /// them in (see docs/spec/hashes.md).
     #[command(flatten)]
@@ -198,6 +235,28 @@ fn main() -> ExitCode {
             sampling,
         } => chat::run(model, system, sampling),
         Command::CanRun { model, ctx, json } => can_run::run(&model, ctx, json),
+        Command::Preprocess {
+            path,
+            image_arg,
+            image,
+            audio,
+            input,
+            task,
+            program,
+            out,
+            print,
+            json,
+        } => preprocess::run(preprocess::PreprocessArgs {
+            path,
+            image: image.or(image_arg),
+            audio,
+            input,
+            task,
+            program,
+            out,
+            print,
+            json,
+        }),
         Command::Store(command) => store::run(command),
     };
     ExitCode::from(code)

@@ -210,6 +210,40 @@ impl TensorData {
 }
 
 impl Tensor {
+    /// The tensor as a NumPy `.npy` file (format 1.0: magic, a little-endian `u16` header
+    /// length, a Python-literal header dict padded with spaces to a multiple of 64 bytes, then
+    /// the raw little-endian C-order data). Hand-written: the format is those few lines, and the
+    /// crates that write it bring an array library along.
+    pub fn to_npy(&self) -> Vec<u8> {
+        let descr = match self.data {
+            TensorData::F32(_) => "<f4",
+            TensorData::F16(_) => "<f2",
+            TensorData::I64(_) => "<i8",
+            TensorData::I32(_) => "<i4",
+            TensorData::I8(_) => "|i1",
+            TensorData::U8(_) => "|u1",
+            TensorData::U32(_) => "<u4",
+            TensorData::Bool(_) => "|b1",
+        };
+        let dims: Vec<String> = self.shape.iter().map(ToString::to_string).collect();
+        let shape = match dims.len() {
+            1 => format!("({},)", dims[0]),
+            _ => format!("({})", dims.join(", ")),
+        };
+        let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        // magic (6) + version (2) + length (2) + header + '\n' is a multiple of 64.
+        let used = 10 + header.len() + 1;
+        header.push_str(&" ".repeat((64 - used % 64) % 64));
+        header.push('\n');
+        let mut out = Vec::with_capacity(10 + header.len() + self.data.len() * 8);
+        out.extend_from_slice(b"\x93NUMPY\x01\x00");
+        // Headers are a few hundred bytes, far below u16::MAX, for any rank this crate makes.
+        out.extend_from_slice(&(header.len().min(usize::from(u16::MAX)) as u16).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(&self.data.to_le_bytes());
+        out
+    }
+
     /// Smallest, largest and mean element; `None` for an empty tensor.
     pub fn stats(&self) -> Option<TensorStats> {
         let values = self.data.to_f64();
@@ -226,6 +260,18 @@ impl Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn npy_header_is_aligned_and_describes_the_data() {
+        let t = Tensor { shape: vec![1, 2, 3], data: TensorData::F16(vec![f16::ONE; 6]) };
+        let npy = t.to_npy();
+        let header_len = usize::from(u16::from_le_bytes([npy[8], npy[9]]));
+        assert_eq!((10 + header_len) % 64, 0);
+        let header = std::str::from_utf8(&npy[10..10 + header_len]).unwrap();
+        assert!(header.starts_with("{'descr': '<f2', 'fortran_order': False, 'shape': (1, 2, 3), }"));
+        assert!(header.ends_with('\n'));
+        assert_eq!(npy.len(), 10 + header_len + 12);
+    }
 
     #[test]
     fn integer_casts_round_half_to_even_and_saturate() {
