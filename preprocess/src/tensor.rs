@@ -230,7 +230,8 @@ impl Tensor {
             1 => format!("({},)", dims[0]),
             _ => format!("({})", dims.join(", ")),
         };
-        let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        let mut header =
+            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
         // magic (6) + version (2) + length (2) + header + '\n' is a multiple of 64.
         let used = 10 + header.len() + 1;
         header.push_str(&" ".repeat((64 - used % 64) % 64));
@@ -263,12 +264,17 @@ mod tests {
 
     #[test]
     fn npy_header_is_aligned_and_describes_the_data() {
-        let t = Tensor { shape: vec![1, 2, 3], data: TensorData::F16(vec![f16::ONE; 6]) };
+        let t = Tensor {
+            shape: vec![1, 2, 3],
+            data: TensorData::F16(vec![f16::ONE; 6]),
+        };
         let npy = t.to_npy();
         let header_len = usize::from(u16::from_le_bytes([npy[8], npy[9]]));
         assert_eq!((10 + header_len) % 64, 0);
         let header = std::str::from_utf8(&npy[10..10 + header_len]).unwrap();
-        assert!(header.starts_with("{'descr': '<f2', 'fortran_order': False, 'shape': (1, 2, 3), }"));
+        assert!(
+            header.starts_with("{'descr': '<f2', 'fortran_order': False, 'shape': (1, 2, 3), }")
+        );
         assert!(header.ends_with('\n'));
         assert_eq!(npy.len(), 10 + header_len + 12);
     }
