@@ -79,22 +79,28 @@ fn fill<S: Copy, T: Copy>(
     let sc = [0, 1, 2].map(|c| source_channel(color, c));
     match layout {
         Layout::Nchw => {
-            let mut out: Vec<T> = padding
-                .iter()
-                .flat_map(|&p| std::iter::repeat_n(p, w * h))
-                .collect();
-            for (c, plane) in out.chunks_exact_mut(w * h).enumerate() {
+            let plane_len = w * h;
+            let padded = window.width != w || window.height != h;
+            let mut out: Vec<T> = vec![padding[0]; plane_len * 3];
+            for (c, plane) in out.chunks_exact_mut(plane_len).enumerate() {
+                if padded {
+                    plane.fill(padding[c]);
+                }
+                let source = sc[c];
                 for (y, src_row) in src_rows.clone().enumerate() {
                     let dst = &mut plane[(y0 + y) * w + x0..][..window.width];
                     for (d, px) in dst.iter_mut().zip(src_row.chunks_exact(3)) {
-                        *d = convert(c, px[sc[c]]);
+                        *d = convert(c, px[source]);
                     }
                 }
             }
             out
         }
         Layout::Nhwc => {
-            let mut out: Vec<T> = std::iter::repeat_n(padding, w * h).flatten().collect();
+            let mut out: Vec<T> = Vec::with_capacity(w * h * 3);
+            for _ in 0..w * h {
+                out.extend_from_slice(&padding);
+            }
             for (y, src_row) in src_rows.enumerate() {
                 let dst = &mut out[((y0 + y) * w + x0) * 3..][..window.width * 3];
                 for (d, px) in dst.chunks_exact_mut(3).zip(src_row.chunks_exact(3)) {
