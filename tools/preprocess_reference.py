@@ -162,6 +162,8 @@ def image_cases():
         case("smaller_than_crop_pad", "rgb_17x29.png", aa("bilinear", shorter_side=20), crop=[40, 25], **raw),
         case("smaller_than_crop_float", "rgb_17x29.png", {"method": "bilinear", "shorter_side": 20}, crop=[37, 21],
              dtype="float32", tolerance=1e-5, **imagenet),
+        case("smaller_than_crop_nchw", "rgb_17x29.png", aa("bicubic", shorter_side=20), crop=[40, 25],
+             dtype="float32", layout="NCHW", tolerance=1e-5, **imagenet),
         case("crop_half_to_even_up", "rgb_37x23.png", aa("bilinear", size=[23, 37]), crop=[20, 34], **raw),
         case("crop_half_to_even_down", "rgb_37x23.png", aa("bilinear", size=[23, 37]), crop=[16, 30], **raw),
     ]
