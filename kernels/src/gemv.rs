@@ -132,19 +132,6 @@ pub struct GemvTunables {
     pub rpt: u32,
     /// How a row's partial sums are reduced.
     pub reduction: Reduction,
-    /// Lanes split each sub-block's steps between them (`SPLIT` in `gemv.wgsl`), so a warp's
-    /// loads are contiguous; whole sub-blocks per lane otherwise.
-    pub split: bool,
-}
-
-/// Steps (4- or 8-element slices) in one sub-block of `ty`: how many lanes a split sub-block
-/// takes (`SUB_STEPS` in the quant snippets).
-pub fn sub_steps(ty: GgmlType) -> u32 {
-    match ty {
-        GgmlType::F32 | GgmlType::F16 => 1,
-        GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 => 4,
-        GgmlType::Q8_0 | GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => 8,
-    }
 }
 
 /// Allowed workgroup sizes.
@@ -168,8 +155,7 @@ impl GemvTunables {
     }
 
     /// Every allowed combination: rows per thread at most rows per workgroup, and at most one
-    /// row group per thread (all values are powers of two, so lanes per group are too); split
-    /// sub-blocks with up to 4 rows per thread (split lanes already share each x load).
+    /// row group per thread (all values are powers of two, so lanes per group are too).
     pub fn all() -> Vec<GemvTunables> {
         let mut out = Vec::new();
         for reduction in Reduction::ALL {
@@ -179,15 +165,12 @@ impl GemvTunables {
                         .into_iter()
                         .filter(|r| *r <= rows && rows / r <= wg)
                     {
-                        for split in [false, true].into_iter().filter(|s| !s || rpt <= 4) {
-                            out.push(GemvTunables {
-                                wg,
-                                rows,
-                                rpt,
-                                reduction,
-                                split,
-                            });
-                        }
+                        out.push(GemvTunables {
+                            wg,
+                            rows,
+                            rpt,
+                            reduction,
+                        });
                     }
                 }
             }
@@ -207,7 +190,6 @@ impl GemvTunables {
             rows: 8,
             rpt: 2,
             reduction,
-            split: false,
         }
     }
 
@@ -226,9 +208,6 @@ pub fn spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
 /// plain-input variants carry no `XFORM`, so tuning tables keep their keys).
 pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput) -> KernelSpec {
     let mut constants = vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt)];
-    if t.split && sub_steps(ty) > 1 {
-        constants.push(("SPLIT", sub_steps(ty)));
-    }
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
     }

@@ -12,7 +12,7 @@
 //! let t = gemv::GemvTunables::default_for(false);
 //! let spec = gemv::spec(GgmlType::Q4K, t);
 //! assert_eq!(spec.label(), "gemv.q4_K.shared.WG=128.ROWS=8.RPT=2");
-//! assert!(spec.wgsl().contains("fn sub_dot"));
+//! assert!(spec.wgsl().contains("fn step_dot"));
 //! ```
 
 pub mod attention;

@@ -37,9 +37,6 @@ pub struct TunedGemv {
     pub rpt: u32,
     /// `subgroup` or `shared`.
     pub reduction: String,
-    /// Lanes split sub-blocks.
-    #[serde(default)]
-    pub split: bool,
 }
 
 /// The whole table.
@@ -63,7 +60,6 @@ impl TunedGemv {
             rows: self.rows,
             rpt: self.rpt,
             reduction,
-            split: self.split,
         })
     }
 }
@@ -75,7 +71,6 @@ impl From<GemvTunables> for TunedGemv {
             rows: t.rows,
             rpt: t.rpt,
             reduction: t.reduction.name().to_owned(),
-            split: t.split,
         }
     }
 }

@@ -113,14 +113,14 @@ fn gemv_matches_cpu_for_every_type_and_its_tunables() {
         .copied()
         .filter(|t| {
             matches!(
-                (t.wg, t.rows, t.rpt, t.split),
-                (32, 32, 1, _)
-                    | (64, 64, 4, _)
-                    | (64, 64, 8, false)
-                    | (128, 8, 2, _)
-                    | (256, 4, 1, _)
-                    | (256, 1, 1, true)
-                    | (32, 4, 4, true)
+                (t.wg, t.rows, t.rpt),
+                (32, 32, 1)
+                    | (64, 64, 4)
+                    | (64, 64, 8)
+                    | (128, 8, 2)
+                    | (256, 4, 1)
+                    | (256, 1, 1)
+                    | (32, 4, 4)
             )
         })
         .collect();
@@ -160,9 +160,8 @@ fn gemv_odd_shapes_and_empty_edges() {
         GgmlType::F16,
         GgmlType::F32,
     ] {
-        let split = GemvTunables { split: true, ..t };
-        check_gemv(&gpu, ty, 5, 96, &[t, split]);
-        check_gemv(&gpu, ty, 1, 32, &[t, split]);
+        check_gemv(&gpu, ty, 5, 96, &[t]);
+        check_gemv(&gpu, ty, 1, 32, &[t]);
     }
     // One row of one K-block, and many rows (more workgroups than one row of the grid).
     check_gemv(&gpu, GgmlType::Q6K, 1, 256, &[t]);
@@ -176,7 +175,6 @@ fn gemv_odd_shapes_and_empty_edges() {
             rows: 1,
             rpt: 1,
             reduction: t.reduction,
-            split: true,
         }],
     );
     // Zero rows: nothing to write, no error.

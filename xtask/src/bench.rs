@@ -176,12 +176,11 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
                 rows: shape.rows,
                 cols: shape.cols,
                 tunables: format!(
-                    "WG={} ROWS={} RPT={} {}{}",
+                    "WG={} ROWS={} RPT={} {}",
                     t.wg,
                     t.rows,
                     t.rpt,
-                    t.reduction.name(),
-                    if t.split { " split" } else { "" }
+                    t.reduction.name()
                 ),
                 seconds: timing.seconds,
                 gbps,

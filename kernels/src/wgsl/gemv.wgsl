@@ -4,14 +4,24 @@
 // Tunables (override constants):
 // - WG: threads per workgroup;
 // - ROWS: rows per workgroup;
-// - RPT: rows per thread (1-8): a thread walks the same sub-blocks of RPT rows, so the x values
-//   it reads stay in its cache lines across rows.
-// Threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes; a group's lanes stride over the
-// sub-blocks of its rows (32 elements of a GGUF block; 4 or 8 elements of f32/f16), so work per
-// thread is sub-blocks per row / T. A quant snippet's sub_dot(b, s, xv, k0, ks) is the dot of
-// sub-block s of the unit at byte b with x from vec4 xv over the sub-block's steps k0, k0 + ks,
-// ... < SUB_STEPS, offset terms included, so the results over disjoint steps add up. The T partial sums are reduced by a snippet: subgroup shuffles and one
-// barrier, or a shared-memory tree.
+// - RPT: rows per thread (1-8): each x value a thread loads serves its RPT rows from registers
+//   (the row loop has a constant trip count, so it unrolls and the sums stay in registers).
+// Threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes. A group's lanes stride over the
+// steps of its rows: a step is 4 elements of a 32-element sub-block of a GGUF block (with
+// Q4/Q5's split nibbles, also the 4 elements 16 further on), or one 16-byte unit of f32/f16,
+// and consecutive lanes take consecutive steps, so a warp's weight loads cover one contiguous
+// run of bytes and its x loads another. A quant snippet's step_dot(b, s, k, xa, xb) is the dot
+// of step k of sub-block s of the unit at byte b with the step's x values (offset terms
+// included); XB is the vec4 distance from a step's first x value to its second (0: one). The T
+// partial sums are reduced by a snippet: subgroup shuffles and one barrier, or a shared-memory
+// tree.
+//
+// XFORM (override) says how the input vector is formed from the `x` binding, an operation
+// fused into the GEMV so that it needs no dispatch of its own: 0 x as bound; 1 RMSNorm
+// x / rms(x) * xw; 2 RMSNorm with (1 + xw); 3 SwiGLU silu(x[i]) * x[i + x_aux]; 4 GeGLU
+// gelu_tanh(x[i]) * x[i + x_aux]. The norms make every workgroup compute rms(x) itself (x is
+// one activation row, a few KiB read from the cache): a few hundred extra reads per workgroup
+// instead of a dispatch and a barrier across the whole GPU.
 
 struct Params {
     rows: u32,          // rows of W (and length of y)
@@ -32,7 +42,6 @@ override WG: u32 = 128u;
 override ROWS: u32 = 4u;
 override RPT: u32 = 1u;
 override XFORM: u32 = 0u;
-override SPLIT: u32 = 1u;
 override T: u32 = WG * RPT / ROWS;
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -93,17 +102,22 @@ fn main(l: Lanes) {
     }
     var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     if row0 < p.rows {
-        let last = min(RPT, p.rows - row0);
-        // Lanes take consecutive sub-blocks, so a warp's loads touch adjacent bytes even for
-        // 144- to 210-byte K-quant blocks.
         let subs = UNIT_ELEMS / SUB_ELEMS;
-        for (var j = lane; j < p.units_per_row * subs * SPLIT; j += T) {
-            let part = j % SPLIT;
-            let u = j / SPLIT / subs;
-            let s = j / SPLIT % subs;
-            let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u;
-            for (var r = 0u; r < last; r++) {
-                acc[r / 4u][r % 4u] += sub_dot(p.w_offset + (row0 + r) * p.row_bytes + u * UNIT_BYTES, s, xv, part, SPLIT);
+        for (var j = lane; j < p.units_per_row * subs * SUB_STEPS; j += T) {
+            let k = j % SUB_STEPS;
+            let u = j / SUB_STEPS / subs;
+            let s = j / SUB_STEPS % subs;
+            let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u + k;
+            let xa = xin(xv);
+            var xb = vec4<f32>(0.0);
+            if XB > 0u {
+                xb = xin(xv + XB);
+            }
+            let b = p.w_offset + row0 * p.row_bytes + u * UNIT_BYTES;
+            for (var r = 0u; r < RPT; r++) {
+                if row0 + r < p.rows {
+                    acc[r / 4u][r % 4u] += step_dot(b + r * p.row_bytes, s, k, xa, xb);
+                }
             }
         }
     }

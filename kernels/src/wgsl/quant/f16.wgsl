@@ -2,13 +2,14 @@
 const UNIT_ELEMS: u32 = 8u;
 const UNIT_BYTES: u32 = 16u;
 const SUB_STEPS: u32 = 1u;
+const XB: u32 = 1u;
 const SUB_ELEMS: u32 = 8u;
 
-fn sub_dot(b: u32, s: u32, xv: u32, k0: u32, ks: u32) -> f32 {
+fn step_dot(b: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
     let i = b >> 2u;
     let a = vec4<f32>(unpack2x16float(w[i]), unpack2x16float(w[i + 1u]));
     let c = vec4<f32>(unpack2x16float(w[i + 2u]), unpack2x16float(w[i + 3u]));
-    return dot(a, xin(xv)) + dot(c, xin(xv + 1u));
+    return dot(a, xa) + dot(c, xb);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

@@ -3,19 +3,14 @@
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 18u;
 const SUB_STEPS: u32 = 4u;
+const XB: u32 = 4u;
 const SUB_ELEMS: u32 = 32u;
 
-fn sub_dot(b: u32, s: u32, xv: u32, k0: u32, ks: u32) -> f32 {
-    var acc = 0.0;
-    var xs = 0.0;
-    for (var k = k0; k < 4u; k += ks) {
-        let q = w_u32(b + 2u + 4u * k);
-        let xa = xin(xv + k);
-        let xb = xin(xv + 4u + k);
-        acc += dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), xa) + dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), xb);
-        xs += dot(xa + xb, vec4<f32>(1.0));
-    }
-    return (acc - 8.0 * xs) * w_f16(b);
+// Step k: elements 4k..4k+4 (low nibbles of bytes 4k..) and 16+4k.. (high nibbles).
+fn step_dot(b: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+    let q = w_u32(b + 2u + 4u * k);
+    let acc = dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), xa) + dot(vec4<f32>(bytes4(q >> 4u) & vec4<u32>(0xFu)), xb);
+    return (acc - 8.0 * dot(xa + xb, vec4<f32>(1.0))) * w_f16(b);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

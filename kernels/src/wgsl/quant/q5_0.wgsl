@@ -3,23 +3,18 @@
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 22u;
 const SUB_STEPS: u32 = 4u;
+const XB: u32 = 4u;
 const SUB_ELEMS: u32 = 32u;
 
-fn sub_dot(b: u32, s: u32, xv: u32, k0: u32, ks: u32) -> f32 {
+// Step k: elements 4k..4k+4 and 16+4k.. (Q4_0's nibbles, 5th bits from qh).
+fn step_dot(b: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
     let qh = w_u32(b + 2u);
-    var acc = 0.0;
-    var xs = 0.0;
-    for (var k = k0; k < 4u; k += ks) {
-        let q = w_u32(b + 6u + 4u * k);
-        let hl = (vec4<u32>(qh >> (4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
-        let hh = (vec4<u32>(qh >> (16u + 4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
-        let xa = xin(xv + k);
-        let xb = xin(xv + 4u + k);
-        acc += dot(vec4<f32>((bytes4(q) & vec4<u32>(0xFu)) | (hl << vec4<u32>(4u))), xa);
-        acc += dot(vec4<f32>((bytes4(q >> 4u) & vec4<u32>(0xFu)) | (hh << vec4<u32>(4u))), xb);
-        xs += dot(xa + xb, vec4<f32>(1.0));
-    }
-    return (acc - 16.0 * xs) * w_f16(b);
+    let q = w_u32(b + 6u + 4u * k);
+    let hl = (vec4<u32>(qh >> (4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
+    let hh = (vec4<u32>(qh >> (16u + 4u * k)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
+    let acc = dot(vec4<f32>((bytes4(q) & vec4<u32>(0xFu)) | (hl << vec4<u32>(4u))), xa)
+        + dot(vec4<f32>((bytes4(q >> 4u) & vec4<u32>(0xFu)) | (hh << vec4<u32>(4u))), xb);
+    return (acc - 16.0 * dot(xa + xb, vec4<f32>(1.0))) * w_f16(b);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

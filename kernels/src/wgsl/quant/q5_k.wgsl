@@ -3,27 +3,18 @@
 const UNIT_ELEMS: u32 = 256u;
 const UNIT_BYTES: u32 = 176u;
 const SUB_STEPS: u32 = 8u;
+const XB: u32 = 0u;
 const SUB_ELEMS: u32 = 32u;
 
 //!include quant/kquant_scales.wgsl
 
 // Sub-block s (32 elements): as Q4_K, plus bit s of qh[l] as the 5th bit.
-fn sub_dot(b: u32, s: u32, xv: u32, k0: u32, ks: u32) -> f32 {
-    let hw = (b >> 2u) + 4u;
-    let qw = (b >> 2u) + 12u + 8u * (s >> 1u);
-    let shift = 4u * (s & 1u);
-    var acc = 0.0;
-    var xs = 0.0;
-    for (var k = k0; k < 8u; k += ks) {
-        let h = (bytes4(w[hw + k]) >> vec4<u32>(s)) & vec4<u32>(1u);
-        let q = (bytes4(w[qw + k] >> shift) & vec4<u32>(0xFu)) | (h << vec4<u32>(4u));
-        let xk = xin(xv + k);
-        acc += dot(vec4<f32>(q), xk);
-        xs += dot(xk, vec4<f32>(1.0));
-    }
+fn step_dot(b: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+    let h = (bytes4(w[(b >> 2u) + 4u + k]) >> vec4<u32>(s)) & vec4<u32>(1u);
+    let q = (bytes4(w[(b >> 2u) + 12u + 8u * (s >> 1u) + k] >> (4u * (s & 1u))) & vec4<u32>(0xFu)) | (h << vec4<u32>(4u));
     let dd = unpack2x16float(w[b >> 2u]);
     let sm = k_scale_min(b + 4u, s);
-    return dd.x * sm.x * acc - dd.y * sm.y * xs;
+    return dd.x * sm.x * dot(vec4<f32>(q), xa) - dd.y * sm.y * dot(xa, vec4<f32>(1.0));
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

@@ -6,6 +6,7 @@
 const UNIT_ELEMS: u32 = 256u;
 const UNIT_BYTES: u32 = 210u;
 const SUB_STEPS: u32 = 8u;
+const XB: u32 = 0u;
 const SUB_ELEMS: u32 = 32u;
 
 fn q6_scale(b: u32, i: u32) -> f32 {
@@ -15,28 +16,15 @@ fn q6_scale(b: u32, i: u32) -> f32 {
 // Sub-block s (32 elements): half h = s / 4, quarter = s % 4; element l takes the low (quarter
 // < 2) or high nibble of ql[64h + l + 32 (quarter & 1)] and bits 2*quarter of qh[32h + l];
 // elements l < 16 use scale 8h + 2*quarter, the others the next one.
-fn sub_dot(b: u32, s: u32, xv: u32, k0: u32, ks: u32) -> f32 {
+fn step_dot(b: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
     let h = s >> 2u;
     let quarter = s & 3u;
-    let ql = b + 64u * h + 32u * (quarter & 1u);
-    let qh = b + 128u + 32u * h;
-    let nib = 4u * (quarter >> 1u);
-    var lo = vec2<f32>(0.0);
-    var hi = vec2<f32>(0.0);
-    for (var k = k0; k < 8u; k += ks) {
-        let l4 = bytes4(w_u32(ql + 4u * k) >> nib) & vec4<u32>(0xFu);
-        let h4 = (bytes4(w_u32(qh + 4u * k)) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
-        let xk = xin(xv + k);
-        let v = vec2<f32>(dot(vec4<f32>(l4 | (h4 << vec4<u32>(4u))), xk), dot(xk, vec4<f32>(1.0)));
-        if k < 4u {
-            lo += v;
-        } else {
-            hi += v;
-        }
-    }
-    let sc = b + 8u * h + 2u * quarter;
-    let d = w_f16(b + 208u);
-    return d * (q6_scale(sc, 0u) * (lo.x - 32.0 * lo.y) + q6_scale(sc, 1u) * (hi.x - 32.0 * hi.y));
+    let l4 = bytes4(w_u32(b + 64u * h + 32u * (quarter & 1u) + 4u * k) >> (4u * (quarter >> 1u))) & vec4<u32>(0xFu);
+    let h4 = (bytes4(w_u32(b + 128u + 32u * h + 4u * k)) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
+    let q = vec4<f32>(l4 | (h4 << vec4<u32>(4u))) - vec4<f32>(32.0);
+    // Elements 0..16 of the sub-block use its first scale, 16..32 the next.
+    let sc = q6_scale(b + 8u * h + 2u * quarter, k >> 2u);
+    return w_f16(b + 208u) * sc * dot(q, xa);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {

@@ -2,14 +2,11 @@
 const UNIT_ELEMS: u32 = 32u;
 const UNIT_BYTES: u32 = 34u;
 const SUB_STEPS: u32 = 8u;
+const XB: u32 = 0u;
 const SUB_ELEMS: u32 = 32u;
 
-fn sub_dot(b: u32, s: u32, xv: u32, k0: u32, ks: u32) -> f32 {
-    var acc = 0.0;
-    for (var k = k0; k < 8u; k += ks) {
-        acc += dot(vec4<f32>(sbytes4(w_u32(b + 2u + 4u * k))), xin(xv + k));
-    }
-    return acc * w_f16(b);
+fn step_dot(b: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+    return dot(vec4<f32>(sbytes4(w_u32(b + 2u + 4u * k))), xa) * w_f16(b);
 }
 
 fn dequant_elem(b: u32, e: u32) -> f32 {
