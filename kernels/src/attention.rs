@@ -109,9 +109,16 @@ pub fn kv_store_spec(wg: u32) -> KernelSpec {
 /// Allowed workgroup sizes.
 pub const WG_VALUES: [u32; 3] = [64, 128, 256];
 
-/// Keys per block the decode-attention launcher uses: a few hundred keys of a decode step's
-/// handful of heads then make enough workgroups to fill a GPU (see `attn_decode.wgsl`).
-pub const KEYS_PER_BLOCK: u32 = 32;
+/// Keys per block the decode-attention launcher uses for heads of `head_dim` elements: a few
+/// hundred keys of a decode step's handful of heads then make enough workgroups to fill a GPU,
+/// and the 128 threads give each key 4 (32 keys) or, for heads of 128 elements or more, 8 (16
+/// keys) lanes (see `attn_decode.wgsl`; measured on the H200, docs/performance.md).
+pub fn keys_per_block(head_dim: u32) -> u32 {
+    if head_dim >= 128 { 16 } else { 32 }
+}
+
+/// Columns per workgroup of the combining pass (`CW` in `attn_combine.wgsl`).
+pub const COMBINE_COLUMNS: u32 = 32;
 
 /// Allowed keys per block (each must divide the workgroup size).
 pub const KB_VALUES: [u32; 4] = [8, 16, 32, 64];

@@ -2,13 +2,16 @@
 // sum_b exp(m_b - M) l_b over its key blocks (M the largest m_b). A block without keys wrote
 // m = -3e38, l = 0, o = 0, so its weight underflows to 0 and no branch is needed.
 //
-// One workgroup per head. The max and the denominator are workgroup reductions over the
-// blocks; then thread (column d, block group g) sums its share of the blocks for column d
-// (every load independent of the last) and the groups' sums meet in workgroup memory.
+// Workgroup (head, chunk of CW columns). The max and the denominator are workgroup reductions
+// over the head's blocks (each workgroup of a head repeats them: a few dozen loads); then thread
+// (column c, block group g) sums its share of the blocks for column c, every load independent
+// of the last, and the groups' sums meet in workgroup memory. Chunks give a decode step's few
+// heads enough workgroups to keep the loads short.
 
 //!include attn_params.wgsl
 
 override WG: u32 = 128u;
+const CW: u32 = 32u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> part: array<f32>;
@@ -35,33 +38,24 @@ fn main(l: Lanes) {
         den += exp(part[base + hd] - big) * part[base + hd + 1u];
     }
     let denom = wg_sum(l, den);
-    // Block groups: WG / hd of them when a head fits the workgroup, else one, with each
-    // thread taking columns d, d + WG, ...
-    let groups = max(WG / hd, 1u);
-    let g = l.lid / hd;
-    var acc = 0.0;
-    for (var d = l.lid % hd; d < hd; d += WG) {
-        var o = 0.0;
-        if g < groups {
-            for (var b = g; b < p.blocks; b += groups) {
-                let base = hb + b * stride;
-                o += exp(part[base + hd] - big) * part[base + d];
-            }
+    let groups = WG / CW;
+    let c = l.lid % CW;
+    let g = l.lid / CW;
+    let d = l.wg.y * CW + c;
+    var o = 0.0;
+    if d < hd {
+        for (var b = g; b < p.blocks; b += groups) {
+            let base = hb + b * stride;
+            o += exp(part[base + hd] - big) * part[base + d];
         }
-        if groups == 1u && g == 0u {
-            out[h * hd + d] = o / denom;
-        }
-        acc = o;
     }
-    if groups > 1u {
-        sums[l.lid] = acc;
-        workgroupBarrier();
-        if g == 0u {
-            var total = 0.0;
-            for (var gg = 0u; gg < groups; gg++) {
-                total += sums[gg * hd + l.lid];
-            }
-            out[h * hd + l.lid] = total / denom;
+    sums[l.lid] = o;
+    workgroupBarrier();
+    if g == 0u && d < hd {
+        var total = 0.0;
+        for (var gg = 0u; gg < groups; gg++) {
+            total += sums[gg * CW + c];
         }
+        out[h * hd + d] = total / denom;
     }
 }

@@ -261,14 +261,14 @@ pub fn attention_decode(
     qk_norm: Option<&Tensor>,
 ) -> Result<(), GpuError> {
     const WG: u32 = 128;
-    const KB: u32 = attention::KEYS_PER_BLOCK;
+    let kb = attention::keys_per_block(p.head_dim);
     let (heads, kv_heads, hd, ctx) = (
         p.heads as usize,
         p.kv_heads as usize,
         p.head_dim as usize,
         p.max_ctx as usize,
     );
-    p.blocks = p.n_keys.div_ceil(KB).max(1);
+    p.blocks = p.n_keys.div_ceil(kb).max(1);
     let within = |at: u32, n: usize| at as usize + n <= elems(qkv);
     let ok = kv_heads > 0
         && p.n_keys > 0
@@ -301,7 +301,7 @@ pub fn attention_decode(
     launch(
         gpu,
         rec,
-        &attention::decode_spec(WG, KB, reduction(gpu), neox),
+        &attention::decode_spec(WG, kb, reduction(gpu), neox),
         &p,
         &[qkv, kc, vc, part, qk_norm.unwrap_or(qkv)],
         (p.heads, p.blocks),
@@ -312,13 +312,13 @@ pub fn attention_decode(
         &attention::combine_spec(WG, reduction(gpu)),
         &p,
         &[part, out],
-        (p.heads, 1),
+        (p.heads, p.head_dim.div_ceil(attention::COMBINE_COLUMNS)),
     )
 }
 
 /// Scratch elements [`attention_decode`] needs for a cache of `max_ctx` positions.
 pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
-    let blocks = max_ctx.div_ceil(attention::KEYS_PER_BLOCK).max(1);
+    let blocks = max_ctx.div_ceil(attention::keys_per_block(head_dim)).max(1);
     (heads * blocks * (head_dim + 2)) as usize
 }
 
