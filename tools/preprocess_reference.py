@@ -3,6 +3,7 @@
 
     pip install -r tools/requirements-test.txt   # modelport-cli 0.1.0, pillow<13, scipy, soxr
     python3 tools/preprocess_reference.py [image|post|audio|mlc ...]   (all by default)
+    python3 tools/preprocess_reference.py live RAW_RGB WIDTH HEIGHT INPUT_SPEC_JSON > tensor.bin
 
 image: small generated source images (PNG of every colour type, 8 EXIF orientations, JPEG,
   WebP, BMP, GIF) and the tensors `modelport.preprocess` (Pillow 12) makes from them, listed in
@@ -460,6 +461,25 @@ def make_mlc_fixtures():
 SECTIONS = {"image": make_image_fixtures, "post": make_post_fixtures, "audio": make_audio_fixtures,
             "mlc": make_mlc_fixtures}
 
+def live(raw, width, height, spec_json):
+    """One tensor on stdout (raw little-endian) for preprocess/tests/live_reference.rs."""
+    from modelport.manifest.tensors import InputSpec
+    from modelport.preprocess import preprocess_image, resized_size
+
+    width, height = int(width), int(height)
+    with open(raw, "rb") as f:
+        array = np.frombuffer(f.read(), dtype=np.uint8).reshape(height, width, 3)
+    spec = InputSpec.model_validate(json.loads(spec_json))
+    if spec.preprocess.resize.method == "nearest":
+        w, h = resized_size(width, height, spec.preprocess.resize)
+        array = exact_nearest(array, w, h)
+    tensor = preprocess_image(Image.fromarray(np.ascontiguousarray(array)), spec)
+    sys.stdout.buffer.write(np.ascontiguousarray(tensor).astype(tensor.dtype.newbyteorder("<")).tobytes())
+
+
 if __name__ == "__main__":
-    for section in sys.argv[1:] or list(SECTIONS):
-        SECTIONS[section]()
+    if sys.argv[1:2] == ["live"]:
+        live(*sys.argv[2:6])
+    else:
+        for section in sys.argv[1:] or list(SECTIONS):
+            SECTIONS[section]()
