@@ -107,6 +107,7 @@ def make_sources(out):
     save_pil("exif6_160x120.jpg", Image.fromarray(rgb_big), quality=92, exif=exif.tobytes())
     save_pil("baseline_160x120.jpg", Image.fromarray(rgb_big), quality=90)
     save_pil("progressive_160x120.jpg", Image.fromarray(rgb_big), quality=90, progressive=True)
+    save_pil("cmyk_160x120.jpg", Image.fromarray(rgb_big).convert("CMYK"), quality=95)
     save_pil("lossless_37x23.webp", Image.fromarray(rgb_odd), lossless=True)
     save_pil("rgb_37x23.bmp", Image.fromarray(rgb_odd))
     save_pil("palette_37x23.gif", Image.fromarray(rgb_odd).quantize(colors=64))
@@ -176,7 +177,7 @@ def image_cases():
         cases.append(case(f"exif_orientation_{o}", f"exif{o}_13x7.png", aa("bilinear", shorter_side=5), **raw))
     # JPEG: zune-jpeg (image crate) and libjpeg-turbo (Pillow) differ in IDCT and chroma upsampling
     # rounding; measured max 2 levels after resize on these files, so the tolerance is 3.
-    for src in ["baseline_160x120.jpg", "progressive_160x120.jpg", "exif6_160x120.jpg"]:
+    for src in ["baseline_160x120.jpg", "progressive_160x120.jpg", "exif6_160x120.jpg", "cmyk_160x120.jpg"]:
         cases.append(case("jpeg_" + src.split(".")[0], src, aa("bilinear", shorter_side=64), crop=[56, 56],
                           tolerance=3.0, **raw))
     for dtype in ["int8", "int32", "int64", "bool"]:
