@@ -89,6 +89,8 @@ def make_sources(out):
     save_pil("rgba_37x23.png", Image.fromarray(np.dstack([rgb_odd, rgb_odd[..., :1][..., ::-1]]), "RGBA"))
     palette = Image.fromarray(rgb_odd).quantize(colors=40, method=Image.Quantize.MEDIANCUT)
     save_pil("palette_37x23.png", palette, transparency=3)
+    save_pil("bilevel_37x23.png", Image.fromarray(rgb_odd[..., 0] > 127))
+    save_pil("palette4_37x23.png", Image.fromarray(rgb_odd).quantize(colors=12), bits=4)
     rng = np.random.RandomState(4)
     rgb16 = rng.randint(0, 65536, size=(23, 37, 3)).astype(np.uint16)
     (out / "rgb16_37x23.png").write_bytes(png_bytes(rgb16, 16, 2))
@@ -169,7 +171,7 @@ def image_cases():
         case("crop_half_to_even_up", "rgb_37x23.png", aa("bilinear", size=[23, 37]), crop=[20, 34], **raw),
         case("crop_half_to_even_down", "rgb_37x23.png", aa("bilinear", size=[23, 37]), crop=[16, 30], **raw),
     ]
-    for src in ["gray_37x23.png", "gray_alpha_37x23.png", "rgba_37x23.png", "palette_37x23.png",
+    for src in ["bilevel_37x23.png", "palette4_37x23.png", "gray_37x23.png", "gray_alpha_37x23.png", "rgba_37x23.png", "palette_37x23.png",
                 "rgb16_37x23.png", "gray16_37x23.png", "lossless_37x23.webp", "rgb_37x23.bmp",
                 "palette_37x23.gif"]:
         cases.append(case("decode_" + src.replace(".", "_"), src, aa("bicubic", size=[19, 29]), **raw))
