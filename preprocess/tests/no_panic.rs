@@ -131,3 +131,42 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn oversized_targets_are_refused_not_allocated() {
+    let image = RgbImage::new(2, 2, vec![7; 12]).unwrap();
+    let input = |target, crop| InputSpec {
+        name: "x".into(),
+        dtype: DType::Float32,
+        shape: vec![Dim::Dynamic; 4],
+        layout: Some(Layout::Nchw),
+        preprocess: Some(ImagePreprocess {
+            resize: Resize {
+                target,
+                method: ResizeMethod::Nearest,
+                antialias: false,
+            },
+            center_crop: crop,
+            color: ColorOrder::Rgb,
+            scale: 1.0,
+            mean: [0.0; 3],
+            std: [1.0; 3],
+        }),
+    };
+    for (target, crop) in [
+        (ResizeTarget::Size([65_536, 65_536]), None),
+        (ResizeTarget::Size([70_000, 2]), None),
+        (ResizeTarget::ShorterSide(u64::MAX), None),
+        (ResizeTarget::Size([4, 4]), Some([0, 4])),
+        (ResizeTarget::Size([4, 4]), Some([60_000, 60_000])),
+    ] {
+        let err = preprocess_image(&image, &input(target, crop)).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                gpuport_preprocess::image::PreprocessError::BadSize { .. }
+            ),
+            "{err}"
+        );
+    }
+}

@@ -12,7 +12,7 @@ mod sample;
 pub use crop::CropPlan;
 pub use decode::{DecodeError, MAX_DECODE_ALLOC_BYTES, decode_image, decode_image_file};
 pub use geometry::{InverseTransform, resized_size};
-pub use pipeline::{MAX_SIDE, PreprocessError, Preprocessed, preprocess_image};
+pub use pipeline::{MAX_PIXELS, MAX_SIDE, PreprocessError, Preprocessed, preprocess_image};
 pub(crate) use resize::resize_window;
 pub use resize::{Filter, Window, resize_antialiased};
 pub use sample::{resize_bilinear_float, resize_nearest};

@@ -13,6 +13,9 @@ use crate::tensor::Tensor;
 
 /// The longest side a resize or crop may ask for.
 pub const MAX_SIDE: usize = 1 << 16;
+/// The most pixels a model input may have (2^25, 32 Mi pixels: a 384 MiB float32 tensor), so a
+/// hostile manifest cannot make the process abort on allocation.
+pub const MAX_PIXELS: usize = 1 << 25;
 
 /// Why an image could not be turned into an input tensor.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -39,8 +42,11 @@ pub enum PreprocessError {
         /// Antialias flag.
         antialias: bool,
     },
-    /// The resize or crop size is 0 or beyond [`MAX_SIDE`].
-    #[error("input '{input}': {what} {width}x{height} is outside 1..={MAX_SIDE}")]
+    /// The resize or crop size is 0, has a side beyond [`MAX_SIDE`], or the input would have more
+    /// than [`MAX_PIXELS`] pixels.
+    #[error(
+        "input '{input}': {what} {width}x{height} is outside 1..={MAX_SIDE} per side or {MAX_PIXELS} pixels"
+    )]
     BadSize {
         /// Input name.
         input: String,
@@ -121,6 +127,9 @@ pub fn preprocess_image(
         },
         None => (rw, rh),
     };
+    if cw * ch > MAX_PIXELS {
+        return Err(size_error(name, "input", cw as u64, ch as u64));
+    }
     let plan = CropPlan::new(rw, rh, cw, ch);
     let window = plan.visible;
     let method = pre.resize.method;

@@ -15,7 +15,8 @@ use crate::tensor::{Tensor, TensorData};
 /// Why `image_decode` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageDecodeError {
-    /// Target size 0 or beyond [`crate::image::MAX_SIDE`].
+    /// Target size 0, a side beyond [`crate::image::MAX_SIDE`], or more than
+    /// [`crate::image::MAX_PIXELS`] pixels.
     #[error("image_decode target {width}x{height} is outside 1..={max}", max = crate::image::MAX_SIDE)]
     BadSize {
         /// Target width.
@@ -68,7 +69,10 @@ pub fn image_decode(
             }
         }
     };
-    if rw > crate::image::MAX_SIDE || rh > crate::image::MAX_SIDE {
+    if rw > crate::image::MAX_SIDE
+        || rh > crate::image::MAX_SIDE
+        || tw * th > crate::image::MAX_PIXELS
+    {
         return Err(bad());
     }
     let plan = CropPlan::new(rw, rh, tw, th);
