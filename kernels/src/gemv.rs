@@ -32,10 +32,12 @@ pub struct GemvParams {
     /// [`GemvInput::SwiGlu`], [`GemvInput::GeGlu`]: vec4 offset of the second operand after
     /// the first.
     pub x_aux: u32,
-    /// [`GemvInput::RmsNorm`], [`GemvInput::RmsNormPlusOne`]: the norm's epsilon.
+    /// The norm input forms: the norms' epsilon.
     pub eps: f32,
-    /// Padding.
-    pub pad: [u32; 2],
+    /// The folded forms: added to the norm weights (1 for `(1 + w)` norms).
+    pub w_one: f32,
+    /// The folded forms: 1 = workgroup 0 writes the new residual row.
+    pub write_x: u32,
 }
 
 /// How the GEMV forms its input vector from the `x` binding: the operation before a
@@ -52,16 +54,24 @@ pub enum GemvInput {
     SwiGlu,
     /// `gelu_tanh(a) * b` where `x` holds `a` then `b`.
     GeGlu,
+    /// A post-projection RMSNorm and its residual add folded into this projection's input
+    /// RMSNorm: `x` is the last projection, the residual stream is bound apart, the norm
+    /// weights hold the post-norm's then the input norm's (`w` form).
+    FoldedRmsNorm,
+    /// The same with `(1 + w)` norms.
+    FoldedRmsNormPlusOne,
 }
 
 impl GemvInput {
     /// Every input form.
-    pub const ALL: [GemvInput; 5] = [
+    pub const ALL: [GemvInput; 7] = [
         GemvInput::Plain,
         GemvInput::RmsNorm,
         GemvInput::RmsNormPlusOne,
         GemvInput::SwiGlu,
         GemvInput::GeGlu,
+        GemvInput::FoldedRmsNorm,
+        GemvInput::FoldedRmsNormPlusOne,
     ];
 
     /// The `XFORM` constant.
@@ -72,7 +82,33 @@ impl GemvInput {
             GemvInput::RmsNormPlusOne => 2,
             GemvInput::SwiGlu => 3,
             GemvInput::GeGlu => 4,
+            GemvInput::FoldedRmsNorm | GemvInput::FoldedRmsNormPlusOne => 5,
         }
+    }
+
+    /// Whether this form reads norm weights (`cols` of them, `2 cols` when folded).
+    pub fn norm_weights(self, cols: usize) -> Option<usize> {
+        match self {
+            GemvInput::RmsNorm | GemvInput::RmsNormPlusOne => Some(cols),
+            GemvInput::FoldedRmsNorm | GemvInput::FoldedRmsNormPlusOne => Some(2 * cols),
+            _ => None,
+        }
+    }
+
+    /// What the folded forms add to the norm weights.
+    pub fn w_one(self) -> f32 {
+        match self {
+            GemvInput::RmsNormPlusOne | GemvInput::FoldedRmsNormPlusOne => 1.0,
+            _ => 0.0,
+        }
+    }
+
+    /// Whether this form folds a post-norm and a residual in.
+    pub fn is_folded(self) -> bool {
+        matches!(
+            self,
+            GemvInput::FoldedRmsNorm | GemvInput::FoldedRmsNormPlusOne
+        )
     }
 
     /// Elements of the `x` binding for a matrix of `cols` columns.
@@ -84,29 +120,47 @@ impl GemvInput {
     }
 
     /// CPU reference of the input vector (`norm_w` for the norms, `eps` their epsilon), in
-    /// f64 like the GEMV reference.
-    pub fn reference(self, x: &[f32], norm_w: &[f32], eps: f32, cols: usize) -> Vec<f32> {
-        let act = |op: ElementOp| -> Vec<f32> {
+    /// f64 like the GEMV reference; the folded forms return the new residual row after it
+    /// (`residual` is the stream they fold into).
+    pub fn reference(
+        self,
+        x: &[f32],
+        residual: &[f32],
+        norm_w: &[f32],
+        eps: f32,
+        cols: usize,
+    ) -> Vec<f32> {
+        let rms_norm = |v: &[f64], w: &[f32]| -> Vec<f64> {
+            let ms = v.iter().map(|a| a * a).sum::<f64>() / cols as f64;
+            let inv = 1.0 / (ms + f64::from(eps)).sqrt();
+            let one = f64::from(self.w_one());
+            v.iter()
+                .zip(w)
+                .map(|(a, w)| a * inv * (f64::from(*w) + one))
+                .collect()
+        };
+        let xs: Vec<f64> = x[..cols].iter().map(|v| f64::from(*v)).collect();
+        let to_f32 = |v: Vec<f64>| v.into_iter().map(|a| a as f32).collect();
+        let act = |op: ElementOp| {
             (0..cols)
                 .map(|i| op.apply(x[i], x[cols + i], 1.0))
                 .collect()
         };
-        let norm = |plus_one: bool| -> Vec<f32> {
-            let ms = x[..cols].iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / cols as f64;
-            let inv = 1.0 / (ms + f64::from(eps)).sqrt();
-            (0..cols)
-                .map(|i| {
-                    let w = f64::from(norm_w[i]) + if plus_one { 1.0 } else { 0.0 };
-                    (f64::from(x[i]) * inv * w) as f32
-                })
-                .collect()
-        };
         match self {
             GemvInput::Plain => x[..cols].to_vec(),
-            GemvInput::RmsNorm => norm(false),
-            GemvInput::RmsNormPlusOne => norm(true),
+            GemvInput::RmsNorm | GemvInput::RmsNormPlusOne => to_f32(rms_norm(&xs, norm_w)),
             GemvInput::SwiGlu => act(ElementOp::SiluMul),
             GemvInput::GeGlu => act(ElementOp::GeluMul),
+            GemvInput::FoldedRmsNorm | GemvInput::FoldedRmsNormPlusOne => {
+                let post = rms_norm(&xs, &norm_w[..cols]);
+                let x1: Vec<f64> = post
+                    .iter()
+                    .zip(residual)
+                    .map(|(a, r)| a + f64::from(*r))
+                    .collect();
+                let input = rms_norm(&x1, &norm_w[cols..2 * cols]);
+                to_f32(input.into_iter().chain(x1).collect())
+            }
         }
     }
 }
@@ -266,7 +320,8 @@ pub fn params(
         residual: 0,
         x_aux: 0,
         eps: 0.0,
-        pad: [0; 2],
+        w_one: 0.0,
+        write_x: 0,
     };
     Ok((p, grid))
 }

@@ -47,15 +47,6 @@ pub struct NormParams {
     pub eps: f32,
     /// Workgroups along x.
     pub grid_x: u32,
-    /// 1: add the residual binding to the output (`y = r + norm(x) * w`).
-    pub residual: u32,
-    /// Rows from this one on use the second weight vector, at element `w2_offset` of the
-    /// weights (a query norm and a key norm in one dispatch); `rows` or more: none do.
-    pub w2_from_row: u32,
-    /// Element offset of the second weight vector.
-    pub w2_offset: u32,
-    /// Padding.
-    pub pad: u32,
 }
 
 /// The norm variant.

@@ -272,19 +272,23 @@ fn gemv_input_forms_match_cpu() {
                 .iter()
                 .map(|v| 4.0 * v)
                 .collect();
-            let norm_w = support::random_f32(cols, 4);
+            let norm_w = support::random_f32(input.norm_weights(cols).unwrap_or(cols), 4);
+            let stream = support::random_f32(cols, 8);
             let res = support::random_f32(y_first + rows, 6);
             let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
-            let nt = gpu.upload_f32(&norm_w, &[cols], "norm").unwrap();
+            let nt = gpu.upload_f32(&norm_w, &[norm_w.len()], "norm").unwrap();
+            let st = gpu.upload_f32(&stream, &[cols], "residual stream").unwrap();
             let rt = gpu.upload_f32(&res, &[res.len()], "residual").unwrap();
+            let x_out = gpu.zeros_f32(&[cols], "new residual row").unwrap();
             let y = gpu.zeros_f32(&[y_first + rows], "y").unwrap();
-            let norm = matches!(input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne)
-                .then_some((&nt, 1e-5));
+            let folded = input.is_folded();
             let call = ops::GemvCall {
                 y_first,
-                residual: Some(&rt),
+                // A folded form binds the stream where the output residual would go.
+                residual: (!folded).then_some(&rt),
                 input,
-                norm,
+                norm: input.norm_weights(cols).map(|_| (&nt, 1e-5)),
+                fold: folded.then_some((&st, Some(&x_out))),
                 ..ops::GemvCall::new(&w, &xt, &y)
             };
             let mut rec = Recorder::new(&gpu);
@@ -293,8 +297,18 @@ fn gemv_input_forms_match_cpu() {
                 ops::gemv_call(&gpu, &mut rec, call, t).unwrap();
                 rec.submit().unwrap();
                 let got = gpu.readback_f32(&y).unwrap();
-                let xin = input.reference(&x, &norm_w, 1e-5, cols);
-                let want = gemv::reference(ty, &raw, rows, cols, &xin);
+                let reference = input.reference(&x, &stream, &norm_w, 1e-5, cols);
+                let xin = &reference[..cols];
+                if folded {
+                    let row = gpu.readback_f32(&x_out).unwrap();
+                    for (i, (g, w)) in row.iter().zip(&reference[cols..]).enumerate() {
+                        assert!(
+                            (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                            "{input:?} x1[{i}]: {g} vs {w}"
+                        );
+                    }
+                }
+                let want = gemv::reference(ty, &raw, rows, cols, xin);
                 assert!(
                     got[..y_first].iter().all(|v| *v == 0.0),
                     "{input:?}: wrote before y_first"
@@ -302,11 +316,12 @@ fn gemv_input_forms_match_cpu() {
                 for r in 0..rows {
                     let magnitude: f32 = dq[r * cols..(r + 1) * cols]
                         .iter()
-                        .zip(&xin)
+                        .zip(xin)
                         .map(|(a, b)| (a * b).abs())
                         .sum();
                     let tol = 1e-5 * magnitude + 1e-5;
-                    let g = got[y_first + r] - res[y_first + r];
+                    let added = if folded { 0.0 } else { res[y_first + r] };
+                    let g = got[y_first + r] - added;
                     assert!(
                         (g - want[r]).abs() <= tol,
                         "{} {input:?} {t:?}: row {r}: GPU {g} CPU {} (tolerance {tol})",

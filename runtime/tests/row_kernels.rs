@@ -25,44 +25,6 @@ fn run(gpu: &Gpu, f: impl FnOnce(&mut Recorder<'_>)) {
     rec.submit().unwrap();
 }
 
-/// The residual add and the second weight vector (query and key norms in one dispatch)
-/// against the CPU reference applied row by row.
-#[test]
-fn norm_extras_match() {
-    let Some(gpu) = support::gpu() else { return };
-    let (rows, cols, split) = (5, 64, 3);
-    let x: Vec<f32> = support::random_f32(rows * cols, 11)
-        .iter()
-        .map(|v| v * 2.0)
-        .collect();
-    let w = support::random_f32(2 * cols, 12);
-    let r = support::random_f32(rows * cols, 13);
-    for kind in [NormKind::Rms, NormKind::RmsPlusOne] {
-        let xt = gpu.upload_f32(&x, &[rows, cols], "x").unwrap();
-        let wt = gpu.upload_f32(&w, &[2 * cols], "w").unwrap();
-        let rt = gpu.upload_f32(&r, &[rows, cols], "r").unwrap();
-        let y = gpu.zeros_f32(&[rows, cols], "y").unwrap();
-        let extras = ops::NormExtras {
-            residual: Some(&rt),
-            second_weights: Some((split, cols)),
-        };
-        run(&gpu, |rec| {
-            ops::norm_with(&gpu, rec, kind, [&xt, &wt, &y], cols, 1e-6, extras).unwrap()
-        });
-        let got = gpu.readback_f32(&y).unwrap();
-        let mut want = rowops::norm_reference(kind, &x[..split * cols], &w[..cols], cols, 1e-6);
-        want.extend(rowops::norm_reference(
-            kind,
-            &x[split * cols..],
-            &w[cols..],
-            cols,
-            1e-6,
-        ));
-        want.iter_mut().zip(&r).for_each(|(v, r)| *v += r);
-        close(&got, &want, 1e-5, &format!("{kind:?} with extras"));
-    }
-}
-
 #[test]
 fn norms_match() {
     let Some(gpu) = support::gpu() else { return };

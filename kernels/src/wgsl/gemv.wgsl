@@ -21,7 +21,12 @@
 // x / rms(x) * xw; 2 RMSNorm with (1 + xw); 3 SwiGLU silu(x[i]) * x[i + x_aux]; 4 GeGLU
 // gelu_tanh(x[i]) * x[i + x_aux]. The norms make every workgroup compute rms(x) itself (x is
 // one activation row, a few KiB read from the cache): a few hundred extra reads per workgroup
-// instead of a dispatch and a barrier across the whole GPU.
+// instead of a dispatch and a barrier across the whole GPU. 5 folds a post-projection norm and
+// its residual add into the next projection's input norm (Gemma's sandwich norms): with `x` the
+// last projection's output and `res` the residual stream, the new residual row is
+// x1 = res + x / rms(x) * (xw[..n] + w_one), the input vector x1 / rms(x1) * (xw[n..] + w_one),
+// and workgroup 0 stores x1 to `x_out` when write_x is 1 (every workgroup recomputes x1: two
+// reductions over one row instead of a dispatch).
 
 struct Params {
     rows: u32,          // rows of W (and length of y)
@@ -33,9 +38,9 @@ struct Params {
     grid_x: u32,        // workgroups along x (the grid is 2D past 65535 workgroups)
     residual: u32,      // 1: y[i] = (W x)[i] + res[i] (a transformer's residual add, fused)
     x_aux: u32,         // XFORM 3, 4: vec4 offset of the second GLU operand after x[i]
-    eps: f32,           // XFORM 1, 2: the norm's epsilon
-    _pad0: u32,
-    _pad1: u32,
+    eps: f32,           // XFORM 1, 2, 5: the norms' epsilon
+    w_one: f32,         // XFORM 5: added to the norm weights (1 for (1 + w) norms, else 0)
+    write_x: u32,       // XFORM 5: 1 = workgroup 0 writes the new residual row to `x_out`
 }
 
 override WG: u32 = 128u;
@@ -50,8 +55,11 @@ override T: u32 = WG * RPT / ROWS;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 // The residual (same indexing as y); bound to x, and unread, when `residual` is 0.
 @group(0) @binding(4) var<storage, read> res: array<f32>;
-// The norm weights for XFORM 1 and 2 (same indexing as x); bound to x, and unread, otherwise.
+// The norm weights for XFORM 1 and 2 (same indexing as x), the two norms' for XFORM 5; bound
+// to x, and unread, otherwise.
 @group(0) @binding(5) var<storage, read> xw: array<vec4<f32>>;
+// XFORM 5: the new residual row; bound to y, and untouched, otherwise.
+@group(0) @binding(6) var<storage, read_write> x_out: array<vec4<f32>>;
 
 
 //!include common.wgsl
@@ -61,6 +69,8 @@ override T: u32 = WG * RPT / ROWS;
 
 // XFORM 1, 2: 1 / rms(x), computed once per workgroup before the products.
 var<private> x_rstd: f32;
+// XFORM 5: 1 / rms of the projection.
+var<private> p_rstd: f32;
 
 fn act4(v: vec4<f32>) -> vec4<f32> {
     if XFORM == 3u {
@@ -76,19 +86,41 @@ fn xin(i: u32) -> vec4<f32> {
         case 1u: { return v * x_rstd * xw[i - p.x_offset]; }
         case 2u: { return v * x_rstd * (1.0 + xw[i - p.x_offset]); }
         case 3u, 4u: { return act4(v) * x[i + p.x_aux]; }
+        case 5u: { return post_residual(i) * x_rstd * (xw[x_cols4() + i] + p.w_one); }
         default: { return v; }
     }
 }
 
-// 1 / sqrt(mean(x^2) + eps) over the row's columns, reduced across the workgroup.
+fn x_cols4() -> u32 {
+    return p.units_per_row * UNIT_ELEMS / 4u;
+}
+
+// XFORM 5: element vec4 `i` of the new residual row x1.
+fn post_residual(i: u32) -> vec4<f32> {
+    let r = vec4<f32>(res[4u * i], res[4u * i + 1u], res[4u * i + 2u], res[4u * i + 3u]);
+    return r + x[i] * p_rstd * (xw[i] + p.w_one);
+}
+
+// 1 / sqrt(mean(x^2) + eps) over the row's columns, reduced across the workgroup; for XFORM 5
+// first the projection's scale, then the new residual row's.
 fn x_norm_scale(l: Lanes, id: u32) -> f32 {
-    let n4 = p.units_per_row * UNIT_ELEMS / 4u;
+    let n4 = x_cols4();
     var sq = 0.0;
     for (var i = id; i < n4; i += WG) {
         let v = x[p.x_offset + i];
         sq += dot(v, v);
     }
-    return inverseSqrt(wg_total(l, sq, id) / f32(4u * n4) + p.eps);
+    let scale = inverseSqrt(wg_total(l, sq, id) / f32(4u * n4) + p.eps);
+    if XFORM != 5u {
+        return scale;
+    }
+    p_rstd = scale;
+    var sq1 = 0.0;
+    for (var i = id; i < n4; i += WG) {
+        let v = post_residual(i);
+        sq1 += dot(v, v);
+    }
+    return inverseSqrt(wg_total(l, sq1, id) / f32(4u * n4) + p.eps);
 }
 
 @compute @workgroup_size(WG)
@@ -97,8 +129,13 @@ fn main(l: Lanes) {
     let group = id / T;
     let lane = id % T;
     let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + group * RPT;
-    if XFORM == 1u || XFORM == 2u {
+    if XFORM == 1u || XFORM == 2u || XFORM == 5u {
         x_rstd = x_norm_scale(l, id);
+    }
+    if XFORM == 5u && p.write_x == 1u && l.wg.x + l.wg.y == 0u {
+        for (var i = id; i < x_cols4(); i += WG) {
+            x_out[i] = post_residual(i);
+        }
     }
     var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     if row0 < p.rows {

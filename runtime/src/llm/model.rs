@@ -11,7 +11,7 @@ use gpuport_kernels::rowops::{self, ElementOp, NormKind};
 
 use super::config::ModelConfig;
 use super::error::LlmError;
-use super::weights::{self, LoadPlan, Projections, Weights};
+use super::weights::{self, InputNorm, LoadPlan, Projections, Weights};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gguf::Gguf;
@@ -166,69 +166,75 @@ impl Model {
 
     /// Records `out = [W_1; W_2; …] norm(x)`, the parts' outputs one after another: the
     /// RMSNorm is fused into each GEMV (every workgroup normalizes the row itself), a
-    /// LayerNorm runs first on its own.
+    /// LayerNorm runs first on its own. A folded norm first applies the post-norm of the
+    /// projection in `s.proj` and its residual add to `x`, the first GEMV writing the new
+    /// residual row to `x_next`; the return value says whether it did (the caller swaps).
     fn normed_projections(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
-        [x, norm_w, out]: [&Tensor; 3],
+        [x, x_next, out]: [&Tensor; 3],
+        norm: &InputNorm,
         parts: &Projections,
         s: &Scratch,
-    ) -> Result<(), GpuError> {
+    ) -> Result<bool, GpuError> {
         let c = &self.cfg;
-        let (input, x, norm) = match c.norm {
-            NormKind::Rms => (GemvInput::RmsNorm, x, Some((norm_w, c.eps))),
-            NormKind::RmsPlusOne => (GemvInput::RmsNormPlusOne, x, Some((norm_w, c.eps))),
-            NormKind::Layer => {
-                ops::norm(gpu, rec, c.norm, [x, norm_w, &s.h], c.embd, c.eps)?;
+        let folded = matches!(norm, InputNorm::Folded(_));
+        let (input, x_in, weights) = match (norm, c.norm) {
+            (InputNorm::Plain(w), NormKind::Rms) => (GemvInput::RmsNorm, x, Some(w)),
+            (InputNorm::Plain(w), NormKind::RmsPlusOne) => (GemvInput::RmsNormPlusOne, x, Some(w)),
+            (InputNorm::Plain(w), NormKind::Layer) => {
+                ops::norm(gpu, rec, c.norm, [x, w, &s.h], c.embd, c.eps)?;
                 (GemvInput::Plain, &s.h, None)
+            }
+            (InputNorm::Folded(w), NormKind::Rms) => (GemvInput::FoldedRmsNorm, &s.proj, Some(w)),
+            (InputNorm::Folded(w), NormKind::RmsPlusOne) => {
+                (GemvInput::FoldedRmsNormPlusOne, &s.proj, Some(w))
+            }
+            (InputNorm::Folded(_), NormKind::Layer) => {
+                return Err(GpuError::Shape("a folded LayerNorm".into()));
             }
         };
         let mut y_first = 0;
-        for w in &parts.stacks {
+        for (i, w) in parts.stacks.iter().enumerate() {
             let call = GemvCall {
                 y_first,
                 input,
-                norm,
-                ..GemvCall::new(w, x, out)
+                norm: weights.map(|w| (w, c.eps)),
+                fold: folded.then_some((x, (i == 0).then_some(x_next))),
+                ..GemvCall::new(w, x_in, out)
             };
             self.gemv(gpu, rec, call)?;
             y_first += w.shape[0];
         }
-        Ok(())
+        Ok(folded)
     }
 
-    /// Records `out = x + post_norm(W input(a))`: with no post-projection norm the add is fused
-    /// into the GEMV; Gemma's sandwich norm needs the whole projection first, and fuses the
-    /// add into the norm.
-    #[allow(clippy::too_many_arguments)]
-    fn project_residual(
+    /// Records an output projection `W input(a)`: added to the residual `x` into `x_next`
+    /// (returns true: the caller swaps), or, for models with post-projection norms, left in
+    /// `s.proj` for the next input norm to fold in.
+    fn project_out(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
-        [w, a, x, out]: [&Tensor; 4],
+        [w, a, x, x_next]: [&Tensor; 4],
         input: GemvInput,
-        post_norm: &Option<Tensor>,
         s: &Scratch,
-    ) -> Result<(), GpuError> {
+    ) -> Result<bool, GpuError> {
         let call = GemvCall {
             input,
-            ..GemvCall::new(w, a, out)
+            ..GemvCall::new(w, a, x_next)
         };
-        let Some(pn) = post_norm else {
-            let call = GemvCall {
-                residual: Some(x),
-                ..call
-            };
-            return self.gemv(gpu, rec, call);
-        };
-        self.gemv(gpu, rec, GemvCall { y: &s.proj, ..call })?;
-        let c = &self.cfg;
-        let extras = ops::NormExtras {
+        if self.cfg.post_norms {
+            self.gemv(gpu, rec, GemvCall { y: &s.proj, ..call })?;
+            return Ok(false);
+        }
+        let call = GemvCall {
             residual: Some(x),
-            second_weights: None,
+            ..call
         };
-        ops::norm_with(gpu, rec, c.norm, [&s.proj, pn, out], c.embd, c.eps, extras)
+        self.gemv(gpu, rec, call)?;
+        Ok(true)
     }
 
     /// Decode attention of layer `layer` for the token at `pos` (a cache of `ctx` positions):
@@ -309,23 +315,32 @@ impl Model {
         let (mut x, mut x_next) = (&s.x, &s.x_alt);
         for (i, l) in w.layers.iter().enumerate() {
             let (kc, vc) = &kv.layers[i];
-            self.normed_projections(gpu, rec, [x, &l.attn_norm, &s.qkv], &l.attn_in, s)?;
+            let ins = [x, x_next, &s.qkv];
+            if self.normed_projections(gpu, rec, ins, &l.attn_norm, &l.attn_in, s)? {
+                (x, x_next) = (x_next, x);
+            }
             let p = self.attention_params(i, pos, kv.ctx, l.qk_norm.is_some())?;
             let tensors = [&s.qkv, kc, vc, &s.part, &s.attn];
             ops::attention_decode(gpu, rec, p, c.rope_neox, tensors, l.qk_norm.as_ref())?;
             let wo = [&l.wo, &s.attn, x, x_next];
-            self.project_residual(gpu, rec, wo, GemvInput::Plain, &l.post_attn_norm, s)?;
-            (x, x_next) = (x_next, x);
-            self.normed_projections(gpu, rec, [x, &l.ffn_norm, &s.gate], &l.ffn_in, s)?;
+            if self.project_out(gpu, rec, wo, GemvInput::Plain, s)? {
+                (x, x_next) = (x_next, x);
+            }
+            let ins = [x, x_next, &s.gate];
+            if self.normed_projections(gpu, rec, ins, &l.ffn_norm, &l.ffn_in, s)? {
+                (x, x_next) = (x_next, x);
+            }
             let down = [&l.w_down, &s.gate, x, x_next];
-            self.project_residual(gpu, rec, down, glu, &l.post_ffn_norm, s)?;
-            (x, x_next) = (x_next, x);
+            if self.project_out(gpu, rec, down, glu, s)? {
+                (x, x_next) = (x_next, x);
+            }
         }
         if logits {
             let out = Projections {
                 stacks: vec![w.output.clone()],
             };
-            self.normed_projections(gpu, rec, [x, &w.output_norm, &s.logits], &out, s)?;
+            let ins = [x, x_next, &s.logits];
+            self.normed_projections(gpu, rec, ins, &w.output_norm, &out, s)?;
         }
         Ok(())
     }

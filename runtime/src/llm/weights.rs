@@ -13,23 +13,28 @@ use crate::tensor::{Elem, Tensor};
 /// One transformer block's tensors.
 pub struct LayerWeights {
     /// Pre-attention norm.
-    pub attn_norm: Tensor,
+    pub attn_norm: InputNorm,
     /// Query `[q_dim, embd]`, key and value `[kv_dim, embd]` projections.
     pub attn_in: Projections,
     /// Output projection `[embd, q_dim]`.
     pub wo: Tensor,
     /// Per-head query norm then per-head key norm (Gemma 3), `2 head_dim` f32.
     pub qk_norm: Option<Tensor>,
-    /// Norm after attention (Gemma 3).
-    pub post_attn_norm: Option<Tensor>,
     /// Pre-feed-forward norm.
-    pub ffn_norm: Tensor,
+    pub ffn_norm: InputNorm,
     /// Gate and up `[ff, embd]` projections.
     pub ffn_in: Projections,
     /// Down projection `[embd, ff]`.
     pub w_down: Tensor,
-    /// Norm after the feed-forward block (Gemma 3).
-    pub post_ffn_norm: Option<Tensor>,
+}
+
+/// The norm in front of a block's input projections.
+pub enum InputNorm {
+    /// Its weights (`embd` f32).
+    Plain(Tensor),
+    /// The previous projection's post-norm weights, then its own (`2 embd` f32): the post-norm
+    /// and its residual add are folded into this norm's GEMVs (Gemma 3's sandwich norms).
+    Folded(Tensor),
 }
 
 /// Projections of one input whose outputs go to consecutive ranges of one buffer (q, k, v;
@@ -46,7 +51,7 @@ pub struct Weights {
     /// Token embeddings `[vocab, embd]`.
     pub embd: Tensor,
     /// Final norm.
-    pub output_norm: Tensor,
+    pub output_norm: InputNorm,
     /// Output projection `[vocab, embd]` (the embedding table when tied).
     pub output: Tensor,
     /// Blocks.
@@ -246,9 +251,16 @@ impl Weights {
         }
         let get =
             |name: &str| -> Result<Tensor, LlmError> { upload(gpu, g, g.require_tensor(name)?) };
-        let opt = |name: String, on: bool| -> Result<Option<Tensor>, LlmError> {
-            if on { get(&name).map(Some) } else { Ok(None) }
+        // With post-norms every input norm but the first folds the post-norm before it.
+        let norm = |post: Option<String>, own: String| -> Result<InputNorm, LlmError> {
+            Ok(match post {
+                Some(post) if cfg.post_norms => {
+                    InputNorm::Folded(concat_f32(gpu, g, &[post, own.clone()], &own)?)
+                }
+                _ => InputNorm::Plain(get(&own)?),
+            })
         };
+        let b = |i: usize, s: &str| format!("blk.{i}.{s}.weight");
         let embd = get("token_embd.weight")?;
         let output = match g.tensor("output.weight") {
             Some(_) => get("output.weight")?,
@@ -256,9 +268,10 @@ impl Weights {
         };
         let mut layers = Vec::with_capacity(cfg.layers);
         for i in 0..cfg.layers {
-            let b = |s: &str| format!("blk.{i}.{s}.weight");
+            let prev_post = i.checked_sub(1).map(|p| b(p, "post_ffw_norm"));
+            let b = |s: &str| b(i, s);
             layers.push(LayerWeights {
-                attn_norm: get(&b("attn_norm"))?,
+                attn_norm: norm(prev_post, b("attn_norm"))?,
                 attn_in: projections(
                     gpu,
                     g,
@@ -275,8 +288,7 @@ impl Weights {
                     )?),
                     false => None,
                 },
-                post_attn_norm: opt(b("post_attention_norm"), cfg.post_norms)?,
-                ffn_norm: get(&b("ffn_norm"))?,
+                ffn_norm: norm(Some(b("post_attention_norm")), b("ffn_norm"))?,
                 ffn_in: projections(
                     gpu,
                     g,
@@ -284,12 +296,14 @@ impl Weights {
                     &format!("blk.{i} gate+up"),
                 )?,
                 w_down: get(&b("ffn_down"))?,
-                post_ffn_norm: opt(b("post_ffw_norm"), cfg.post_norms)?,
             });
         }
         Ok(Weights {
             embd,
-            output_norm: get("output_norm.weight")?,
+            output_norm: norm(
+                cfg.layers.checked_sub(1).map(|last| b(last, "post_ffw_norm")),
+                "output_norm.weight".into(),
+            )?,
             output,
             layers,
         })

@@ -117,8 +117,12 @@ pub struct GemvCall<'a> {
     pub residual: Option<&'a Tensor>,
     /// How the input vector is formed from `x`.
     pub input: GemvInput,
-    /// The norm weights (`cols` f32) and epsilon of the norm input forms.
+    /// The norm weights (`cols` f32; `2 cols` for the folded forms) and epsilon of the norm
+    /// input forms.
     pub norm: Option<(&'a Tensor, f32)>,
+    /// The residual stream a folded input form adds the post-norm to, and where the new
+    /// residual row goes (one GEMV of the input's projections writes it).
+    pub fold: Option<(&'a Tensor, Option<&'a Tensor>)>,
 }
 
 impl<'a> GemvCall<'a> {
@@ -132,6 +136,7 @@ impl<'a> GemvCall<'a> {
             residual: None,
             input: GemvInput::Plain,
             norm: None,
+            fold: None,
         }
     }
 }
@@ -194,14 +199,29 @@ fn check_gemv(call: &GemvCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
             r.shape, call.y.shape
         ));
     }
-    let wants_norm = matches!(call.input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne);
-    match call.norm {
-        Some((w, _)) if wants_norm && n(w) == cols => Ok(()),
-        None if !wants_norm => Ok(()),
+    match (call.input.norm_weights(cols), call.norm) {
+        (Some(want), Some((w, _))) if n(w) == want => {}
+        (None, None) => {}
+        _ => {
+            return bad(format!(
+                "{:?} input with norm weights {:?}",
+                call.input,
+                call.norm.map(|(w, _)| &w.shape)
+            ));
+        }
+    }
+    match (call.input.is_folded(), call.fold) {
+        (false, None) => Ok(()),
+        (true, Some((r, out)))
+            if n(r) == cols && out.is_none_or(|o| n(o) == cols) && call.residual.is_none() =>
+        {
+            Ok(())
+        }
         _ => bad(format!(
-            "{:?} input with norm weights {:?}",
+            "{:?} input with folded residual {:?} and an output residual {}",
             call.input,
-            call.norm.map(|(w, _)| &w.shape)
+            call.fold.map(|(r, _)| &r.shape),
+            call.residual.is_some()
         )),
     }
 }
@@ -240,6 +260,13 @@ pub fn gemv_chunked<'a>(
         p.residual = u32::from(call.residual.is_some());
         p.x_aux = (cols / 4) as u32;
         p.eps = call.norm.map_or(0.0, |(_, eps)| eps);
+        p.w_one = call.input.w_one();
+        let (fold_in, fold_out) = match call.fold {
+            Some((r, out)) => (Some(r), out),
+            None => (None, None),
+        };
+        // The first chunk alone writes the new residual row.
+        p.write_x = u32::from(fold_out.is_some() && first == 0);
         let slot = rec.uniform(&p)?;
         let len = (n * row_bytes).div_ceil(4) * 4;
         let whole = |t: &'a Tensor| (t, 0, t.padded());
@@ -250,8 +277,9 @@ pub fn gemv_chunked<'a>(
                 (call.w, byte_offset, len),
                 whole(x),
                 whole(call.y),
-                whole(call.residual.unwrap_or(x)),
+                whole(call.residual.or(fold_in).unwrap_or(x)),
                 whole(call.norm.map_or(x, |(w, _)| w)),
+                whole(fold_out.unwrap_or(call.y)),
             ],
         );
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));

@@ -30,17 +30,6 @@ fn row_grid(gpu: &Gpu, rows: usize) -> (u32, u32) {
     )
 }
 
-/// What a norm launch does beyond `y = norm(x) * w`.
-#[derive(Clone, Copy, Default)]
-pub struct NormExtras<'a> {
-    /// Added to the output: `y = r + norm(x) * w` (a residual add after a post-projection
-    /// norm).
-    pub residual: Option<&'a Tensor>,
-    /// `(row, offset)`: rows from `row` on take their weights from element `offset` of `w`
-    /// (a query norm and a key norm over one buffer of heads).
-    pub second_weights: Option<(usize, usize)>,
-}
-
 /// `y = norm(x) * w` per row of `cols`, tensors `[x, w, y]` (LayerNorm: `w` holds weights then
 /// biases).
 pub fn norm(
@@ -51,63 +40,32 @@ pub fn norm(
     cols: usize,
     eps: f32,
 ) -> Result<(), GpuError> {
-    norm_with(gpu, rec, kind, [x, w, y], cols, eps, NormExtras::default())
-}
-
-/// [`norm()`] with a fused residual add and/or a second weight vector.
-pub fn norm_with(
-    gpu: &Gpu,
-    rec: &mut Recorder<'_>,
-    kind: NormKind,
-    [x, w, y]: [&Tensor; 3],
-    cols: usize,
-    eps: f32,
-    extras: NormExtras<'_>,
-) -> Result<(), GpuError> {
     let n = elems(x);
     let want_w = if kind == NormKind::Layer {
         2 * cols
     } else {
         cols
     };
-    let rows = n.checked_div(cols).unwrap_or(0);
-    let (w2_from_row, w2_offset) = extras.second_weights.unwrap_or((rows, 0));
-    let ok = cols > 0
-        && n.is_multiple_of(cols)
-        && elems(y) == n
-        && extras.residual.is_none_or(|r| elems(r) == n)
-        && match extras.second_weights {
-            None => elems(w) == want_w,
-            Some(_) => w2_from_row <= rows && elems(w) == w2_offset + want_w && w2_offset >= want_w,
-        };
-    if !ok {
+    if cols == 0 || !n.is_multiple_of(cols) || elems(w) != want_w || elems(y) != n {
         return Err(GpuError::Shape(format!(
-            "norm of {:?} by rows of {cols} with weights {:?} into {:?} (residual {:?}, second \
-             weights {:?})",
-            x.shape,
-            w.shape,
-            y.shape,
-            extras.residual.map(|r| &r.shape),
-            extras.second_weights
+            "norm of {:?} by rows of {cols} with weights {:?} into {:?}",
+            x.shape, w.shape, y.shape
         )));
     }
+    let rows = n / cols;
     let grid = row_grid(gpu, rows);
     let p = rowops::NormParams {
         cols: cols as u32,
         rows: rows as u32,
         eps,
         grid_x: grid.0,
-        residual: u32::from(extras.residual.is_some()),
-        w2_from_row: w2_from_row as u32,
-        w2_offset: w2_offset as u32,
-        pad: 0,
     };
     launch(
         gpu,
         rec,
         &rowops::norm_spec(kind, 256, reduction(gpu)),
         &p,
-        &[x, w, y, extras.residual.unwrap_or(x)],
+        &[x, w, y],
         grid,
     )
 }
