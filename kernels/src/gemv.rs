@@ -258,6 +258,14 @@ pub fn spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
     spec_with(ty, t, GemvInput::Plain)
 }
 
+/// The variant that only forms the input vector of [`spec_with`]`(ty, t, input)` (one
+/// workgroup, written to the output binding), for GEMVs too large to repeat it per workgroup.
+pub fn input_only_spec(ty: GgmlType, t: GemvTunables, input: GemvInput) -> KernelSpec {
+    let mut spec = spec_with(ty, t, input);
+    spec.constants.push(("INPUT_ONLY", 1));
+    spec
+}
+
 /// The kernel variant for weights of type `ty` forming its input by `input` (labels of
 /// plain-input variants carry no `XFORM`, so tuning tables keep their keys).
 pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput) -> KernelSpec {

@@ -355,3 +355,49 @@ fn gemv_input_forms_check_their_bindings() {
         assert_eq!(err.code(), "BAD_REQUEST", "{input:?}");
     }
 }
+
+/// The input-only dispatch forms the same vector as the CPU reference for every input form
+/// (and a folded form's new residual row).
+#[test]
+fn gemv_input_vector_matches_cpu() {
+    use gemv::GemvInput;
+    let Some(gpu) = support::gpu() else { return };
+    let cols = 320;
+    let w = gpu.zeros_f32(&[3, cols], "w").unwrap();
+    let y = gpu.zeros_f32(&[3], "y").unwrap();
+    for input in GemvInput::ALL {
+        let x: Vec<f32> = support::random_f32(input.x_len(cols), 13)
+            .iter()
+            .map(|v| 3.0 * v)
+            .collect();
+        let norm_w = support::random_f32(input.norm_weights(cols).unwrap_or(cols), 14);
+        let stream = support::random_f32(cols, 15);
+        let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
+        let nt = gpu.upload_f32(&norm_w, &[norm_w.len()], "norm").unwrap();
+        let st = gpu.upload_f32(&stream, &[cols], "stream").unwrap();
+        let row = gpu.zeros_f32(&[cols], "x1").unwrap();
+        let out = gpu.zeros_f32(&[cols], "input").unwrap();
+        let call = ops::GemvCall {
+            input,
+            norm: input.norm_weights(cols).map(|_| (&nt, 1e-5)),
+            fold: input.is_folded().then_some((&st, Some(&row))),
+            ..ops::GemvCall::new(&w, &xt, &y)
+        };
+        let mut rec = Recorder::new(&gpu);
+        let t = GemvTunables::default_for(support::has_subgroups(&gpu));
+        ops::gemv_input(&gpu, &mut rec, call, t, &out).unwrap();
+        rec.submit().unwrap();
+        let want = input.reference(&x, &stream, &norm_w, 1e-5, cols);
+        let mut got = gpu.readback_f32(&out).unwrap();
+        if input.is_folded() {
+            got.extend(gpu.readback_f32(&row).unwrap());
+        }
+        assert_eq!(got.len(), want.len(), "{input:?}");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                "{input:?} [{i}]: {g} vs {w}"
+            );
+        }
+    }
+}

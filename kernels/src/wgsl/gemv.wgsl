@@ -47,6 +47,10 @@ override WG: u32 = 128u;
 override ROWS: u32 = 4u;
 override RPT: u32 = 1u;
 override XFORM: u32 = 0u;
+// 1: compute the input vector only, into y (one workgroup; the GEMV that follows reads it
+// plainly). A GEMV of many thousand workgroups pays for XFORM's per-workgroup reductions in
+// every wave; one small dispatch first is cheaper there.
+override INPUT_ONLY: u32 = 0u;
 override T: u32 = WG * RPT / ROWS;
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -136,6 +140,16 @@ fn main(l: Lanes) {
         for (var i = id; i < x_cols4(); i += WG) {
             x_out[i] = post_residual(i);
         }
+    }
+    if INPUT_ONLY == 1u {
+        for (var i = id; i < x_cols4(); i += WG) {
+            let v = xin(p.x_offset + i);
+            y[4u * i] = v.x;
+            y[4u * i + 1u] = v.y;
+            y[4u * i + 2u] = v.z;
+            y[4u * i + 3u] = v.w;
+        }
+        return;
     }
     var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     if row0 < p.rows {

@@ -301,7 +301,9 @@ impl Weights {
         Ok(Weights {
             embd,
             output_norm: norm(
-                cfg.layers.checked_sub(1).map(|last| b(last, "post_ffw_norm")),
+                cfg.layers
+                    .checked_sub(1)
+                    .map(|last| b(last, "post_ffw_norm")),
                 "output_norm.weight".into(),
             )?,
             output,

@@ -227,10 +227,10 @@ fn check_gemv(call: &GemvCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
 }
 
 /// [`gemv_call()`] with an explicit largest binding (tests force splitting with a small one).
-pub fn gemv_chunked<'a>(
+pub fn gemv_chunked(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    call: GemvCall<'a>,
+    call: GemvCall<'_>,
     t: gemv::GemvTunables,
     max_binding: u64,
 ) -> Result<(), GpuError> {
@@ -245,7 +245,6 @@ pub fn gemv_chunked<'a>(
         max_binding,
         u64::from(limits.min_storage_buffer_offset_alignment),
     )?;
-    let x = call.x;
     for (first, n, byte_offset) in chunks {
         let (mut p, grid) = gemv::params(
             ty,
@@ -257,33 +256,79 @@ pub fn gemv_chunked<'a>(
         )
         .map_err(|e| GpuError::Shape(e.to_string()))?;
         p.y_offset = (call.y_first + first as usize) as u32;
-        p.residual = u32::from(call.residual.is_some());
-        p.x_aux = (cols / 4) as u32;
-        p.eps = call.norm.map_or(0.0, |(_, eps)| eps);
-        p.w_one = call.input.w_one();
-        let (fold_in, fold_out) = match call.fold {
-            Some((r, out)) => (Some(r), out),
-            None => (None, None),
-        };
-        // The first chunk alone writes the new residual row.
-        p.write_x = u32::from(fold_out.is_some() && first == 0);
-        let slot = rec.uniform(&p)?;
+        // The first chunk alone writes a folded form's new residual row.
         let len = (n * row_bytes).div_ceil(4) * 4;
-        let whole = |t: &'a Tensor| (t, 0, t.padded());
-        let group = rec.bind_group(
-            &pipeline,
-            slot,
-            &[
-                (call.w, byte_offset, len),
-                whole(x),
-                whole(call.y),
-                whole(call.residual.or(fold_in).unwrap_or(x)),
-                whole(call.norm.map_or(x, |(w, _)| w)),
-                whole(fold_out.unwrap_or(call.y)),
-            ],
-        );
-        rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+        let weights = (call.w, byte_offset, len);
+        dispatch_gemv(rec, &pipeline, p, &call, weights, call.y, first == 0, grid)?;
     }
+    Ok(())
+}
+
+/// Records the input vector of `call` (`call.input` applied to `call.x`: what its GEMV
+/// multiplies) into `out` (`cols` f32) in one workgroup, and a folded form's new residual row:
+/// for a GEMV of many thousand workgroups, repeating the input form's reductions in each costs
+/// more than this dispatch (follow with a plain GEMV of `out`).
+pub fn gemv_input(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: GemvCall<'_>,
+    t: gemv::GemvTunables,
+    out: &Tensor,
+) -> Result<(), GpuError> {
+    let (ty, rows, cols, row_bytes) = matrix(call.w)?;
+    check_gemv(&call, rows, cols)?;
+    if out.shape.iter().product::<usize>() != cols || rows == 0 {
+        return Err(GpuError::Shape(format!(
+            "the input vector of a GEMV [{rows}, {cols}] into {:?}",
+            out.shape
+        )));
+    }
+    let pipeline = gpu.pipeline(&gemv::input_only_spec(ty, t, call.input))?;
+    let (p, _) = gemv::params(ty, 1, cols, 0, t, 1).map_err(|e| GpuError::Shape(e.to_string()))?;
+    let weights = (call.w, 0, (row_bytes as u64).div_ceil(4) * 4);
+    dispatch_gemv(rec, &pipeline, p, &call, weights, out, true, (1, 1))
+}
+
+/// Fills the input-form fields of `p`, binds `call`'s tensors (weights as given, output `y`)
+/// and records the dispatch.
+#[allow(clippy::too_many_arguments)]
+fn dispatch_gemv(
+    rec: &mut Recorder<'_>,
+    pipeline: &crate::pipeline::Pipeline,
+    mut p: gemv::GemvParams,
+    call: &GemvCall<'_>,
+    weights: (&Tensor, u64, u64),
+    y: &Tensor,
+    writes_row: bool,
+    grid: (u32, u32),
+) -> Result<(), GpuError> {
+    let (fold_in, fold_out) = match call.fold {
+        Some((r, out)) => (Some(r), out),
+        None => (None, None),
+    };
+    p.residual = u32::from(call.residual.is_some());
+    p.x_aux = p.units_per_row * gemv::unit(ggml_type(weights.0)?).0 / 4;
+    p.eps = call.norm.map_or(0.0, |(_, eps)| eps);
+    p.w_one = call.input.w_one();
+    p.write_x = u32::from(fold_out.is_some() && writes_row);
+    let slot = rec.uniform(&p)?;
+    let x = call.x;
+    fn whole(t: &Tensor) -> (&Tensor, u64, u64) {
+        (t, 0, t.padded())
+    }
+    let group = rec.bind_group(
+        pipeline,
+        slot,
+        &[
+            weights,
+            whole(x),
+            whole(y),
+            whole(call.residual.or(fold_in).unwrap_or(x)),
+            whole(call.norm.map_or(x, |(w, _)| w)),
+            whole(fold_out.unwrap_or(y)),
+        ],
+    );
+    rec.dispatch(pipeline, &group, (grid.0, grid.1, 1));
     Ok(())
 }
 
