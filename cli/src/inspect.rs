@@ -3,15 +3,15 @@
 use std::path::Path;
 
 use gpuport_manifest_core::Choice;
-use gpuport_manifest_core::document::{Opened, open};
+use gpuport_manifest_core::document::Opened;
 use gpuport_manifest_core::fileref::{FileLocation, FileRef};
 use gpuport_manifest_core::mlc::{self, CompiledProgram, ModelPackage, Processor};
 use gpuport_manifest_core::modelport::{
     Dim, ImagePreprocess, Manifest, Postprocess, ResizeTarget, Runtime, SkipReason, select_variant,
 };
 
-use crate::output::{bytes, print_report};
-use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE, host};
+use crate::output::{bytes, open_valid};
+use crate::{EXIT_OK, EXIT_USAGE, host};
 
 pub fn run(path: &Path, runtime_names: &[String], ram_mb: Option<u64>) -> u8 {
     let mut runtimes = Vec::new();
@@ -28,16 +28,9 @@ pub fn run(path: &Path, runtime_names: &[String], ram_mb: Option<u64>) -> u8 {
             }
         }
     }
-    let (report, opened) = match open(path) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let Some(opened) = opened else {
-        print_report(&report, None);
-        return EXIT_INVALID;
+    let opened = match open_valid(path) {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
     match opened {
         Opened::Modelport { manifest, root } => {

@@ -1,6 +1,26 @@
 //! Printing helpers shared by the commands.
 
-use gpuport_manifest_core::document::DocumentReport;
+use std::path::Path;
+
+use gpuport_manifest_core::document::{DocumentReport, Opened, open};
+
+use crate::{EXIT_INVALID, EXIT_USAGE};
+
+/// Opens the document at `path` for a command that needs it valid: an I/O or usage error is
+/// printed with `error:`, an invalid document with every problem; either gives the exit code.
+pub fn open_valid(path: &Path) -> Result<Opened, u8> {
+    let (report, opened) = match open(path) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(EXIT_USAGE);
+        }
+    };
+    opened.ok_or_else(|| {
+        print_report(&report, None);
+        EXIT_INVALID
+    })
+}
 
 /// `98.4 MB (98,362,432 bytes)`.
 pub fn bytes(n: u64) -> String {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gpuport_manifest_core::document::{Opened, open};
+use gpuport_manifest_core::document::Opened;
 use gpuport_manifest_core::mlc::{self, AdapterDtype, ModelPackage, Processor};
 use gpuport_manifest_core::modelport::Manifest;
 use gpuport_preprocess::image::{InverseTransform, decode_image_file, preprocess_image};
@@ -12,8 +12,8 @@ use gpuport_preprocess::mlc::{adapter_input_dtype, audio_decode, image_decode};
 use gpuport_preprocess::tensor::Tensor;
 use serde_json::json;
 
-use crate::output::print_report;
-use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
+use crate::output::open_valid;
+use crate::{EXIT_OK, EXIT_USAGE};
 
 /// What `gpuport preprocess` was asked for.
 pub struct PreprocessArgs {
@@ -32,16 +32,9 @@ pub struct PreprocessArgs {
 type Failure = String;
 
 pub fn run(args: PreprocessArgs) -> u8 {
-    let (report, opened) = match open(&args.path) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let Some(opened) = opened else {
-        print_report(&report, None);
-        return EXIT_INVALID;
+    let opened = match open_valid(&args.path) {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
     let result = match opened {
         Opened::Modelport { manifest, .. } => modelport_tensor(&manifest, &args),
