@@ -1,6 +1,6 @@
-//! Loading an LLM for `generate`, `chat` and `can-run`: MODEL is a `.gguf` file or a ModelPort
+//! Loading an LLM for `generate`, `chat` and `can-run`: MODEL is a `.gguf` file, a ModelPort
 //! text-generation bundle (its first variant this build runs, with the bundle's context length
-//! and sampling defaults).
+//! and sampling defaults), or the id of such a model in the store (its files rehashed first).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -8,10 +8,13 @@ use std::time::Instant;
 use gpuport_manifest_core::bundle::resolve_inside;
 use gpuport_manifest_core::document::{self, Opened};
 use gpuport_manifest_core::fileref::FileLocation;
-use gpuport_manifest_core::modelport::{GenerationDefaults, select_variant};
+use gpuport_manifest_core::modelport::{
+    GenerationDefaults, Manifest, is_valid_id, parse_manifest, select_variant,
+};
 use gpuport_runtime::gguf::{Gguf, Metadata};
 use gpuport_runtime::llm::{ChatTemplate, LlmError, Model, ModelConfig, Tokenizer, stop_tokens};
 use gpuport_runtime::{Gpu, GpuOptions};
+use gpuport_store::{Store, default_root};
 
 /// Context when neither the user nor a bundle sets one (capped by the model's own).
 pub const DEFAULT_CONTEXT: usize = 4096;
@@ -26,7 +29,7 @@ pub struct Source {
     pub defaults: GenerationDefaults,
 }
 
-/// Resolves MODEL to a GGUF file.
+/// Resolves MODEL to a GGUF file: a path, else a store id.
 pub fn resolve(model: &Path) -> Result<Source, String> {
     if model.is_file() && model.extension().is_some_and(|e| e == "gguf") {
         return Ok(Source {
@@ -36,10 +39,7 @@ pub fn resolve(model: &Path) -> Result<Source, String> {
         });
     }
     if !model.exists() {
-        return Err(format!(
-            "{}: no such file or bundle (model store ids come with `gpuport import`)",
-            model.display()
-        ));
+        return from_store(model);
     }
     let (report, opened) = document::open(model).map_err(|e| e.to_string())?;
     let Some(Opened::Modelport { manifest, root }) = opened else {
@@ -54,10 +54,56 @@ pub fn resolve(model: &Path) -> Result<Source, String> {
             }
         ));
     };
+    let what = model.display().to_string();
+    from_manifest(&what, &manifest, |rel| {
+        resolve_inside(&root, rel).map_err(|e| format!("{what}: {e}"))
+    })
+}
+
+/// MODEL as a store id: the store's copy (`$GPUPORT_STORE`, else the data folder), every file
+/// rehashed before use.
+fn from_store(model: &Path) -> Result<Source, String> {
+    let id = model.to_string_lossy();
+    let not_found = || {
+        format!(
+            "{}: no such file or bundle, and no model with that id in the store (add one with \
+             `gpuport import PATH` or `gpuport pull`)",
+            model.display()
+        )
+    };
+    if !is_valid_id(&id) {
+        return Err(not_found());
+    }
+    let root = default_root(None).map_err(|e| e.to_string())?;
+    if !root.join("models").join(format!("{id}.json")).is_file() {
+        return Err(not_found());
+    }
+    let store = Store::open(&root).map_err(|e| e.to_string())?;
+    let resolved = store.resolve(&id).map_err(|e| format!("{id}: {e}"))?;
+    let text = std::fs::read_to_string(&resolved.manifest)
+        .map_err(|e| format!("{id}: {}: {e}", resolved.manifest.display()))?;
+    let manifest = parse_manifest(&text)
+        .map_err(|problems| format!("{id}: the stored manifest is invalid: {problems:?}"))?
+        .document;
+    from_manifest(&id, &manifest, |rel| {
+        resolved
+            .files
+            .get(rel)
+            .cloned()
+            .ok_or_else(|| format!("{id}: the store has no file {rel}"))
+    })
+}
+
+/// The GGUF of the first text-generation variant this build runs, located by `locate`
+/// (bundle-relative path → file).
+fn from_manifest(
+    what: &str,
+    manifest: &Manifest,
+    locate: impl Fn(&str) -> Result<PathBuf, String>,
+) -> Result<Source, String> {
     let Some(llm) = &manifest.llm else {
         return Err(format!(
-            "{}: task {} is not text generation",
-            model.display(),
+            "{what}: task {} is not text generation",
             manifest.task
         ));
     };
@@ -65,8 +111,7 @@ pub fn resolve(model: &Path) -> Result<Source, String> {
     let selection = select_variant(&manifest.variants, &registered, crate::host::ram_mb());
     let Some(chosen) = selection.chosen else {
         return Err(format!(
-            "{}: no variant runs here ({})",
-            model.display(),
+            "{what}: no variant runs here ({})",
             selection
                 .skipped
                 .iter()
@@ -78,14 +123,12 @@ pub fn resolve(model: &Path) -> Result<Source, String> {
     let variant = &manifest.variants[chosen];
     let FileLocation::Path(rel) = &variant.file.location else {
         return Err(format!(
-            "{}: variant {} is remote; pull it into the store first",
-            model.display(),
+            "{what}: variant {} is remote; pull it into the store first",
             variant.id
         ));
     };
-    let gguf = resolve_inside(&root, rel).map_err(|e| format!("{}: {e}", model.display()))?;
     Ok(Source {
-        gguf,
+        gguf: locate(rel)?,
         context: usize::try_from(llm.context_length).ok(),
         defaults: llm.defaults.clone(),
     })

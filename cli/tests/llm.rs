@@ -10,8 +10,16 @@ mod references;
 use std::process::{Command, Output, Stdio};
 
 fn gpuport(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuport"))
-        .args(args)
+    gpuport_with_store(args, None)
+}
+
+/// `gpuport args…` with `GPUPORT_STORE` set to `store` when given.
+fn gpuport_with_store(args: &[&str], store: Option<&std::path::Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuport"));
+    if let Some(store) = store {
+        cmd.env("GPUPORT_STORE", store);
+    }
+    cmd.args(args)
         .current_dir(references::repo_root())
         .stdin(Stdio::null())
         .output()
@@ -22,11 +30,19 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Through the store: the GGUF imported (wrapped in a generated bundle), then generated from by
+/// its id.
 #[test]
-fn generate_raw_greedy_matches_llama_cpp() {
+fn generate_raw_greedy_from_the_store_matches_llama_cpp() {
     let Some(model) = references::model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
         return;
     };
+    let store = tempfile::tempdir().unwrap();
+    let out = gpuport_with_store(
+        &["import", model.to_str().unwrap(), "--id", "smollm2"],
+        Some(store.path()),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let fixture: serde_json::Value = serde_json::from_slice(
         &std::fs::read(
             references::repo_root().join("runtime/tests/fixtures/llama_cpp/smollm2_greedy.json"),
@@ -36,18 +52,21 @@ fn generate_raw_greedy_matches_llama_cpp() {
     .unwrap();
     let case = &fixture["cases"][0];
     let want: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
-    let out = gpuport(&[
-        "generate",
-        model.to_str().unwrap(),
-        "--raw",
-        "--prompt",
-        case["text"].as_str().unwrap(),
-        "--temperature",
-        "0",
-        "--max-tokens",
-        "4",
-        "--json",
-    ]);
+    let out = gpuport_with_store(
+        &[
+            "generate",
+            "smollm2",
+            "--raw",
+            "--prompt",
+            case["text"].as_str().unwrap(),
+            "--temperature",
+            "0",
+            "--max-tokens",
+            "4",
+            "--json",
+        ],
+        Some(store.path()),
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let ids: Vec<u32> = serde_json::from_value(report["ids"].clone()).unwrap();
