@@ -35,6 +35,8 @@ pub enum Fault {
     Oversize { extra: usize, declare: bool },
     /// Answer `200` with the whole file even to a range request.
     IgnoreRange,
+    /// Answer this HTTP status (e.g. 503) with an empty body.
+    Status(u16),
 }
 
 /// One request as the server saw it.
@@ -46,6 +48,8 @@ pub struct Logged {
     pub range_start: Option<u64>,
     /// Body bytes written.
     pub body_bytes: u64,
+    /// The status code answered (0 if nothing was answered).
+    pub status: u16,
 }
 
 #[derive(Default)]
@@ -220,12 +224,17 @@ fn serve(
             path: path.clone(),
             range_start,
             body_bytes: 0,
+            status: 0,
         });
         (s.files.get(&path).cloned(), fault, s.log.len() - 1)
     };
-    let mut sent = 0u64;
+    let mut sent = (0u64, 0u16);
     let result = respond(&mut tls, &path, file, fault, range_start, addr, &mut sent);
-    state.lock().unwrap().log[index].body_bytes = sent;
+    {
+        let mut s = state.lock().unwrap();
+        s.log[index].body_bytes = sent.0;
+        s.log[index].status = sent.1;
+    }
     if result.is_ok() {
         let _ = tls.flush();
         tls.conn.send_close_notify();
@@ -243,16 +252,24 @@ fn respond(
     fault: Option<Fault>,
     range_start: Option<u64>,
     addr: SocketAddr,
-    sent: &mut u64,
+    sent: &mut (u64, u16),
 ) -> std::io::Result<()> {
     match &fault {
+        Some(Fault::Status(code)) => {
+            sent.1 = *code;
+            let head =
+                format!("HTTP/1.1 {code} Fault\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            return out.write_all(head.as_bytes());
+        }
         Some(Fault::RedirectToHttp) => {
+            sent.1 = 302;
             let head = format!(
                 "HTTP/1.1 302 Found\r\nLocation: http://{addr}{path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             );
             return out.write_all(head.as_bytes());
         }
         Some(Fault::RedirectTo(target)) => {
+            sent.1 = 302;
             let head = format!(
                 "HTTP/1.1 302 Found\r\nLocation: https://{addr}{target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             );
@@ -261,6 +278,7 @@ fn respond(
         _ => {}
     }
     let Some(mut body) = file else {
+        sent.1 = 404;
         return out.write_all(
             b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
         );
@@ -276,6 +294,7 @@ fn respond(
     if let Some(s) = start
         && s >= total
     {
+        sent.1 = 416;
         let head = format!(
             "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{total}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         );
@@ -288,6 +307,7 @@ fn respond(
         payload.extend(std::iter::repeat_n(0x5a, *extra));
         declare_length = *declare;
     }
+    sent.1 = if start.is_some() { 206 } else { 200 };
     let mut head = match start {
         Some(s) => format!(
             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {s}-{}/{total}\r\n",
@@ -307,7 +327,7 @@ fn respond(
     };
     for chunk in payload[..limit].chunks(64 << 10) {
         out.write_all(chunk)?;
-        *sent += chunk.len() as u64;
+        sent.0 += chunk.len() as u64;
     }
     out.flush()?;
     match &fault {

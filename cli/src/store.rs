@@ -173,7 +173,10 @@ fn exit_for(e: &StoreError) -> u8 {
 }
 
 fn total_size(record: &ModelRecord) -> u64 {
-    record.files.values().map(|f| f.size).sum()
+    record
+        .files
+        .values()
+        .fold(0u64, |sum, f| sum.saturating_add(f.size))
 }
 
 fn print_added(verb: &str, record: &ModelRecord) {
@@ -336,6 +339,9 @@ fn print_verify(report: &gpuport_store::VerifyReport) {
             crate::output::grouped(m.bytes_present),
             crate::output::grouped(m.bytes_total)
         );
+    }
+    for lost in &report.lost {
+        println!("✗ lost: {lost} (its record says complete)");
     }
     for need in &report.needs {
         println!("  missing files: {need}");

@@ -96,6 +96,19 @@ fn concurrent_pulls_imports_and_gcs_keep_the_store_consistent() {
             "round {round}"
         );
         assert!(server.bytes_served("/r/shared.bin") <= (BIG / 2) as u64);
+        // Each file was written once: one complete download of each remote file at most (none
+        // of the shared file if the import stored it first), and no second, partial one.
+        for (path, len, at_least) in [("/r/w.gguf", BIG, 1), ("/r/shared.bin", BIG / 2, 0)] {
+            let requests = server.requests_for(path);
+            let complete = requests
+                .iter()
+                .filter(|l| l.status == 200 && l.body_bytes == len as u64)
+                .count();
+            assert!(
+                (at_least..=1).contains(&complete) && requests.len() == complete,
+                "round {round}: {path} was fetched {complete} time(s) in full: {requests:?}"
+            );
+        }
         let (code, out, err) = run(gpuport(&store, &ca).arg("verify"));
         assert_eq!(code, 0, "{out}{err}");
         assert_blobs_sound(&store);

@@ -125,6 +125,16 @@ fn crash_loop(label: &str, args: &[String], id: &str, seed: u64) {
     assert!(files_under(&store.join("tmp")).is_empty());
     assert!(files_under(&store.join("partial")).is_empty());
     assert_blobs_sound(&store);
+
+    // A record that says complete while a blob is missing is inconsistent: exit 1.
+    let weights = files_under(&store.join("blobs"))
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .unwrap();
+    std::fs::remove_file(&weights).unwrap();
+    let (code, out, err) = run(gpuport(&store, &ca).arg("verify"));
+    assert_eq!(code, 1, "{label}: verify missed a lost blob: {out}{err}");
+    assert!(out.contains("NOT consistent"), "{out}");
 }
 
 fn seed() -> u64 {

@@ -4,13 +4,19 @@
 //!
 //! 1. validate everything that can be validated without copying (the whole local folder; the
 //!    fetched manifest);
-//! 2. store the manifest blob; when every digest is known up front, write the record in state
-//!    `partial` (so `ls` shows the model and gc keeps its blobs);
+//! 2. store the manifest blob; when every digest is known up front, write the new record in
+//!    state `partial` so gc keeps its blobs — as `models/<id>.json` when the id has no complete
+//!    record (so `ls` shows the model), else as `pending/<id>.json`, leaving the complete record
+//!    (and so its blobs, which gc keeps) untouched;
 //! 3. store each file: temp/partial file, hashed while written, checked, fsynced, renamed;
-//! 4. write the record in state `complete`.
+//! 4. write `models/<id>.json` in state `complete` (one atomic rename), then delete
+//!    `pending/<id>.json`.
 //!
 //! A crash leaves only complete blobs, temp files (removed by gc), partial downloads (resumed by
-//! the next pull) and at worst a `partial` record that the next run completes.
+//! the next pull) and at worst a `partial` record or a pending record that the next run
+//! completes; the previous complete record of the id stays resolvable throughout. An import
+//! that fails (rather than being killed) removes what step 2 wrote; a failed pull keeps it, so
+//! its partial downloads survive `gc` until the next pull resumes them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,6 +29,7 @@ use crate::catalog::{Catalog, ResolvedEntry};
 use crate::error::{IoContext, Result, StoreError};
 use crate::gguf::{self, GgufOptions};
 use crate::http::{MAX_MANIFEST_BYTES, check_url};
+use crate::layout::remove_durably;
 use crate::local::{self, LocalKind, LocalPlan};
 use crate::lock::{self, Access};
 use crate::progress::Progress;
@@ -77,6 +84,32 @@ fn join_url(base: &str, path: &str) -> Result<String> {
     Ok(url.to_string())
 }
 
+/// Refuses declared sizes whose sum overflows `u64` (a hostile manifest): `sizes` yields
+/// (field, size); the error names the field at which the sum overflowed.
+fn check_total_size(what: &str, sizes: impl IntoIterator<Item = (String, u64)>) -> Result<u64> {
+    let mut total: u64 = 0;
+    for (field, size) in sizes {
+        total = total
+            .checked_add(size)
+            .ok_or_else(|| StoreError::SizeOverflow {
+                what: what.to_owned(),
+                field,
+            })?;
+    }
+    Ok(total)
+}
+
+/// Where step 2 put the new record (see the module docs).
+#[derive(Debug, Clone)]
+enum Staged {
+    /// Nowhere (not every digest was known up front).
+    Nothing,
+    /// `models/<id>.json`, replacing `previous` (none, or a record that was not complete).
+    InPlace { previous: Option<ModelRecord> },
+    /// `pending/<id>.json`, next to the untouched complete record.
+    Pending,
+}
+
 /// A bundle to pull: its manifest (already fetched and parsed) and where its files are.
 struct RemoteBundle<'a> {
     source: Source,
@@ -125,6 +158,12 @@ impl Store {
     ) -> Result<ModelRecord> {
         let id = options.id.clone().unwrap_or(plan.default_id.clone());
         check_id(&id)?;
+        check_total_size(
+            &plan.manifest_path,
+            plan.files
+                .iter()
+                .map(|(path, f)| (format!("files.{path}.size"), f.size)),
+        )?;
         let _store = lock::store(&self.layout, Access::Shared)?;
         let _model = lock::model(&self.layout, &id)?;
         let manifest_sha = blobs::store_bytes(&self.layout, &plan.manifest_bytes)?;
@@ -138,6 +177,7 @@ impl Store {
             },
         );
         let all_known = plan.files.values().all(|f| f.sha256.is_some());
+        let mut staged = Staged::Nothing;
         if all_known {
             for (path, f) in &plan.files {
                 let sha256 = f.sha256.clone().unwrap_or_default();
@@ -159,14 +199,21 @@ impl Store {
                 files.clone(),
                 RecordState::Partial,
             );
-            self.write_record(&partial)?;
+            staged = self.stage(&partial)?;
         }
         for (path, f) in &plan.files {
             let expected = Expected {
                 size: f.size,
                 sha256: f.sha256.as_deref(),
             };
-            let sha256 = blobs::store_file(&self.layout, &f.source, path, expected, progress)?;
+            let stored = blobs::store_file(&self.layout, &f.source, path, expected, progress);
+            let sha256 = match stored {
+                Ok(sha256) => sha256,
+                Err(e) => {
+                    self.unstage(&id, staged)?;
+                    return Err(e);
+                }
+            };
             files.insert(
                 path.clone(),
                 RecordFile {
@@ -185,8 +232,44 @@ impl Store {
             files,
             RecordState::Complete,
         );
-        self.write_record(&record)?;
+        self.finish(&record)?;
         Ok(record)
+    }
+
+    /// Step 2: writes the partial `record` where it cannot hide a complete one.
+    fn stage(&self, record: &ModelRecord) -> Result<Staged> {
+        let previous = match self.record(&record.id) {
+            Err(StoreError::UnknownModel(_)) => None,
+            Ok(old) if old.state != RecordState::Complete => Some(old),
+            // A complete record, or one that cannot be read (it may be complete): keep it.
+            _ => {
+                self.write_pending(record)?;
+                return Ok(Staged::Pending);
+            }
+        };
+        self.write_record(record)?;
+        Ok(Staged::InPlace { previous })
+    }
+
+    /// Undoes [`Store::stage`] after a failed import: the record it replaced comes back.
+    fn unstage(&self, id: &str, staged: Staged) -> Result<()> {
+        match staged {
+            Staged::Nothing => Ok(()),
+            Staged::InPlace {
+                previous: Some(old),
+            } => self.write_record(&old),
+            Staged::InPlace { previous: None } => {
+                remove_durably(&self.layout.record_path(id)).map(drop)
+            }
+            Staged::Pending => remove_durably(&self.layout.pending_path(id)).map(drop),
+        }
+    }
+
+    /// Step 4: the complete record replaces the old one atomically; the pending one goes.
+    fn finish(&self, record: &ModelRecord) -> Result<()> {
+        self.write_record(record)?;
+        remove_durably(&self.layout.pending_path(&record.id))?;
+        Ok(())
     }
 
     fn import_gguf(
@@ -240,7 +323,7 @@ impl Store {
             files,
             RecordState::Complete,
         );
-        self.write_record(&record)?;
+        self.finish(&record)?;
         Ok(record)
     }
 
@@ -332,6 +415,13 @@ impl Store {
         } = bundle;
         let id = id.map(str::to_owned).unwrap_or(manifest.id.clone());
         check_id(&id)?;
+        check_total_size(
+            manifest_url.as_deref().unwrap_or(MANIFEST_FILE_NAME),
+            manifest
+                .files()
+                .into_iter()
+                .map(|(pointer, f)| (format!("{pointer}/size"), f.size)),
+        )?;
         let mut files = BTreeMap::new();
         for (_, f) in manifest.files() {
             let (path, url) = match &f.location {
@@ -368,10 +458,10 @@ impl Store {
             files,
             RecordState::Partial,
         );
-        self.write_record(&record)?;
+        self.stage(&record)?;
         self.fetch_missing(&record, progress)?;
         record.state = RecordState::Complete;
-        self.write_record(&record)?;
+        self.finish(&record)?;
         Ok(record)
     }
 

@@ -108,6 +108,23 @@ pub enum StoreError {
         /// What was wrong.
         reason: String,
     },
+    /// A manifest or record declares file sizes whose sum does not fit in 64 bits.
+    #[error("{what}: `{field}`: the declared file sizes add up to more than 2^64 - 1 bytes")]
+    SizeOverflow {
+        /// The manifest or record.
+        what: String,
+        /// The size field whose addition overflowed.
+        field: String,
+    },
+    /// A server answered a file request with an HTTP error status (5xx and 429 are retried
+    /// within the resume budget; the partial download is kept either way).
+    #[error("{url}: HTTP status {status}")]
+    HttpStatus {
+        /// The URL.
+        url: String,
+        /// The status code.
+        status: u16,
+    },
     /// A transfer stalled past the read timeout or could not connect in time.
     #[error("{url}: timed out ({detail})")]
     Timeout {
@@ -190,6 +207,7 @@ impl StoreError {
                 | StoreError::RemoteFileInLocalBundle { .. }
                 | StoreError::InsecureUrl { .. }
                 | StoreError::Oversize { .. }
+                | StoreError::SizeOverflow { .. }
                 | StoreError::NotGguf(_)
                 | StoreError::Incomplete { .. }
                 | StoreError::CorruptBlob { .. }

@@ -5,8 +5,10 @@
 //!
 //! Downloads land in `partial/<sha256>.part` and resume from its length with an HTTP `Range`
 //! request after an interruption (up to [`HttpOptions::max_resumes`] times in one call, and
-//! across calls and processes). The blob appears only after the full size and the SHA-256
-//! check out.
+//! across calls and processes); HTTP 5xx and 429 answers are retried within the same budget.
+//! The blob appears only after the full size and the SHA-256 check out. The partial file is
+//! deleted only when its content is refused (digest mismatch, oversize, an inconsistent
+//! `Content-Range`), never for a network, HTTP-status or local I/O error.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -128,9 +130,27 @@ fn body_error(url: &str, e: std::io::Error) -> StoreError {
     }
 }
 
-/// Whether an error is worth a resume (the connection broke or stalled) rather than final.
+/// Whether an error is worth a resume (the connection broke or stalled, or the server is
+/// overloaded or failing for now: 5xx, 429) rather than final.
 fn transient(e: &StoreError) -> bool {
-    matches!(e, StoreError::Network { .. } | StoreError::Timeout { .. })
+    match e {
+        StoreError::Network { .. } | StoreError::Timeout { .. } => true,
+        StoreError::HttpStatus { status, .. } => *status >= 500 || *status == 429,
+        _ => false,
+    }
+}
+
+/// Whether an error refuses the downloaded content itself, so the partial file must not be
+/// resumed: wrong digest, more bytes than declared, an inconsistent `Content-Range`. Any other
+/// failure (network, HTTP status, a local I/O error such as a full disk) keeps the partial
+/// file for the next pull to resume; `gc` removes it once no model wants it.
+fn refuses_content(e: &StoreError) -> bool {
+    matches!(
+        e,
+        StoreError::DigestMismatch { .. }
+            | StoreError::Oversize { .. }
+            | StoreError::BadResponse { .. }
+    )
 }
 
 impl Http {
@@ -225,8 +245,8 @@ impl Http {
         };
         progress.finish();
         if let Err(e) = outcome {
-            if !transient(&e) {
-                // Refused bytes (oversize, a bad response) are not kept for a resume.
+            if refuses_content(&e) {
+                // Refused bytes (oversize, an inconsistent range) are not kept for a resume.
                 crate::layout::remove_durably(&partial.path)?;
             }
             return Err(e);
@@ -282,9 +302,14 @@ impl Http {
                     )));
                 }
             }
-            other => return Err(bad(format!("HTTP status {other}"))),
+            other => {
+                return Err(StoreError::HttpStatus {
+                    url: url.to_owned(),
+                    status: other,
+                });
+            }
         }
-        let remaining = size - partial.have;
+        let remaining = size.saturating_sub(partial.have);
         if let Some(length) = response
             .headers()
             .get("content-length")
@@ -306,7 +331,7 @@ impl Http {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(body_error(url, e)),
             };
-            if partial.have + n as u64 > size {
+            if partial.have.saturating_add(n as u64) > size {
                 return Err(StoreError::Oversize {
                     url: url.to_owned(),
                     declared: size,

@@ -6,6 +6,7 @@
 //! <root>/
 //!   blobs/sha256/ab/cdef…      content, named by its SHA-256 (read-only once renamed in)
 //!   models/<id>.json           one record per model
+//!   pending/<id>.json          the new record of a re-import/re-pull over a complete model
 //!   partial/<sha256>.part      a download in progress (resumable)
 //!   tmp/                       temp files of imports and record writes
 //!   quarantine/<sha256>        blobs that failed verification
@@ -36,12 +37,13 @@ impl Layout {
         for dir in [
             layout.blobs_dir(),
             layout.models_dir(),
+            layout.pending_dir(),
             layout.partial_dir(),
             layout.tmp_dir(),
             layout.quarantine_dir(),
             layout.locks_dir(),
         ] {
-            fs::create_dir_all(&dir).at(&dir)?;
+            create_dir_durably(&dir)?;
         }
         Ok(layout)
     }
@@ -70,6 +72,16 @@ impl Layout {
     /// `models/<id>.json`.
     pub fn record_path(&self, id: &str) -> PathBuf {
         self.models_dir().join(format!("{id}.json"))
+    }
+
+    /// `pending`.
+    pub fn pending_dir(&self) -> PathBuf {
+        self.root.join("pending")
+    }
+
+    /// `pending/<id>.json`.
+    pub fn pending_path(&self, id: &str) -> PathBuf {
+        self.pending_dir().join(format!("{id}.json"))
     }
 
     /// `partial`.
@@ -134,12 +146,43 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).at(dir)
 }
 
+/// Creates `dir` and any missing ancestors; each folder created is made durable by fsyncing
+/// its parent (a new shard folder `blobs/sha256/ab` must survive a crash along with the blob
+/// renamed into it). Returns the folders created, outermost first.
+pub fn create_dir_durably(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.as_os_str().is_empty() || d.is_dir() {
+            break;
+        }
+        missing.push(d.to_path_buf());
+        cur = d.parent();
+    }
+    missing.reverse();
+    for d in &missing {
+        match fs::create_dir(d) {
+            Ok(()) => {}
+            // Another process created it first; it fsyncs the parent itself, but doing it
+            // again is harmless and keeps this call's promise.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(crate::StoreError::io(d, e)),
+        }
+        let parent = d
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        sync_dir(parent)?;
+    }
+    Ok(missing)
+}
+
 /// Makes `temp` (already fully written) durable and renames it to `target`, then fsyncs the
 /// target's folder: after a crash, `target` is either absent/old or complete, never torn.
 pub fn persist(temp: NamedTempFile, target: &Path) -> Result<()> {
     temp.as_file().sync_all().at(temp.path())?;
     let parent = target.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(parent).at(parent)?;
+    create_dir_durably(parent)?;
     temp.persist(target)
         .map_err(|e| crate::StoreError::io(target, e.error))?;
     sync_dir(parent)
@@ -150,7 +193,7 @@ pub fn persist(temp: NamedTempFile, target: &Path) -> Result<()> {
 pub fn persist_file(file: &File, from: &Path, target: &Path) -> Result<()> {
     file.sync_all().at(from)?;
     let parent = target.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(parent).at(parent)?;
+    create_dir_durably(parent)?;
     fs::rename(from, target).at(target)?;
     sync_dir(parent)
 }
@@ -173,5 +216,26 @@ pub fn remove_durably(path: &Path) -> Result<bool> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(crate::StoreError::io(path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_shard_folder_is_created_with_its_missing_parents() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let shard = layout.blobs_dir().join("ab");
+        assert_eq!(create_dir_durably(&shard).unwrap(), vec![shard.clone()]);
+        assert!(shard.is_dir());
+        // Present: nothing to create, nothing to sync.
+        assert!(create_dir_durably(&shard).unwrap().is_empty());
+        let deep = dir.path().join("x/y/z");
+        assert_eq!(
+            create_dir_durably(&deep).unwrap(),
+            vec![dir.path().join("x"), dir.path().join("x/y"), deep]
+        );
     }
 }

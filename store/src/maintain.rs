@@ -10,7 +10,7 @@ use crate::error::{IoContext, Result, StoreError};
 use crate::layout::remove_durably;
 use crate::lock::{self, Access};
 use crate::progress::Progress;
-use crate::record::{ModelRecord, RecordState, Source};
+use crate::record::{ModelRecord, RecordState, Source, check_id};
 use crate::store::{ModelStatus, Store};
 
 /// What `verify` found.
@@ -29,12 +29,16 @@ pub struct VerifyReport {
     /// Models with missing files that `--repair` could not bring back, with the command
     /// that would.
     pub needs: Vec<String>,
+    /// Files missing from models whose record says `complete` (model id: path): bytes the
+    /// store promised and lost (after `--repair`, those it could not bring back).
+    pub lost: Vec<String>,
 }
 
 impl VerifyReport {
-    /// True when every blob matched and every record parsed.
+    /// True when every blob matched, every record parsed, and every `complete` model has all
+    /// its blobs.
     pub fn consistent(&self) -> bool {
-        self.corrupt.is_empty() && self.bad_records.is_empty()
+        self.corrupt.is_empty() && self.bad_records.is_empty() && self.lost.is_empty()
     }
 }
 
@@ -61,14 +65,30 @@ fn wanted_digests(records: &[ModelRecord], skip: Option<&str>) -> BTreeSet<Strin
 }
 
 impl Store {
-    fn good_records(&self) -> Result<Vec<ModelRecord>> {
-        Ok(self.records()?.into_iter().filter_map(|r| r.ok()).collect())
+    /// Every record and pending record, or — when any of them cannot be read, since it might
+    /// reference any blob — a refusal to delete anything (`what` names the command).
+    fn all_records_or_refuse(&self, what: &str) -> Result<Vec<ModelRecord>> {
+        let mut all = self.records()?;
+        all.extend(self.pending_records()?);
+        let mut good = Vec::with_capacity(all.len());
+        for r in all {
+            match r {
+                Ok(r) => good.push(r),
+                Err(e) => {
+                    return Err(StoreError::BadDocument {
+                        path: self.layout.models_dir(),
+                        reason: format!("{what} refused, a record is unreadable: {e}"),
+                    });
+                }
+            }
+        }
+        Ok(good)
     }
 
     /// Deletes the blobs of `record` that no other wanted record uses; returns bytes freed.
     fn free_blobs_of(&self, record: &ModelRecord, others: &[ModelRecord]) -> Result<u64> {
         let keep = wanted_digests(others, Some(&record.id));
-        let mut freed = 0;
+        let mut freed: u64 = 0;
         let unique: BTreeMap<&str, u64> = record
             .files
             .values()
@@ -76,7 +96,7 @@ impl Store {
             .collect();
         for (digest, size) in unique {
             if !keep.contains(digest) && remove_durably(&self.layout.blob_path(digest))? {
-                freed += size;
+                freed = freed.saturating_add(size);
             }
         }
         Ok(freed)
@@ -84,36 +104,47 @@ impl Store {
 
     /// Frees the bytes of `id` that no other model uses and keeps its record (state
     /// `evicted`), so `pull`/`import` can bring it back. Returns the bytes freed.
+    /// An unfinished re-import of `id` (`pending/<id>.json`) is dropped too. Refuses (and
+    /// deletes nothing) when any record cannot be read.
     pub fn evict(&self, id: &str) -> Result<u64> {
         let _store = lock::store(&self.layout, Access::Exclusive)?;
         let mut record = self.record(id)?;
+        let all = self.all_records_or_refuse("evict")?;
         record.state = RecordState::Evicted;
         self.write_record(&record)?;
-        self.free_blobs_of(&record, &self.good_records()?)
+        remove_durably(&self.layout.pending_path(id))?;
+        let mut freed = self.free_blobs_of(&record, &all)?;
+        for pending in all.iter().filter(|r| r.id == id) {
+            freed = freed.saturating_add(self.free_blobs_of(pending, &all)?);
+        }
+        Ok(freed)
     }
 
-    /// Forgets `id`: deletes its record, then the bytes no other model uses. Returns the bytes
-    /// freed.
+    /// Forgets `id`: deletes its record (and any unfinished re-import, `pending/<id>.json`),
+    /// then the bytes no other model uses. Returns the bytes freed. Refuses (and deletes
+    /// nothing) when any record cannot be read.
     pub fn remove(&self, id: &str) -> Result<u64> {
+        check_id(id)?;
         let _store = lock::store(&self.layout, Access::Exclusive)?;
-        let record = self.record(id)?;
+        let all = self.all_records_or_refuse("rm")?;
+        if !all.iter().any(|r| r.id == id) {
+            return Err(StoreError::UnknownModel(id.to_owned()));
+        }
         remove_durably(&self.layout.record_path(id))?;
-        self.free_blobs_of(&record, &self.good_records()?)
+        remove_durably(&self.layout.pending_path(id))?;
+        let mut freed = 0u64;
+        for record in all.iter().filter(|r| r.id == id) {
+            freed = freed.saturating_add(self.free_blobs_of(record, &all)?);
+        }
+        Ok(freed)
     }
 
     /// Removes blobs no wanted record uses, every temp file, and partial downloads of blobs
     /// that are present or that no record wants.
     pub fn gc(&self) -> Result<GcReport> {
         let _store = lock::store(&self.layout, Access::Exclusive)?;
-        let records = self.records()?;
-        if let Some(Err(e)) = records.iter().find(|r| r.is_err()) {
-            // A record that cannot be read might reference any blob: delete nothing.
-            return Err(StoreError::BadDocument {
-                path: self.layout.models_dir(),
-                reason: format!("gc refused, a record is unreadable: {e}"),
-            });
-        }
-        let records: Vec<ModelRecord> = records.into_iter().filter_map(|r| r.ok()).collect();
+        // A record that cannot be read might reference any blob: delete nothing.
+        let records = self.all_records_or_refuse("gc")?;
         let wanted = wanted_digests(&records, None);
         let mut report = GcReport::default();
         for digest in self.layout.list_blobs()? {
@@ -122,7 +153,7 @@ impl Store {
                 let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
                 if remove_durably(&path)? {
                     report.orphan_blobs += 1;
-                    report.bytes_freed += size;
+                    report.bytes_freed = report.bytes_freed.saturating_add(size);
                 }
             }
         }
@@ -145,7 +176,7 @@ impl Store {
                 }
                 let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
                 if remove_durably(&path)? {
-                    report.bytes_freed += size;
+                    report.bytes_freed = report.bytes_freed.saturating_add(size);
                     if is_partial {
                         report.partial_files += 1;
                     } else {
@@ -220,6 +251,13 @@ impl Store {
                         record.id,
                         Store::refetch_hint(record)
                     ));
+                }
+            }
+            if record.state == RecordState::Complete {
+                for (path, f) in &record.files {
+                    if !blobs::present(&self.layout, &f.sha256, f.size) {
+                        report.lost.push(format!("{}: {path}", record.id));
+                    }
                 }
             }
             report.models.push(self.status(record));

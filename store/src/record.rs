@@ -156,6 +156,12 @@ impl ModelRecord {
                 check_https_url(url).map_err(|e| format!("files.{path}.url: {e}"))?;
             }
         }
+        let mut total: u64 = 0;
+        for (path, file) in &self.files {
+            total = total.checked_add(file.size).ok_or_else(|| {
+                format!("files.{path}.size: the file sizes add up to more than 2^64 - 1 bytes")
+            })?;
+        }
         match self.files.get(&self.manifest) {
             None => Err(format!("manifest: `{}` is not in files", self.manifest)),
             Some(f) if f.sha256 != self.manifest_sha256 => {
@@ -182,13 +188,16 @@ mod tests {
     }
 
     fn record() -> impl Strategy<Value = ModelRecord> {
-        let file = (digest(), any::<u64>(), proptest::option::of("[a-z]{1,8}")).prop_map(
-            |(sha256, size, host)| RecordFile {
+        let file = (
+            digest(),
+            0..u64::MAX / 8,
+            proptest::option::of("[a-z]{1,8}"),
+        )
+            .prop_map(|(sha256, size, host)| RecordFile {
                 sha256,
                 size,
                 url: host.map(|h| format!("https://{h}.test/f")),
-            },
-        );
+            });
         let source = prop_oneof![
             "/[a-z/]{1,20}".prop_map(|path| Source::Local { path }),
             "[a-z]{1,10}".prop_map(|h| Source::Remote {
@@ -299,6 +308,18 @@ mod tests {
                 .to_string()
                 .contains("source.url")
         );
+        let mut huge = ok.clone();
+        huge.files.get_mut("modelport.json").unwrap().size = u64::MAX;
+        huge.files.insert(
+            "w.bin".into(),
+            RecordFile {
+                sha256: "b".repeat(64),
+                size: 1,
+                url: None,
+            },
+        );
+        let err = ModelRecord::parse(&huge.to_json(), p).unwrap_err();
+        assert!(err.to_string().contains("files.w.bin.size"), "{err}");
         let mut bad_id = ok.clone();
         bad_id.id = "Bad Id".into();
         assert!(

@@ -135,7 +135,18 @@ impl Store {
     /// Every record, sorted by id. A record file that cannot be read or parsed is returned
     /// as its error (so `verify` can report it and `ls` still lists the rest).
     pub fn records(&self) -> Result<Vec<Result<ModelRecord>>> {
-        let dir = self.layout.models_dir();
+        self.records_in(&self.layout.models_dir())
+    }
+
+    /// Every pending record (`pending/<id>.json`: the new record of a re-import or re-pull
+    /// over a complete model, kept apart so the complete one stays resolvable until the new
+    /// one is complete). `gc`, `evict` and `rm` keep their blobs.
+    pub fn pending_records(&self) -> Result<Vec<Result<ModelRecord>>> {
+        self.records_in(&self.layout.pending_dir())
+    }
+
+    fn records_in(&self, dir: &Path) -> Result<Vec<Result<ModelRecord>>> {
+        let dir = dir.to_path_buf();
         let mut paths = Vec::new();
         for entry in std::fs::read_dir(&dir).at(&dir)? {
             let path = entry.at(&dir)?.path();
@@ -163,15 +174,24 @@ impl Store {
         )
     }
 
+    /// Writes `record` atomically as the pending record of its id.
+    pub(crate) fn write_pending(&self, record: &ModelRecord) -> Result<()> {
+        write_atomic(
+            &self.layout,
+            &self.layout.pending_path(&record.id),
+            record.to_json().as_bytes(),
+        )
+    }
+
     /// The status of one record.
     pub fn status(&self, record: &ModelRecord) -> ModelStatus {
         let mut bytes_present = 0;
         let mut bytes_total = 0;
         let mut present = 0;
         for file in record.files.values() {
-            bytes_total += file.size;
+            bytes_total = u64::saturating_add(bytes_total, file.size);
             if blobs::present(&self.layout, &file.sha256, file.size) {
-                bytes_present += file.size;
+                bytes_present = u64::saturating_add(bytes_present, file.size);
                 present += 1;
             }
         }

@@ -155,7 +155,7 @@ fn paths_that_leave_the_bundle_are_refused() {
         matches!(err, StoreError::PathEscape { ref path, .. } if path == "w.bin"),
         "{err}"
     );
-    // A symlinked folder out of an MLC package.
+    // (A symlinked folder out of an MLC package: `a_symlinked_folder_out_of_an_mlc_package_is_refused`.)
     assert_untouched(&store);
 }
 
@@ -419,4 +419,140 @@ fn evict_rm_and_gc_free_exactly_the_unshared_bytes() {
     assert_eq!(report.bytes_freed, 6 + 11 + 3);
     assert_eq!(blob_count(store.root()), 3);
     assert!(store.resolve("model-a").is_ok());
+}
+
+#[test]
+fn a_failed_re_import_leaves_the_previous_model_resolvable_and_gc_keeps_its_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = bytes(200_000, 21);
+    let bundle = write_bundle(&dir.path().join("v1"), "tiny", &[("w.bin", &old)]);
+    let store = open(dir.path());
+    import(&store, &bundle).unwrap();
+    let before = store.record("tiny").unwrap();
+
+    // Version 2 declares new bytes but the file on disk differs: a digest mismatch.
+    let declared = bytes(200_000, 22);
+    let v2 = write_bundle(&dir.path().join("v2"), "tiny", &[("w.bin", &declared)]);
+    std::fs::write(v2.join("w.bin"), bytes(200_000, 23)).unwrap();
+    let err = import(&store, &v2).unwrap_err();
+    assert!(matches!(err, StoreError::DigestMismatch { .. }), "{err}");
+
+    assert_eq!(store.record("tiny").unwrap(), before);
+    store.gc().unwrap();
+    let model = store.resolve("tiny").unwrap();
+    assert_eq!(std::fs::read(&model.files["w.bin"]).unwrap(), old);
+    assert!(files_under(&store.root().join("pending")).is_empty());
+    assert_blobs_sound(store.root());
+
+    // A failed import of a fresh id leaves no phantom model.
+    let fresh = write_bundle(&dir.path().join("v3"), "other", &[("w.bin", &declared)]);
+    std::fs::write(fresh.join("w.bin"), bytes(200_000, 23)).unwrap();
+    assert!(import(&store, &fresh).is_err());
+    let ids: Vec<String> = store.list().unwrap().into_iter().map(|m| m.id).collect();
+    assert_eq!(ids, ["tiny"]);
+    assert!(matches!(
+        store.record("other"),
+        Err(StoreError::UnknownModel(_))
+    ));
+}
+
+#[test]
+fn an_interrupted_re_import_keeps_the_old_model_and_pins_both_versions() {
+    // What a kill -9 between "pending record written" and "complete record written" leaves.
+    let dir = tempfile::tempdir().unwrap();
+    let old = bytes(100_000, 24);
+    let store = open(dir.path());
+    import(
+        &store,
+        &write_bundle(&dir.path().join("v1"), "tiny", &[("w.bin", &old)]),
+    )
+    .unwrap();
+    let new = bytes(100_000, 25);
+    let v2 = write_bundle(&dir.path().join("v2"), "tiny", &[("w.bin", &new)]);
+    let other = store.root().join("other-store");
+    let scratch = Store::open(&other).unwrap();
+    let mut pending = import(&scratch, &v2).unwrap();
+    pending.state = RecordState::Partial;
+    std::fs::write(store.root().join("pending/tiny.json"), pending.to_json()).unwrap();
+    // The new weights' blob made it in before the kill.
+    let new_blob = scratch.blob_path(&pending.files["w.bin"].sha256);
+    let target = store.blob_path(&pending.files["w.bin"].sha256);
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::copy(&new_blob, &target).unwrap();
+    std::fs::remove_dir_all(&other).unwrap();
+
+    store.gc().unwrap();
+    assert_eq!(
+        std::fs::read(&store.resolve("tiny").unwrap().files["w.bin"]).unwrap(),
+        old
+    );
+    assert!(target.exists(), "gc deleted a blob the pending record uses");
+    assert_eq!(store.list().unwrap().len(), 1);
+
+    // An unreadable pending record stops gc, evict and rm alike.
+    std::fs::write(store.root().join("pending/tiny.json"), "{").unwrap();
+    for err in [
+        store.gc().map(|_| ()).unwrap_err(),
+        store.evict("tiny").map(|_| ()).unwrap_err(),
+        store.remove("tiny").map(|_| ()).unwrap_err(),
+    ] {
+        assert!(matches!(err, StoreError::BadDocument { .. }), "{err}");
+    }
+    std::fs::write(store.root().join("pending/tiny.json"), pending.to_json()).unwrap();
+
+    // The re-run completes the new version and drops the pending record.
+    import(&store, &v2).unwrap();
+    assert!(files_under(&store.root().join("pending")).is_empty());
+    assert_eq!(
+        std::fs::read(&store.resolve("tiny").unwrap().files["w.bin"]).unwrap(),
+        new
+    );
+    store.gc().unwrap();
+    assert_eq!(blob_count(store.root()), 2); // manifest + new weights
+}
+
+#[test]
+fn evict_and_rm_refuse_when_a_record_is_unreadable() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(10_000, 26);
+    let store = open(dir.path());
+    import(
+        &store,
+        &write_bundle(&dir.path().join("a"), "a", &[("w.bin", &data)]),
+    )
+    .unwrap();
+    // An unreadable record that (for all the store can tell) uses the same blob.
+    std::fs::write(store.root().join("models/b.json"), "not json").unwrap();
+    let blobs = blob_count(store.root());
+    for err in [
+        store.evict("a").map(|_| ()).unwrap_err(),
+        store.remove("a").map(|_| ()).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, StoreError::BadDocument { reason, .. } if reason.contains("unreadable")),
+            "{err}"
+        );
+    }
+    assert_eq!(blob_count(store.root()), blobs);
+    assert_eq!(store.record("a").unwrap().state, RecordState::Complete);
+}
+
+#[test]
+fn verify_finds_a_complete_model_with_a_missing_blob_inconsistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(10_000, 27);
+    let store = open(dir.path());
+    let record = import(
+        &store,
+        &write_bundle(&dir.path().join("a"), "a", &[("w.bin", &data)]),
+    )
+    .unwrap();
+    assert!(store.verify(None, false, &NoProgress).unwrap().consistent());
+    std::fs::remove_file(store.blob_path(&record.files["w.bin"].sha256)).unwrap();
+    let report = store.verify(None, false, &NoProgress).unwrap();
+    assert!(!report.consistent());
+    assert_eq!(report.lost, ["a: w.bin"]);
+    // An evicted model is missing its bytes on purpose.
+    store.evict("a").unwrap();
+    assert!(store.verify(None, false, &NoProgress).unwrap().consistent());
 }

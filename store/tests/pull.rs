@@ -202,6 +202,16 @@ fn a_server_that_ignores_the_range_is_restarted_from_zero() {
     server.fault("/b/w/model.gguf", Fault::IgnoreRange);
     let store = store(dir.path(), &server);
     store.pull(&server.url("/b/"), None, &NoProgress).unwrap();
+    let seen: Vec<(Option<u64>, u16, u64)> = server
+        .requests_for("/b/w/model.gguf")
+        .iter()
+        .map(|l| (l.range_start, l.status, l.body_bytes))
+        .collect();
+    // The second request asked for a range and was answered 200 with the whole file.
+    assert_eq!(
+        seen,
+        [(None, 200, 250_000), (Some(250_000), 200, SIZE as u64)]
+    );
     assert_eq!(
         std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
         weights
@@ -316,4 +326,116 @@ fn url_file_refs_are_fetched_from_their_url() {
     let model = store.resolve("tiny").unwrap();
     assert_eq!(std::fs::read(&model.files[&key]).unwrap(), weights);
     assert_eq!(server.bytes_served("/release/official.gguf"), SIZE as u64);
+}
+
+#[test]
+fn a_503_is_retried_and_the_transfer_resumes_where_it_was() {
+    let (server, weights, dir) = setup("b");
+    server.fault("/b/w/model.gguf", Fault::CutAfter(200_000));
+    server.fault("/b/w/model.gguf", Fault::Status(503));
+    server.fault("/b/w/model.gguf", Fault::Status(429));
+    let store = store(dir.path(), &server);
+    store.pull(&server.url("/b/"), None, &NoProgress).unwrap();
+    let seen: Vec<(Option<u64>, u16)> = server
+        .requests_for("/b/w/model.gguf")
+        .iter()
+        .map(|l| (l.range_start, l.status))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (None, 200),
+            (Some(200_000), 503),
+            (Some(200_000), 429),
+            (Some(200_000), 206)
+        ]
+    );
+    assert_eq!(server.bytes_served("/b/w/model.gguf"), SIZE as u64);
+    assert_eq!(
+        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
+        weights
+    );
+}
+
+#[test]
+fn an_http_error_keeps_the_partial_download_for_the_next_pull() {
+    let (server, weights, dir) = setup("b");
+    server.fault("/b/w/model.gguf", Fault::CutAfter(200_000));
+    server.fault("/b/w/model.gguf", Fault::Status(404));
+    let store = store(dir.path(), &server);
+    let err = store
+        .pull(&server.url("/b/"), None, &NoProgress)
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::HttpStatus { status: 404, .. }),
+        "{err}"
+    );
+    let partial = files_under(&dir.path().join("partial"));
+    assert_eq!(partial.len(), 1);
+    assert_eq!(std::fs::metadata(&partial[0]).unwrap().len(), 200_000);
+    // gc keeps it (the partial record wants it); the next pull resumes from byte 200_000.
+    store.gc().unwrap();
+    store.pull(&server.url("/b/"), None, &NoProgress).unwrap();
+    let starts: Vec<Option<u64>> = server
+        .requests_for("/b/w/model.gguf")
+        .iter()
+        .map(|l| l.range_start)
+        .collect();
+    assert_eq!(starts, [None, Some(200_000), Some(200_000)]);
+    assert_eq!(server.bytes_served("/b/w/model.gguf"), SIZE as u64);
+    assert_eq!(
+        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
+        weights
+    );
+}
+
+#[test]
+fn a_failed_re_pull_keeps_the_previous_model_resolvable() {
+    let (server, weights, dir) = setup("b");
+    let store = store(dir.path(), &server);
+    store.pull(&server.url("/b/"), None, &NoProgress).unwrap();
+    // Version 2 of the bundle; its weights are refused (wrong bytes).
+    serve_bundle(&server, "b", "tiny", &[("w/model.gguf", &bytes(SIZE, 7))]);
+    server.fault("/b/w/model.gguf", Fault::WrongBytes);
+    let err = store
+        .pull(&server.url("/b/"), None, &NoProgress)
+        .unwrap_err();
+    assert!(matches!(err, StoreError::DigestMismatch { .. }), "{err}");
+    store.gc().unwrap();
+    assert_eq!(
+        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
+        weights
+    );
+    assert_eq!(store.list().unwrap()[0].state, Presence::Cached);
+    // The next pull of version 2 completes it.
+    store.pull(&server.url("/b/"), None, &NoProgress).unwrap();
+    assert_eq!(
+        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
+        bytes(SIZE, 7)
+    );
+    assert!(files_under(&dir.path().join("pending")).is_empty());
+}
+
+#[test]
+fn declared_sizes_that_overflow_u64_are_refused_naming_the_field() {
+    let server = HttpsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (bytes(7, 1), bytes(8, 2));
+    let text = manifest("huge", &[("a.bin", &a), ("b.bin", &b)])
+        .replace("\"size\": 7", &format!("\"size\": {}", u64::MAX))
+        .replace("\"size\": 8", "\"size\": 1");
+    server.put("/h/modelport.json", text);
+    let store = store(dir.path(), &server);
+    let err = store
+        .pull(&server.url("/h/"), None, &NoProgress)
+        .unwrap_err();
+    match &err {
+        StoreError::SizeOverflow { field, .. } => {
+            assert_eq!(field, "/variants/0/extra_files/0/size", "{err}")
+        }
+        other => panic!("{other}"),
+    }
+    assert!(server.requests_for("/h/a.bin").is_empty());
+    assert_eq!(blob_count(dir.path()), 0);
+    assert!(store.list().unwrap().is_empty());
 }
