@@ -14,7 +14,10 @@ image: small generated source images (PNG of every colour type, 8 EXIF orientati
   - 16-bit grayscale PNG: high byte (Pillow clips to 255);
   - int8/int32/int64/bool: modelport casts those to float32; here round-half-to-even + saturate,
     bool = value != 0, applied to modelport's float64 values.
-Deterministic (fixed seeds). Pillow must be < 13 (Pillow 13 may run the vertical pass first).
+Deterministic (fixed seeds). Generated with Pillow 12.3; pinned below 13. Pillow 12's
+Image.resize already runs the vertical pass first when the source is more than 100 times
+taller than wide and the height shrinks; the tall_* sources (3x400, 5x501 and the 5x500
+boundary) pin that rule.
 """
 
 import io
@@ -84,6 +87,10 @@ def make_sources(out):
     save_pil("rgb_37x23.png", Image.fromarray(rgb_odd))
     save_pil("rgb_160x120.png", Image.fromarray(rgb_big))
     save_pil("rgb_17x29.png", Image.fromarray(rgb_tall))
+    # More than 100x taller than wide: Pillow resamples vertically first when shrinking height.
+    save_pil("tall_3x400.png", Image.fromarray(pattern(3, 400, 11)))
+    save_pil("tall_5x501.png", Image.fromarray(pattern(5, 501, 12)))
+    save_pil("tall_5x500.png", Image.fromarray(pattern(5, 500, 13)))
     save_pil("gray_37x23.png", Image.fromarray(rgb_odd[..., 1]))
     save_pil("gray_alpha_37x23.png", Image.fromarray(np.dstack([rgb_odd[..., 0], rgb_odd[..., 2]]), "LA"))
     save_pil("rgba_37x23.png", Image.fromarray(np.dstack([rgb_odd, rgb_odd[..., :1][..., ::-1]]), "RGBA"))
@@ -170,6 +177,16 @@ def image_cases():
              dtype="float32", layout="NCHW", tolerance=1e-5, **imagenet),
         case("crop_half_to_even_up", "rgb_37x23.png", aa("bilinear", size=[23, 37]), crop=[20, 34], **raw),
         case("crop_half_to_even_down", "rgb_37x23.png", aa("bilinear", size=[23, 37]), crop=[16, 30], **raw),
+        # Vertical pass first (height > 100 x width and shrinking), and the 5x500 boundary.
+        case("tall_bilinear_5x501_to_4x10", "tall_5x501.png", aa("bilinear", size=[10, 4]), **raw),
+        case("tall_bicubic_5x501_to_4x10", "tall_5x501.png", aa("bicubic", size=[10, 4]), **raw),
+        case("tall_bicubic_5x501_to_9x77", "tall_5x501.png", aa("bicubic", size=[77, 9]), **raw),
+        case("tall_bilinear_3x400_to_2x40", "tall_3x400.png", aa("bilinear", size=[40, 2]), **raw),
+        case("tall_bicubic_3x400_to_4x40", "tall_3x400.png", aa("bicubic", size=[40, 4]), **raw),
+        case("tall_bicubic_3x400_to_4x399", "tall_3x400.png", aa("bicubic", size=[399, 4]), **raw),
+        case("tall_bicubic_3x400_shorter_crop", "tall_3x400.png", aa("bicubic", shorter_side=2), crop=[200, 2], **raw),
+        case("tall_bilinear_5x500_to_4x10", "tall_5x500.png", aa("bilinear", size=[10, 4]), **raw),
+        case("tall_bicubic_5x500_to_4x10", "tall_5x500.png", aa("bicubic", size=[10, 4]), **raw),
     ]
     for src in ["bilevel_37x23.png", "palette4_37x23.png", "gray_37x23.png", "gray_alpha_37x23.png", "rgba_37x23.png", "palette_37x23.png",
                 "rgb16_37x23.png", "gray16_37x23.png", "lossless_37x23.webp", "rgb_37x23.bmp",
@@ -441,7 +458,10 @@ def make_mlc_fixtures():
     for source, mode, height, width in [("rgb_160x120.png", "center_crop", 48, 48),
                                         ("rgb_160x120.png", "center_crop", 30, 70),
                                         ("rgb_17x29.png", "center_crop", 40, 20),
-                                        ("rgba_37x23.png", "stretch", 50, 30)]:
+                                        ("rgba_37x23.png", "stretch", 50, 30),
+                                        ("tall_5x501.png", "stretch", 10, 4),
+                                        ("tall_3x400.png", "center_crop", 40, 2),
+                                        ("tall_5x500.png", "stretch", 10, 4)]:
         image = Image.open(FIXTURES / "image" / source).convert("RGB")
         w, h = image.size
         if mode == "stretch":

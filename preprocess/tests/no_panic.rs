@@ -169,4 +169,50 @@ fn oversized_targets_are_refused_not_allocated() {
             "{err}"
         );
     }
+    // shorter_side on a 1x1000 image: the computed height 2000 x 1000 overflows, not 2000 x 2000.
+    let tall = RgbImage::new(1, 1000, vec![7; 3000]).unwrap();
+    let err = preprocess_image(&tall, &input(ResizeTarget::ShorterSide(2000), None)).unwrap_err();
+    assert_eq!(
+        err,
+        gpuport_preprocess::image::PreprocessError::BadSize {
+            input: "x".into(),
+            what: "resize",
+            width: 2000,
+            height: 2_000_000,
+        }
+    );
+}
+
+#[test]
+fn image_decode_cover_overflow_names_the_computed_size() {
+    use gpuport_manifest_core::mlc::{
+        ImageDecode, ImageFormat, ImageLayout, ImageResize, ResizeMode,
+    };
+    use gpuport_preprocess::mlc::{ImageDecodeError, image_decode};
+    let tall = RgbImage::new(1, 1000, vec![7; 3000]).unwrap();
+    let spec = ImageDecode {
+        format: ImageFormat::RgbU8,
+        layout: ImageLayout::Nhwc,
+        resize: ImageResize {
+            mode: ResizeMode::CenterCrop,
+            height: 100,
+            width: 100,
+        },
+        num_embeddings: 1,
+    };
+    let err = image_decode(
+        &tall,
+        &spec,
+        gpuport_manifest_core::mlc::AdapterDtype::Uint8,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ImageDecodeError::BadResize {
+            width: 100,
+            height: 100_000,
+            target_width: 100,
+            target_height: 100,
+        }
+    );
 }

@@ -14,7 +14,9 @@ pub use decode::{DecodeError, MAX_DECODE_ALLOC_BYTES, decode_image, decode_image
 pub use geometry::{InverseTransform, resized_size};
 pub use pipeline::{MAX_PIXELS, MAX_SIDE, PreprocessError, Preprocessed, preprocess_image};
 pub(crate) use resize::resize_window;
-pub use resize::{Filter, Window, resize_antialiased};
+pub use resize::{
+    Filter, IntermediateTooLarge, MAX_INTERMEDIATE_BYTES, Window, resize_antialiased,
+};
 pub use sample::{resize_bilinear_float, resize_nearest};
 
 /// An 8-bit RGB image, rows top to bottom, three bytes per pixel, no padding.

@@ -1,7 +1,7 @@
 //! ModelPort 0.1 image preprocessing: resize, centre crop, channel order, scale, normalize,
 //! layout, dtype — in the spec's order, as `modelport.preprocess` does it.
 
-use gpuport_manifest_core::modelport::{Dim, InputSpec, Layout, ResizeMethod};
+use gpuport_manifest_core::modelport::{Dim, InputSpec, Layout, ResizeMethod, ResizeTarget};
 
 use super::RgbImage;
 use super::crop::CropPlan;
@@ -52,9 +52,23 @@ pub enum PreprocessError {
         input: String,
         /// `resize` or `center_crop`.
         what: &'static str,
-        /// Width asked for.
+        /// Width asked for, or computed (the resized width of `shorter_side`).
         width: u64,
-        /// Height asked for.
+        /// Height asked for, or computed.
+        height: u64,
+    },
+    /// The buffer between the two resize passes would exceed
+    /// [`super::resize::MAX_INTERMEDIATE_BYTES`] (a very tall or very wide source).
+    #[error(
+        "input '{input}': resize needs an intermediate {width}x{height} image, more than {max} bytes",
+        max = super::resize::MAX_INTERMEDIATE_BYTES
+    )]
+    IntermediateTooLarge {
+        /// Input name.
+        input: String,
+        /// Intermediate width.
+        width: u64,
+        /// Intermediate height.
         height: u64,
     },
     /// The tensor does not have the shape the manifest declares.
@@ -89,6 +103,23 @@ fn size_error(input: &str, what: &'static str, width: u64, height: u64) -> Prepr
     }
 }
 
+/// The resize size `target` asks for, as [`resized_size`] computes it but without overflow
+/// (saturating at `u64::MAX`), for error messages.
+fn computed_size(width: usize, height: usize, target: ResizeTarget) -> (u64, u64) {
+    let sat = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);
+    match target {
+        ResizeTarget::Size([h, w]) => (w, h),
+        ResizeTarget::ShorterSide(n) => {
+            let (n, width, height) = (u128::from(n), width as u128, height as u128);
+            if width <= height {
+                (sat(n), sat(n * height / width.max(1)))
+            } else {
+                (sat(n * width / height.max(1)), sat(n))
+            }
+        }
+    }
+}
+
 fn checked_side(v: u64) -> Option<usize> {
     usize::try_from(v)
         .ok()
@@ -112,13 +143,9 @@ pub fn preprocess_image(
     })?;
     let (rw, rh) = resized_size(image.width(), image.height(), pre.resize.target)
         .filter(|&(w, h)| w <= MAX_SIDE && h <= MAX_SIDE)
-        .ok_or_else(|| match pre.resize.target {
-            gpuport_manifest_core::modelport::ResizeTarget::Size([h, w]) => {
-                size_error(name, "resize", w, h)
-            }
-            gpuport_manifest_core::modelport::ResizeTarget::ShorterSide(n) => {
-                size_error(name, "resize", n, n)
-            }
+        .ok_or_else(|| {
+            let (w, h) = computed_size(image.width(), image.height(), pre.resize.target);
+            size_error(name, "resize", w, h)
         })?;
     let (cw, ch) = match pre.center_crop {
         Some([h, w]) => match (checked_side(w), checked_side(h)) {
@@ -134,13 +161,18 @@ pub fn preprocess_image(
     let window = plan.visible;
     let method = pre.resize.method;
     let antialias = pre.resize.antialias;
+    let antialiased = |filter| {
+        resize_window(image, rw, rh, filter, window)
+            .map(Pixels::Integer)
+            .map_err(|e| PreprocessError::IntermediateTooLarge {
+                input: name.to_owned(),
+                width: e.width as u64,
+                height: e.height as u64,
+            })
+    };
     let pixels = match (method, antialias) {
-        (ResizeMethod::Bilinear, true) => {
-            Pixels::Integer(resize_window(image, rw, rh, Filter::Bilinear, window))
-        }
-        (ResizeMethod::Bicubic, true) => {
-            Pixels::Integer(resize_window(image, rw, rh, Filter::Bicubic, window))
-        }
+        (ResizeMethod::Bilinear, true) => antialiased(Filter::Bilinear)?,
+        (ResizeMethod::Bicubic, true) => antialiased(Filter::Bicubic)?,
         (ResizeMethod::Nearest, false) => Pixels::Integer(nearest_window(image, rw, rh, window)),
         (ResizeMethod::Bilinear, false) => Pixels::Float(bilinear_window(image, rw, rh, window)),
         (ResizeMethod::Bicubic, false) | (ResizeMethod::Nearest, true) => {

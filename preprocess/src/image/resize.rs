@@ -9,7 +9,9 @@
 //!   `trunc(centre − support + 0.5) .. trunc(centre + support + 0.5)` clamped to the image, each
 //!   weighted `filter((j − centre + 0.5) / max(in / out, 1))` in `f64`, then divided by their sum;
 //! - each weight becomes a fixed-point integer with 22 fractional bits, rounded half away from 0;
-//! - the horizontal pass runs first, the vertical pass on its output; each pass starts its
+//! - the horizontal pass runs first, the vertical pass on its output — except, as in Pillow's
+//!   `Image.resize` (`PIL/Image.py`), when the source is more than 100 times taller than wide
+//!   and the height shrinks: then the vertical pass runs first; each pass starts its
 //!   accumulator at `2^21` (rounding), sums `pixel × weight` in `i32`, and stores
 //!   `clamp(acc >> 22, 0, 255)`; an axis whose size does not change is not resampled.
 //!
@@ -161,8 +163,30 @@ fn clip8(acc: i32) -> u8 {
     (acc >> PRECISION_BITS).clamp(0, 255) as u8
 }
 
+/// Bytes the intermediate (between the two passes) buffer may take at most: 1 GiB.
+pub const MAX_INTERMEDIATE_BYTES: usize = 1 << 30;
+
+/// The intermediate image between the two resize passes would exceed
+/// [`MAX_INTERMEDIATE_BYTES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntermediateTooLarge {
+    /// Intermediate width in pixels.
+    pub width: usize,
+    /// Intermediate height in pixels.
+    pub height: usize,
+}
+
+/// Whether Pillow 12's `Image.resize` resamples vertically first: the source is more than 100
+/// times taller than wide and the height shrinks (`PIL/Image.py`:
+/// `self.size[1] > self.size[0] * 100 and size[1] < self.size[1]`). Each pass then rounds to
+/// 8 bits on its own, so the order changes the pixels.
+pub(crate) fn vertical_first(in_width: usize, in_height: usize, out_height: usize) -> bool {
+    in_height as u128 > in_width as u128 * 100 && out_height < in_height
+}
+
 /// Resizes the whole image to `out_width × out_height` (both > 0) with Pillow's antialiased
-/// `filter`. Returns `None` when a target side is 0.
+/// `filter`. Returns `None` when a target side is 0 or the intermediate buffer would exceed
+/// [`MAX_INTERMEDIATE_BYTES`].
 pub fn resize_antialiased(
     image: &RgbImage,
     out_width: usize,
@@ -173,55 +197,161 @@ pub fn resize_antialiased(
         return None;
     }
     let window = Window::full(out_width, out_height);
-    let pixels = resize_window(image, out_width, out_height, filter, window);
+    let pixels = resize_window(image, out_width, out_height, filter, window).ok()?;
     RgbImage::new(out_width, out_height, pixels)
 }
 
 /// The `window` part (which must lie inside `out_width × out_height`) of the resized image, as
-/// interleaved RGB rows of `window.width` pixels.
+/// interleaved RGB rows of `window.width` pixels; an error when the buffer between the passes
+/// would exceed [`MAX_INTERMEDIATE_BYTES`].
 pub(crate) fn resize_window(
     image: &RgbImage,
     out_width: usize,
     out_height: usize,
     filter: Filter,
     window: Window,
-) -> Vec<u8> {
+) -> Result<Vec<u8>, IntermediateTooLarge> {
+    resize_window_capped(
+        image,
+        out_width,
+        out_height,
+        filter,
+        window,
+        MAX_INTERMEDIATE_BYTES,
+    )
+}
+
+fn resize_window_capped(
+    image: &RgbImage,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+    window: Window,
+    max_bytes: usize,
+) -> Result<Vec<u8>, IntermediateTooLarge> {
     if window.width == 0 || window.height == 0 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let (in_width, in_height) = (image.width(), image.height());
     let columns = window.left..window.left + window.width;
     let rows = window.top..window.top + window.height;
+    let horizontal =
+        (out_width != in_width).then(|| Taps::new(in_width, out_width, filter, columns.clone()));
     let vertical =
         (out_height != in_height).then(|| Taps::new(in_height, out_height, filter, rows.clone()));
+    let check = |width: usize, height: usize| {
+        let fits = width
+            .checked_mul(height)
+            .and_then(|p| p.checked_mul(3))
+            .is_some_and(|b| b <= max_bytes);
+        if fits {
+            Ok(())
+        } else {
+            Err(IntermediateTooLarge { width, height })
+        }
+    };
+    let src = image.pixels();
+    let src_stride = in_width * 3;
+
+    if vertical_first(in_width, in_height, out_height) {
+        // Vertical pass over the source columns the horizontal pass reads, then horizontal.
+        let (col_first, col_end) = horizontal
+            .as_ref()
+            .map_or((columns.start, columns.end), Taps::source_span);
+        check(col_end - col_first, window.height)?;
+        let mid_row_bytes = (col_end - col_first) * 3;
+        let mid = match &vertical {
+            Some(taps) => vertical_pass(
+                src,
+                src_stride,
+                col_first * 3,
+                0,
+                taps,
+                mid_row_bytes,
+                window.height,
+            ),
+            None => Vec::new(),
+        };
+        return Ok(horizontal_pass(
+            &mid,
+            mid_row_bytes,
+            col_first,
+            horizontal.as_ref(),
+            columns,
+            window.width * 3,
+        ));
+    }
+
     let (row_first, row_end) = vertical
         .as_ref()
         .map_or((rows.start, rows.end), Taps::source_span);
-
+    check(window.width, row_end - row_first)?;
     let row_bytes = window.width * 3;
-    let mut horizontal_out = vec![0u8; (row_end - row_first) * row_bytes];
-    let source_rows = image.pixels()[row_first * in_width * 3..row_end * in_width * 3]
-        .par_chunks_exact(in_width * 3);
-    if out_width != in_width {
-        let taps = Taps::new(in_width, out_width, filter, columns);
-        horizontal_out
+    let horizontal_out = horizontal_pass(
+        &src[row_first * src_stride..row_end * src_stride],
+        src_stride,
+        0,
+        horizontal.as_ref(),
+        columns,
+        row_bytes,
+    );
+    let Some(taps) = vertical else {
+        return Ok(horizontal_out);
+    };
+    Ok(vertical_pass(
+        &horizontal_out,
+        row_bytes,
+        0,
+        row_first,
+        &taps,
+        row_bytes,
+        window.height,
+    ))
+}
+
+/// Horizontal pass over rows of `src_stride` bytes whose first pixel is source column
+/// `col_offset`; `taps` `None` copies `columns`.
+fn horizontal_pass(
+    src: &[u8],
+    src_stride: usize,
+    col_offset: usize,
+    taps: Option<&Taps>,
+    columns: std::ops::Range<usize>,
+    row_bytes: usize,
+) -> Vec<u8> {
+    let rows = src.len() / src_stride.max(1);
+    let mut out = vec![0u8; rows * row_bytes];
+    let source_rows = src.par_chunks_exact(src_stride.max(1));
+    match taps {
+        Some(taps) => out
             .par_chunks_exact_mut(row_bytes)
             .zip(source_rows)
             .with_min_len(MIN_ROWS_PER_TASK)
-            .for_each(|(out_row, src_row)| horizontal_row(&taps, src_row, out_row));
-    } else {
-        horizontal_out
+            .for_each(|(out_row, src_row)| horizontal_row(taps, src_row, col_offset, out_row)),
+        None => out
             .par_chunks_exact_mut(row_bytes)
             .zip(source_rows)
             .for_each(|(out_row, src_row)| {
-                out_row.copy_from_slice(&src_row[columns.start * 3..columns.end * 3])
-            });
+                out_row.copy_from_slice(
+                    &src_row[(columns.start - col_offset) * 3..(columns.end - col_offset) * 3],
+                )
+            }),
     }
+    out
+}
 
-    let Some(taps) = vertical else {
-        return horizontal_out;
-    };
-    let mut out = vec![0u8; window.height * row_bytes];
+/// Vertical pass: output row `slot` sums rows `first − row_offset + tap` of `src` (rows of
+/// `src_stride` bytes), reading `row_bytes` bytes from byte `byte_offset` of each.
+fn vertical_pass(
+    src: &[u8],
+    src_stride: usize,
+    byte_offset: usize,
+    row_offset: usize,
+    taps: &Taps,
+    row_bytes: usize,
+    out_rows: usize,
+) -> Vec<u8> {
+    let mut out = vec![0u8; out_rows * row_bytes];
     out.par_chunks_exact_mut(row_bytes)
         .enumerate()
         .with_min_len(MIN_ROWS_PER_TASK)
@@ -231,9 +361,9 @@ pub(crate) fn resize_window(
                 let (first, weights) = taps.of(slot);
                 acc.fill(ROUNDING);
                 for (tap, &w) in weights.iter().enumerate() {
-                    let start = (first - row_first + tap) * row_bytes;
-                    let src = &horizontal_out[start..start + row_bytes];
-                    for (a, &p) in acc.iter_mut().zip(src) {
+                    let start = (first - row_offset + tap) * src_stride + byte_offset;
+                    let row = &src[start..start + row_bytes];
+                    for (a, &p) in acc.iter_mut().zip(row) {
                         *a += i32::from(p) * w;
                     }
                 }
@@ -245,9 +375,10 @@ pub(crate) fn resize_window(
     out
 }
 
-fn horizontal_row(taps: &Taps, src_row: &[u8], out_row: &mut [u8]) {
+fn horizontal_row(taps: &Taps, src_row: &[u8], col_offset: usize, out_row: &mut [u8]) {
     for (slot, out_pixel) in out_row.chunks_exact_mut(3).enumerate() {
         let (first, weights) = taps.of(slot);
+        let first = first - col_offset;
         let src = &src_row[first * 3..(first + weights.len()) * 3];
         let (mut r, mut g, mut b) = (ROUNDING, ROUNDING, ROUNDING);
         for (p, &w) in src.chunks_exact(3).zip(weights) {
@@ -295,10 +426,69 @@ mod tests {
             width: 4,
             height: 2,
         };
-        let part = resize_window(&image, 9, 7, Filter::Bicubic, window);
+        let part = resize_window(&image, 9, 7, Filter::Bicubic, window).unwrap();
         for y in 0..2 {
             let row = &full.pixels()[((3 + y) * 9 + 2) * 3..((3 + y) * 9 + 6) * 3];
             assert_eq!(&part[y * 12..(y + 1) * 12], row);
         }
+    }
+
+    fn pattern(width: usize, height: usize) -> RgbImage {
+        let pixels: Vec<u8> = (0..width * height * 3)
+            .map(|i| ((i * 7919 + i / 3 * 31) % 256) as u8)
+            .collect();
+        RgbImage::new(width, height, pixels).unwrap()
+    }
+
+    #[test]
+    fn tall_shrinking_sources_resample_vertically_first_like_pillow() {
+        assert!(vertical_first(5, 501, 10));
+        assert!(!vertical_first(5, 500, 10));
+        assert!(!vertical_first(5, 501, 501));
+        assert!(!vertical_first(5, 501, 600));
+        // A window of the vertical-first resize equals the same part of the full one.
+        let image = pattern(3, 400);
+        for filter in [Filter::Bilinear, Filter::Bicubic] {
+            let full = resize_antialiased(&image, 7, 37, filter).unwrap();
+            let window = Window {
+                left: 2,
+                top: 5,
+                width: 3,
+                height: 20,
+            };
+            let part = resize_window(&image, 7, 37, filter, window).unwrap();
+            for y in 0..20 {
+                let row = &full.pixels()[((5 + y) * 7 + 2) * 3..((5 + y) * 7 + 5) * 3];
+                assert_eq!(&part[y * 9..(y + 1) * 9], row);
+            }
+        }
+    }
+
+    #[test]
+    fn very_tall_source_needs_only_a_small_intermediate() {
+        // 1 x 10,000,000 to 640 x 640: horizontal first would hold 10^7 x 640 x 3 bytes.
+        let image = RgbImage::new(1, 10_000_000, vec![128; 30_000_000]).unwrap();
+        let window = Window::full(640, 640);
+        let out = resize_window_capped(&image, 640, 640, Filter::Bilinear, window, 1 << 20);
+        assert_eq!(out.unwrap().len(), 640 * 640 * 3);
+    }
+
+    #[test]
+    fn intermediate_over_the_cap_is_an_error_naming_its_size() {
+        // 20 x 1999 (not vertical-first) widened to 300 x 1000: intermediate 300 x 1999.
+        let image = pattern(20, 1999);
+        let window = Window::full(300, 1000);
+        let err = resize_window_capped(&image, 300, 1000, Filter::Bicubic, window, 1 << 20);
+        assert_eq!(
+            err,
+            Err(IntermediateTooLarge {
+                width: 300,
+                height: 1999
+            })
+        );
+        // Vertical-first: 1 x 5000 to 1000 x 10: intermediate 1 x 10.
+        let image = pattern(1, 5000);
+        let window = Window::full(1000, 10);
+        assert!(resize_window_capped(&image, 1000, 10, Filter::Bicubic, window, 64).is_ok());
     }
 }

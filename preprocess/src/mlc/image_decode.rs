@@ -24,6 +24,28 @@ pub enum ImageDecodeError {
         /// Target height.
         height: u64,
     },
+    /// The size the image is scaled to before the crop (`center_crop`) has a side beyond
+    /// [`crate::image::MAX_SIDE`].
+    #[error("image_decode resize to {width}x{height} (for target {target_width}x{target_height}) is outside 1..={max}", max = crate::image::MAX_SIDE)]
+    BadResize {
+        /// Computed width.
+        width: u64,
+        /// Computed height.
+        height: u64,
+        /// Target width.
+        target_width: u64,
+        /// Target height.
+        target_height: u64,
+    },
+    /// The buffer between the two resize passes would exceed
+    /// [`crate::image::MAX_INTERMEDIATE_BYTES`].
+    #[error("image_decode needs an intermediate {width}x{height} image, more than {max} bytes", max = crate::image::MAX_INTERMEDIATE_BYTES)]
+    IntermediateTooLarge {
+        /// Intermediate width.
+        width: u64,
+        /// Intermediate height.
+        height: u64,
+    },
 }
 
 /// The element type `program` wants for `adapter`'s input: `adapter_dtypes[adapter]`, or
@@ -57,26 +79,40 @@ pub fn image_decode(
         side(spec.resize.width).ok_or_else(bad)?,
         side(spec.resize.height).ok_or_else(bad)?,
     );
+    if tw * th > crate::image::MAX_PIXELS {
+        return Err(bad());
+    }
     let (w, h) = (image.width() as u128, image.height() as u128);
     let (rw, rh) = match spec.resize.mode {
-        ResizeMode::Stretch => (tw, th),
+        ResizeMode::Stretch => (tw as u128, th as u128),
         ResizeMode::CenterCrop => {
             let (tw128, th128) = (tw as u128, th as u128);
             if tw128 * h >= th128 * w {
-                (tw, usize::try_from(h * tw128 / w).map_err(|_| bad())?)
+                (tw128, h * tw128 / w.max(1))
             } else {
-                (usize::try_from(w * th128 / h).map_err(|_| bad())?, th)
+                (w * th128 / h.max(1), th128)
             }
         }
     };
-    if rw > crate::image::MAX_SIDE
-        || rh > crate::image::MAX_SIDE
-        || tw * th > crate::image::MAX_PIXELS
-    {
-        return Err(bad());
-    }
+    let (rw, rh) = match (side_usize(rw), side_usize(rh)) {
+        (Some(rw), Some(rh)) => (rw, rh),
+        _ => {
+            let sat = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);
+            return Err(ImageDecodeError::BadResize {
+                width: sat(rw),
+                height: sat(rh),
+                target_width: spec.resize.width,
+                target_height: spec.resize.height,
+            });
+        }
+    };
     let plan = CropPlan::new(rw, rh, tw, th);
-    let pixels = resize_window(image, rw, rh, Filter::Bilinear, plan.visible);
+    let pixels = resize_window(image, rw, rh, Filter::Bilinear, plan.visible).map_err(|e| {
+        ImageDecodeError::IntermediateTooLarge {
+            width: e.width as u64,
+            height: e.height as u64,
+        }
+    })?;
     let data = match dtype {
         AdapterDtype::Uint8 => TensorData::U8(pixels),
         AdapterDtype::Uint32 => TensorData::U32(pixels.into_iter().map(u32::from).collect()),
@@ -93,4 +129,10 @@ pub fn image_decode(
         shape: vec![1, th, tw, 3],
         data,
     })
+}
+
+fn side_usize(v: u128) -> Option<usize> {
+    usize::try_from(v)
+        .ok()
+        .filter(|s| (1..=crate::image::MAX_SIDE).contains(s))
 }
