@@ -31,6 +31,20 @@ pub enum DecodeError {
     /// JPEG colour transform, or a size beyond the limits).
     #[error("cannot decode image: {0}")]
     Decode(#[from] image::ImageError),
+    /// The declared dimensions need more memory than decoding may take.
+    #[error(
+        "image of {width}x{height} needs {bytes} bytes to decode, more than the {limit}-byte limit"
+    )]
+    TooLarge {
+        /// Declared width.
+        width: u32,
+        /// Declared height.
+        height: u32,
+        /// Bytes the decoded pixels would take.
+        bytes: u64,
+        /// The limit ([`MAX_DECODE_ALLOC_BYTES`]).
+        limit: u64,
+    },
     /// The image has no pixels.
     #[error("image has no pixels ({width}x{height})")]
     Empty {
@@ -63,6 +77,19 @@ pub fn decode_image(bytes: &[u8]) -> Result<RgbImage, DecodeError> {
     limits.max_alloc = Some(MAX_DECODE_ALLOC_BYTES);
     reader.limits(limits);
     let mut decoder = reader.into_decoder()?;
+    // `DynamicImage::from_decoder` allocates the declared size without consulting
+    // `Limits::max_alloc` (only `ImageReader::decode` does), so a small file declaring huge
+    // dimensions would abort the process: check the declared size first.
+    let declared = decoder.total_bytes();
+    if declared > MAX_DECODE_ALLOC_BYTES {
+        let (width, height) = decoder.dimensions();
+        return Err(DecodeError::TooLarge {
+            width,
+            height,
+            bytes: declared,
+            limit: MAX_DECODE_ALLOC_BYTES,
+        });
+    }
     // A file whose EXIF block cannot be read keeps its pixels as stored, as Pillow does.
     let orientation = decoder.orientation().ok();
     let mut decoded = DynamicImage::from_decoder(decoder)?;
