@@ -216,3 +216,73 @@ fn image_decode_cover_overflow_names_the_computed_size() {
         }
     );
 }
+
+/// A mono 8-bit PCM WAV of `samples` silent samples declaring `rate` Hz (8-bit so that the
+/// byte rate of 2^31 Hz still fits its 32-bit field).
+fn silent_wav(rate: u32, samples: u32) -> Vec<u8> {
+    let mut w = Vec::new();
+    w.extend_from_slice(b"RIFF");
+    w.extend_from_slice(&(36 + samples).to_le_bytes());
+    w.extend_from_slice(b"WAVEfmt ");
+    w.extend_from_slice(&16u32.to_le_bytes());
+    w.extend_from_slice(&1u16.to_le_bytes());
+    w.extend_from_slice(&1u16.to_le_bytes());
+    w.extend_from_slice(&rate.to_le_bytes());
+    w.extend_from_slice(&rate.to_le_bytes());
+    w.extend_from_slice(&1u16.to_le_bytes());
+    w.extend_from_slice(&8u16.to_le_bytes());
+    w.extend_from_slice(b"data");
+    w.extend_from_slice(&samples.to_le_bytes());
+    w.resize(w.len() + samples as usize, 128);
+    w
+}
+
+#[test]
+fn absurd_wav_rates_are_refused_naming_the_rate() {
+    use gpuport_preprocess::audio::ResampleError;
+    use gpuport_preprocess::mlc::AudioDecodeError;
+    for rate in [1u32 << 31, 999, 1] {
+        let err = audio_decode(&silent_wav(rate, 100), &audio_spec()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AudioDecodeError::Resample(ResampleError::RateOutOfRange { which: "input", rate: r }) if r == rate
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains(&rate.to_string()), "{err}");
+    }
+    assert_eq!(
+        audio_decode(&silent_wav(1000, 100), &audio_spec())
+            .unwrap()
+            .len(),
+        1600
+    );
+}
+
+#[test]
+fn too_long_is_decided_from_the_resampled_length_before_resampling() {
+    use gpuport_preprocess::mlc::AudioDecodeError;
+    // 1 kHz -> 16 kHz grows 16x: 40,000 input samples would become 640,000 > 480,000.
+    let err = audio_decode(&silent_wav(1000, 40_000), &audio_spec()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AudioDecodeError::TooLong {
+                samples: 640_000,
+                max_samples: 480_000,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let short = AudioDecode {
+        min_samples: 2000,
+        ..audio_spec()
+    };
+    let err = audio_decode(&silent_wav(8000, 100), &short).unwrap_err();
+    assert!(
+        matches!(err, AudioDecodeError::TooShort { samples: 200, .. }),
+        "{err}"
+    );
+}

@@ -4,5 +4,7 @@
 mod resample;
 mod wav;
 
-pub use resample::{RESAMPLER, ResampleError, resample, resampled_len};
+pub use resample::{
+    MAX_RATE_HZ, MIN_RATE_HZ, RESAMPLER, ResampleError, check_rates, resample, resampled_len,
+};
 pub use wav::{Audio, WavError, decode_wav};

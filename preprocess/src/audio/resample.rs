@@ -21,6 +21,12 @@ const ROLLOFF: f64 = 0.95;
 /// Kernel table points per input sample.
 const TABLE_DENSITY: f64 = 1024.0;
 
+/// The lowest sample rate accepted, in Hz (input or output).
+pub const MIN_RATE_HZ: u32 = 1_000;
+/// The highest sample rate accepted, in Hz (input or output): the kernel table grows with the
+/// input rate over the output rate, so an absurd declared rate would allocate gigabytes.
+pub const MAX_RATE_HZ: u32 = 768_000;
+
 /// Why resampling failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResampleError {
@@ -32,6 +38,24 @@ pub enum ResampleError {
         /// Output rate.
         to: u32,
     },
+    /// A rate outside [`MIN_RATE_HZ`]`..=`[`MAX_RATE_HZ`].
+    #[error("{which} sample rate {rate} Hz is outside {MIN_RATE_HZ}..={MAX_RATE_HZ} Hz")]
+    RateOutOfRange {
+        /// `input` (the file's rate) or `output` (the target rate).
+        which: &'static str,
+        /// The rate.
+        rate: u32,
+    },
+}
+
+/// Checks that `from` (input) and `to` (output) lie in [`MIN_RATE_HZ`]`..=`[`MAX_RATE_HZ`].
+pub fn check_rates(from: u32, to: u32) -> Result<(), ResampleError> {
+    for (which, rate) in [("input", from), ("output", to)] {
+        if !(MIN_RATE_HZ..=MAX_RATE_HZ).contains(&rate) {
+            return Err(ResampleError::RateOutOfRange { which, rate });
+        }
+    }
+    Ok(())
 }
 
 /// Output length for `len` input samples: `round(len × to / from)`, halves up (what soxr gives).
@@ -102,11 +126,13 @@ impl Kernel {
 
 /// Resamples mono `samples` from `from` Hz to `to` Hz: output sample `k` is the band-limited
 /// signal at input time `k × from / to`, the signal taken as 0 beyond both ends; the length is
-/// [`resampled_len`]. Equal rates return the input unchanged.
+/// [`resampled_len`]. Equal rates return the input unchanged. Rates outside
+/// [`MIN_RATE_HZ`]`..=`[`MAX_RATE_HZ`] are refused (see [`check_rates`]).
 pub fn resample(samples: &[f32], from: u32, to: u32) -> Result<Vec<f32>, ResampleError> {
     if from == 0 || to == 0 {
         return Err(ResampleError::BadRate { from, to });
     }
+    check_rates(from, to)?;
     if from == to {
         return Ok(samples.to_vec());
     }
@@ -141,6 +167,34 @@ mod tests {
         assert_eq!(resampled_len(44099, 44100, 16000), 16000);
         assert_eq!(resample(&[0.0; 10], 8000, 16000).unwrap().len(), 20);
         assert!(resample(&[0.0], 0, 16000).is_err());
+    }
+
+    #[test]
+    fn absurd_rates_are_refused_before_the_kernel_table() {
+        // 2^31 Hz would tabulate a kernel of ~9 * 10^9 points (74 GB) before this check.
+        assert_eq!(
+            resample(&[0.0; 4], 1 << 31, 16000),
+            Err(ResampleError::RateOutOfRange {
+                which: "input",
+                rate: 1 << 31
+            })
+        );
+        assert_eq!(
+            resample(&[0.0; 4], 999, 16000),
+            Err(ResampleError::RateOutOfRange {
+                which: "input",
+                rate: 999
+            })
+        );
+        assert_eq!(
+            resample(&[0.0; 4], 16000, 768_001),
+            Err(ResampleError::RateOutOfRange {
+                which: "output",
+                rate: 768_001
+            })
+        );
+        assert_eq!(resample(&[0.0; 4], 1000, 1000).unwrap().len(), 4);
+        assert_eq!(resample(&[0.0; 4], 768_000, 16000).unwrap().len(), 0);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use gpuport_manifest_core::mlc::AudioDecode;
 
-use crate::audio::{ResampleError, WavError, decode_wav, resample};
+use crate::audio::{ResampleError, WavError, check_rates, decode_wav, resample, resampled_len};
 
 /// Why `audio_decode` failed.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +51,9 @@ pub enum AudioDecodeError {
 
 /// Runs `audio_decode` on WAV bytes: decode (PCM 8/16/24/32-bit integer or 32-bit float, any
 /// channels, any rate), mean of the channels, band-limited resampling to `sample_rate_hz` (see
-/// [`crate::audio::resample`]), then `min_samples ≤ len ≤ max_samples` or an error saying which.
+/// [`crate::audio::resample`]), with `min_samples ≤ len ≤ max_samples` (checked on the
+/// resampled length before resampling) or an error saying which. File and target rates must lie
+/// in [`crate::audio::MIN_RATE_HZ`]`..=`[`crate::audio::MAX_RATE_HZ`].
 pub fn audio_decode(bytes: &[u8], spec: &AudioDecode) -> Result<Vec<f32>, AudioDecodeError> {
     let unsupported = || AudioDecodeError::UnsupportedTarget {
         channels: spec.channels,
@@ -62,21 +64,24 @@ pub fn audio_decode(bytes: &[u8], spec: &AudioDecode) -> Result<Vec<f32>, AudioD
         return Err(unsupported());
     }
     let audio = decode_wav(bytes)?;
-    let samples = resample(&audio.samples, audio.sample_rate, rate)?;
-    let len = samples.len() as u64;
+    check_rates(audio.sample_rate, rate)?;
+    // The length is known before resampling: refuse before allocating (a file declaring 1 kHz
+    // resampled to 16 kHz grows 16 times).
+    let samples = resampled_len(audio.samples.len(), audio.sample_rate, rate);
+    let len = samples as u64;
     if len < spec.min_samples {
         return Err(AudioDecodeError::TooShort {
-            samples: samples.len(),
+            samples,
             sample_rate_hz: spec.sample_rate_hz,
             min_samples: spec.min_samples,
         });
     }
     if len > spec.max_samples {
         return Err(AudioDecodeError::TooLong {
-            samples: samples.len(),
+            samples,
             sample_rate_hz: spec.sample_rate_hz,
             max_samples: spec.max_samples,
         });
     }
-    Ok(samples)
+    Ok(resample(&audio.samples, audio.sample_rate, rate)?)
 }
