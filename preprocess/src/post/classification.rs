@@ -19,7 +19,7 @@ pub struct ClassScore {
 
 /// Ranks the classes of a `[1, C]` (or `[C]`) score output: activation over all C, then the
 /// `top_k` best (`top_k` overrides the manifest's), highest score first, equal scores by lower
-/// index.
+/// index. A NaN or infinite score is refused (`NotFinite`, as detection does).
 pub fn classify(
     output: &OutputTensor<'_>,
     post: &ClassificationPostprocess,
@@ -31,6 +31,9 @@ pub fn classify(
         _ => return Err(output.bad_shape("[1, classes]")),
     };
     let values = output.checked_values(classes)?;
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        return Err(output.not_finite(i));
+    }
     let scores = activate(post.activation, &values);
     let mut order: Vec<usize> = (0..classes).collect();
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
@@ -80,5 +83,29 @@ mod tests {
             classify(&bad, &post, &labels, None),
             Err(PostprocessError::BadShape { .. })
         ));
+    }
+
+    #[test]
+    fn non_finite_scores_are_refused_naming_the_element() {
+        let post = ClassificationPostprocess {
+            activation: Activation::Softmax,
+            labels: None,
+            top_k: 2,
+        };
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let values = [0.5f32, 1.0, bad];
+            let output = OutputTensor {
+                name: "logits",
+                shape: &[1, 3],
+                values: &values,
+            };
+            assert_eq!(
+                classify(&output, &post, &[], None),
+                Err(PostprocessError::NotFinite {
+                    output: "logits".into(),
+                    index: 2
+                })
+            );
+        }
     }
 }

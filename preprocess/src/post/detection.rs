@@ -46,7 +46,7 @@ impl OutputTensor<'_> {
         Ok(self.values.iter().map(|&v| f64::from(v)).collect())
     }
 
-    fn not_finite(&self, index: usize) -> PostprocessError {
+    pub(crate) fn not_finite(&self, index: usize) -> PostprocessError {
         PostprocessError::NotFinite {
             output: self.name.to_owned(),
             index,
