@@ -70,6 +70,20 @@ def png_bytes(array, bit_depth, color_type):
             + chunk(b"IEND", b""))
 
 
+def bmp16_bytes(width, height, layout):
+    """A bottom-up 16-bit BMP: 555 uncompressed or 565 with BI_BITFIELDS masks."""
+    rng = np.random.RandomState(layout)
+    values = rng.randint(0, 65536, size=(height, width)).astype(np.uint16)
+    values.flat[:64] = np.arange(64, dtype=np.uint16) * 0x0841  # every level of each channel
+    row = (width * 2 + 3) // 4 * 4
+    pixels = b"".join(values[y].astype("<u2").tobytes().ljust(row, b"\0") for y in range(height - 1, -1, -1))
+    masks = struct.pack("<3I", 0xF800, 0x7E0, 0x1F) if layout == 565 else b""
+    offset = 14 + 40 + len(masks)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 16, 3 if layout == 565 else 0, len(pixels),
+                       2835, 2835, 0, 0)
+    return b"BM" + struct.pack("<IHHI", offset + len(pixels), 0, 0, offset) + info + masks + pixels
+
+
 def make_sources(out):
     """Writes the source images; returns {file name: decoded RGB uint8 array (the reference)}."""
     from modelport.preprocess import load_image
@@ -120,6 +134,12 @@ def make_sources(out):
     save_pil("lossless_37x23.webp", Image.fromarray(rgb_odd), lossless=True)
     save_pil("rgb_37x23.bmp", Image.fromarray(rgb_odd))
     save_pil("palette_37x23.gif", Image.fromarray(rgb_odd).quantize(colors=64))
+    # 16-bit BMPs (Pillow cannot write them): every 5/6-bit level appears; Pillow expands
+    # v * 255 / max truncated.
+    (out / "rgb555_37x23.bmp").write_bytes(bmp16_bytes(37, 23, 555))
+    files["rgb555_37x23.bmp"] = None
+    (out / "rgb565_37x23.bmp").write_bytes(bmp16_bytes(37, 23, 565))
+    files["rgb565_37x23.bmp"] = None
     decoded = {}
     for name, override in files.items():
         decoded[name] = override if override is not None else np.asarray(load_image(out / name))
@@ -190,7 +210,7 @@ def image_cases():
     ]
     for src in ["bilevel_37x23.png", "palette4_37x23.png", "gray_37x23.png", "gray_alpha_37x23.png", "rgba_37x23.png", "palette_37x23.png",
                 "rgb16_37x23.png", "gray16_37x23.png", "lossless_37x23.webp", "rgb_37x23.bmp",
-                "palette_37x23.gif"]:
+                "palette_37x23.gif", "rgb555_37x23.bmp", "rgb565_37x23.bmp"]:
         cases.append(case("decode_" + src.replace(".", "_"), src, aa("bicubic", size=[19, 29]), **raw))
     for o in range(1, 9):
         cases.append(case(f"exif_orientation_{o}", f"exif{o}_13x7.png", aa("bilinear", shorter_side=5), **raw))

@@ -37,7 +37,10 @@ fn png_header(width: u32, height: u32) -> Vec<u8> {
     ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     out.extend(chunk(b"IHDR", &ihdr));
-    out.extend(chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]));
+    out.extend(chunk(
+        b"IDAT",
+        &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
+    ));
     out.extend(chunk(b"IEND", &[]));
     out
 }

@@ -124,3 +124,35 @@ fn every_case_matches_the_python_reference() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+#[test]
+fn bmp16_levels_are_pillows_truncated_expansion() {
+    // Pillow's BGR;15 / BGR;16 unpackers give v * 255 / max truncated (3 -> 24, 16 -> 131).
+    let levels = |bits: u32| -> Vec<u8> {
+        let max = (1u32 << bits) - 1;
+        (0..=max).map(|v| (v * 255 / max) as u8).collect()
+    };
+    for (file, bits) in [
+        ("rgb555_37x23.bmp", [5, 5, 5]),
+        ("rgb565_37x23.bmp", [5, 6, 5]),
+    ] {
+        let image = decode_image_file(&fixtures().join(file)).unwrap();
+        let allowed = bits.map(levels);
+        let mut seen = [0usize; 3];
+        for pixel in image.pixels().chunks_exact(3) {
+            for c in 0..3 {
+                assert!(
+                    allowed[c].contains(&pixel[c]),
+                    "{file} channel {c}: {}",
+                    pixel[c]
+                );
+            }
+            seen[0] += usize::from(pixel[0] == 24);
+            seen[1] += usize::from(pixel[0] == 131);
+        }
+        assert!(
+            seen[0] > 0 && seen[1] > 0,
+            "{file}: levels 3 and 16 not exercised"
+        );
+    }
+}

@@ -96,7 +96,67 @@ pub fn decode_image(bytes: &[u8]) -> Result<RgbImage, DecodeError> {
     if let Some(orientation) = orientation {
         decoded.apply_orientation(orientation);
     }
-    to_rgb8(decoded)
+    let mut rgb = to_rgb8(decoded)?;
+    if let Some(bits) = bmp16_channel_bits(bytes) {
+        rgb = pillow_bmp16_levels(rgb, bits)?;
+    }
+    Ok(rgb)
+}
+
+/// Bits of the red, green and blue channels of a 16-bit BMP in a layout Pillow reads
+/// (`BGR;15` — no compression, or bitfields `0x7C00 0x3E0 0x1F` — and `BGR;16` — bitfields
+/// `0xF800 0x7E0 0x1F`); `None` for anything else.
+fn bmp16_channel_bits(bytes: &[u8]) -> Option<[u32; 3]> {
+    let u16_at = |at: usize| {
+        bytes
+            .get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    if bytes.get(..2) != Some(b"BM".as_slice()) || u32_at(14)? < 40 || u16_at(28)? != 16 {
+        return None;
+    }
+    match u32_at(30)? {
+        0 => Some([5, 5, 5]),
+        3 => match (u32_at(54)?, u32_at(58)?, u32_at(62)?) {
+            (0x7C00, 0x3E0, 0x1F) => Some([5, 5, 5]),
+            (0xF800, 0x7E0, 0x1F) => Some([5, 6, 5]),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Re-expands the 5/6-bit channels of a 16-bit BMP as Pillow does, `v × 255 / max` truncated
+/// (the image crate rounds: 5-bit 3 → 25 where Pillow gives 24, 16 → 132 where Pillow gives
+/// 131). The crate's expansion is one-to-one, so each 8-bit value maps back to its `v`.
+fn pillow_bmp16_levels(image: RgbImage, bits: [u32; 3]) -> Result<RgbImage, DecodeError> {
+    let table = |bits: u32| {
+        let max = (1u32 << bits) - 1;
+        let mut map = [0u8; 256];
+        for v in 0..=max {
+            // The image crate's expansion: round(v × 255 / max).
+            let rounded = (v * 255 * 2 + max) / (2 * max);
+            map[rounded as usize] = (v * 255 / max) as u8;
+        }
+        map
+    };
+    let maps = bits.map(table);
+    let (width, height) = (image.width(), image.height());
+    let mut pixels = image.into_pixels();
+    for pixel in pixels.chunks_exact_mut(3) {
+        for (c, map) in pixel.iter_mut().zip(&maps) {
+            *c = map[usize::from(*c)];
+        }
+    }
+    RgbImage::new(width, height, pixels).ok_or(DecodeError::Empty {
+        width: width as u32,
+        height: height as u32,
+    })
 }
 
 fn to_rgb8(decoded: DynamicImage) -> Result<RgbImage, DecodeError> {
