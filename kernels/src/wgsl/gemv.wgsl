@@ -62,8 +62,9 @@ override T: u32 = WG * RPT / ROWS;
 // The norm weights for XFORM 1 and 2 (same indexing as x), the two norms' for XFORM 5; bound
 // to x, and unread, otherwise.
 @group(0) @binding(5) var<storage, read> xw: array<vec4<f32>>;
-// XFORM 5: the new residual row; bound to y, and untouched, otherwise.
-@group(0) @binding(6) var<storage, read_write> x_out: array<vec4<f32>>;
+// XFORM 5: the new residual row; bound to y, and untouched, otherwise (scalar, so that a y of
+// fewer than 4 elements is still a valid binding).
+@group(0) @binding(6) var<storage, read_write> x_out: array<f32>;
 
 
 //!include common.wgsl
@@ -138,7 +139,11 @@ fn main(l: Lanes) {
     }
     if XFORM == 5u && p.write_x == 1u && l.wg.x + l.wg.y == 0u {
         for (var i = id; i < x_cols4(); i += WG) {
-            x_out[i] = post_residual(i);
+            let v = post_residual(i);
+            x_out[4u * i] = v.x;
+            x_out[4u * i + 1u] = v.y;
+            x_out[4u * i + 2u] = v.z;
+            x_out[4u * i + 3u] = v.w;
         }
     }
     if INPUT_ONLY == 1u {
