@@ -170,25 +170,14 @@ impl Store {
         let mut files = BTreeMap::new();
         files.insert(
             plan.manifest_path.clone(),
-            RecordFile {
-                sha256: manifest_sha.clone(),
-                size: plan.manifest_bytes.len() as u64,
-                url: None,
-            },
+            RecordFile::local(manifest_sha.clone(), plan.manifest_bytes.len() as u64),
         );
         let all_known = plan.files.values().all(|f| f.sha256.is_some());
         let mut staged = Staged::Nothing;
         if all_known {
             for (path, f) in &plan.files {
                 let sha256 = f.sha256.clone().unwrap_or_default();
-                files.insert(
-                    path.clone(),
-                    RecordFile {
-                        sha256,
-                        size: f.size,
-                        url: None,
-                    },
-                );
+                files.insert(path.clone(), RecordFile::local(sha256, f.size));
             }
             let partial = new_record(
                 &id,
@@ -214,14 +203,7 @@ impl Store {
                     return Err(e);
                 }
             };
-            files.insert(
-                path.clone(),
-                RecordFile {
-                    sha256,
-                    size: f.size,
-                    url: None,
-                },
-            );
+            files.insert(path.clone(), RecordFile::local(sha256, f.size));
         }
         let record = new_record(
             &id,
@@ -299,11 +281,7 @@ impl Store {
         let files = BTreeMap::from([
             (
                 MANIFEST_FILE_NAME.to_owned(),
-                RecordFile {
-                    sha256: manifest_sha.clone(),
-                    size: manifest.len() as u64,
-                    url: None,
-                },
+                RecordFile::local(manifest_sha.clone(), manifest.len() as u64),
             ),
             (
                 gguf::bundle_path(&name),

@@ -93,6 +93,17 @@ pub struct RecordFile {
     pub url: Option<String>,
 }
 
+impl RecordFile {
+    /// A file with no URL (imported, or stored from bytes at hand).
+    pub fn local(sha256: String, size: u64) -> RecordFile {
+        RecordFile {
+            sha256,
+            size,
+            url: None,
+        }
+    }
+}
+
 /// A model record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -482,10 +482,7 @@ fn an_interrupted_re_import_keeps_the_old_model_and_pins_both_versions() {
     std::fs::remove_dir_all(&other).unwrap();
 
     store.gc().unwrap();
-    assert_eq!(
-        std::fs::read(&store.resolve("tiny").unwrap().files["w.bin"]).unwrap(),
-        old
-    );
+    assert_eq!(resolved_bytes(&store, "tiny", "w.bin"), old);
     assert!(target.exists(), "gc deleted a blob the pending record uses");
     assert_eq!(store.list().unwrap().len(), 1);
 
@@ -503,10 +500,7 @@ fn an_interrupted_re_import_keeps_the_old_model_and_pins_both_versions() {
     // The re-run completes the new version and drops the pending record.
     import(&store, &v2).unwrap();
     assert!(files_under(&store.root().join("pending")).is_empty());
-    assert_eq!(
-        std::fs::read(&store.resolve("tiny").unwrap().files["w.bin"]).unwrap(),
-        new
-    );
+    assert_eq!(resolved_bytes(&store, "tiny", "w.bin"), new);
     store.gc().unwrap();
     assert_eq!(blob_count(store.root()), 2); // manifest + new weights
 }

@@ -171,10 +171,7 @@ fn a_stalled_transfer_times_out_and_the_next_attempt_resumes() {
         .map(|l| l.range_start)
         .collect();
     assert_eq!(starts, [None, Some(100_000)]);
-    assert_eq!(
-        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
-        weights
-    );
+    assert_eq!(resolved_bytes(&store, "tiny", "w/model.gguf"), weights);
 
     // Stalls every time: a Timeout error after the allowed resumes, well before the stalls end.
     let (server, _, dir) = setup("c");
@@ -212,10 +209,7 @@ fn a_server_that_ignores_the_range_is_restarted_from_zero() {
         seen,
         [(None, 200, 250_000), (Some(250_000), 200, SIZE as u64)]
     );
-    assert_eq!(
-        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
-        weights
-    );
+    assert_eq!(resolved_bytes(&store, "tiny", "w/model.gguf"), weights);
 }
 
 #[test]
@@ -278,10 +272,7 @@ fn a_catalog_entry_pulls_from_its_base_url() {
     let store = store(dir.path(), &server);
     let record = store.pull_entry(&entry, None, &NoProgress).unwrap();
     assert_eq!(record.source.describe(), "catalog:tiny-cat");
-    assert_eq!(
-        std::fs::read(&store.resolve("tiny-cat").unwrap().files["m.gguf"]).unwrap(),
-        weights
-    );
+    assert_eq!(resolved_bytes(&store, "tiny-cat", "m.gguf"), weights);
 }
 
 #[test]
@@ -351,10 +342,7 @@ fn a_503_is_retried_and_the_transfer_resumes_where_it_was() {
         ]
     );
     assert_eq!(server.bytes_served("/b/w/model.gguf"), SIZE as u64);
-    assert_eq!(
-        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
-        weights
-    );
+    assert_eq!(resolved_bytes(&store, "tiny", "w/model.gguf"), weights);
 }
 
 #[test]
@@ -383,10 +371,7 @@ fn an_http_error_keeps_the_partial_download_for_the_next_pull() {
         .collect();
     assert_eq!(starts, [None, Some(200_000), Some(200_000)]);
     assert_eq!(server.bytes_served("/b/w/model.gguf"), SIZE as u64);
-    assert_eq!(
-        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
-        weights
-    );
+    assert_eq!(resolved_bytes(&store, "tiny", "w/model.gguf"), weights);
 }
 
 #[test]
@@ -402,15 +387,12 @@ fn a_failed_re_pull_keeps_the_previous_model_resolvable() {
         .unwrap_err();
     assert!(matches!(err, StoreError::DigestMismatch { .. }), "{err}");
     store.gc().unwrap();
-    assert_eq!(
-        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
-        weights
-    );
+    assert_eq!(resolved_bytes(&store, "tiny", "w/model.gguf"), weights);
     assert_eq!(store.list().unwrap()[0].state, Presence::Cached);
     // The next pull of version 2 completes it.
     store.pull(&server.url("/b/"), None, &NoProgress).unwrap();
     assert_eq!(
-        std::fs::read(&store.resolve("tiny").unwrap().files["w/model.gguf"]).unwrap(),
+        resolved_bytes(&store, "tiny", "w/model.gguf"),
         bytes(SIZE, 7)
     );
     assert!(files_under(&dir.path().join("pending")).is_empty());

@@ -36,3 +36,8 @@ pub fn store(root: &Path, server: &HttpsServer) -> Store {
     )
     .unwrap()
 }
+
+/// The bytes the store serves for `path` of model `id` (resolved, so rehashed first).
+pub fn resolved_bytes(store: &Store, id: &str, path: &str) -> Vec<u8> {
+    std::fs::read(&store.resolve(id).unwrap().files[path]).unwrap()
+}
