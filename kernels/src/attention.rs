@@ -176,6 +176,37 @@ pub fn prepare_reference(
     )
 }
 
+/// Floats per (head, key block) in the partials buffer: the block's value sum (`head_dim`),
+/// its score max m and exp-sum l, two unused (each block starts on a vec4).
+pub fn part_stride(head_dim: u32) -> usize {
+    head_dim as usize + 4
+}
+
+/// CPU reference of the combining pass (`attn_combine.wgsl`, or the GEMV input form that
+/// folds it in): from `part [heads, blocks, part_stride]`, each head's
+/// `sum_b exp(m_b - M) o_b / sum_b exp(m_b - M) l_b`, in f64.
+pub fn combine_reference(part: &[f32], heads: usize, head_dim: u32, blocks: u32) -> Vec<f32> {
+    let (hd, stride, blocks) = (head_dim as usize, part_stride(head_dim), blocks as usize);
+    let mut out = Vec::with_capacity(heads * hd);
+    for h in 0..heads {
+        let block = |b: usize| &part[(h * blocks + b) * stride..(h * blocks + b + 1) * stride];
+        let big = (0..blocks)
+            .map(|b| f64::from(block(b)[hd]))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let weight = |b: usize| (f64::from(block(b)[hd]) - big).exp();
+        let denom: f64 = (0..blocks)
+            .map(|b| weight(b) * f64::from(block(b)[hd + 1]))
+            .sum();
+        out.extend((0..hd).map(|d| {
+            let o: f64 = (0..blocks)
+                .map(|b| weight(b) * f64::from(block(b)[d]))
+                .sum();
+            (o / denom) as f32
+        }));
+    }
+    out
+}
+
 /// The combining pass.
 pub fn combine_spec(wg: u32, reduction: Reduction) -> KernelSpec {
     KernelSpec {

@@ -38,6 +38,12 @@ pub struct GemvParams {
     pub w_one: f32,
     /// The folded forms: 1 = workgroup 0 writes the new residual row.
     pub write_x: u32,
+    /// [`GemvInput::AttnCombine`]: elements per head.
+    pub head_dim: u32,
+    /// [`GemvInput::AttnCombine`]: key blocks per head.
+    pub blocks: u32,
+    /// Padding.
+    pub pad: [u32; 2],
 }
 
 /// How the GEMV forms its input vector from the `x` binding: the operation before a
@@ -60,11 +66,29 @@ pub enum GemvInput {
     FoldedRmsNorm,
     /// The same with `(1 + w)` norms.
     FoldedRmsNormPlusOne,
+    /// The attention output of split decode attention, combined from its per-block partials
+    /// (`x` = `part [heads, blocks, head_dim + 4]`, see `attn_decode.wgsl`): the second pass
+    /// folded into the output projection. Built by [`GemvInput::attention_combine`], which
+    /// says when it fits.
+    AttnCombine {
+        /// Elements per head (a multiple of 4).
+        head_dim: u32,
+        /// Key blocks per head.
+        blocks: u32,
+    },
 }
 
+/// Most columns (heads × head_dim) [`GemvInput::AttnCombine`] combines in workgroup memory.
+pub const COMBINE_MAX_COLS: u32 = 2048;
+/// Most (head, block) pairs it weighs in workgroup memory.
+pub const COMBINE_MAX_PAIRS: u32 = 512;
+/// Most key blocks per head it combines: every workgroup of the projection reads every block,
+/// so past a few blocks the separate combining pass is cheaper.
+pub const COMBINE_MAX_BLOCKS: u32 = 16;
+
 impl GemvInput {
-    /// Every input form.
-    pub const ALL: [GemvInput; 7] = [
+    /// Every input form (the attention combine at a small sample geometry).
+    pub const ALL: [GemvInput; 8] = [
         GemvInput::Plain,
         GemvInput::RmsNorm,
         GemvInput::RmsNormPlusOne,
@@ -72,7 +96,24 @@ impl GemvInput {
         GemvInput::GeGlu,
         GemvInput::FoldedRmsNorm,
         GemvInput::FoldedRmsNormPlusOne,
+        GemvInput::AttnCombine {
+            head_dim: 64,
+            blocks: 3,
+        },
     ];
+
+    /// The combining input form for `heads` heads of `head_dim` elements split into `blocks`
+    /// key blocks each, when it fits the kernel's workgroup memory and block limits (else the
+    /// caller runs the combining pass and a plain input).
+    pub fn attention_combine(heads: u32, head_dim: u32, blocks: u32) -> Option<GemvInput> {
+        let fits = head_dim.is_multiple_of(4)
+            && head_dim > 0
+            && blocks > 0
+            && blocks <= COMBINE_MAX_BLOCKS
+            && heads * head_dim <= COMBINE_MAX_COLS
+            && heads * blocks <= COMBINE_MAX_PAIRS;
+        fits.then_some(GemvInput::AttnCombine { head_dim, blocks })
+    }
 
     /// The `XFORM` constant.
     pub fn code(self) -> u32 {
@@ -83,6 +124,7 @@ impl GemvInput {
             GemvInput::SwiGlu => 3,
             GemvInput::GeGlu => 4,
             GemvInput::FoldedRmsNorm | GemvInput::FoldedRmsNormPlusOne => 5,
+            GemvInput::AttnCombine { .. } => 6,
         }
     }
 
@@ -111,10 +153,15 @@ impl GemvInput {
         )
     }
 
-    /// Elements of the `x` binding for a matrix of `cols` columns.
+    /// Elements of the `x` binding for a matrix of `cols` columns (the combine reads the
+    /// first this many of a possibly larger scratch).
     pub fn x_len(self, cols: usize) -> usize {
         match self {
             GemvInput::SwiGlu | GemvInput::GeGlu => 2 * cols,
+            GemvInput::AttnCombine { head_dim, blocks } => {
+                let hd = head_dim as usize;
+                cols / hd.max(1) * blocks as usize * crate::attention::part_stride(head_dim)
+            }
             _ => cols,
         }
     }
@@ -161,6 +208,9 @@ impl GemvInput {
                 let input = rms_norm(&x1, &norm_w[cols..2 * cols]);
                 to_f32(input.into_iter().chain(x1).collect())
             }
+            GemvInput::AttnCombine { head_dim, blocks } => {
+                crate::attention::combine_reference(x, cols / head_dim as usize, head_dim, blocks)
+            }
         }
     }
 }
@@ -186,6 +236,8 @@ pub struct GemvTunables {
     pub rpt: u32,
     /// How a row's partial sums are reduced.
     pub reduction: Reduction,
+    /// Steps a thread issues per loop iteration (its loads in flight together).
+    pub unroll: u32,
 }
 
 /// Allowed workgroup sizes.
@@ -194,6 +246,8 @@ pub const WG_VALUES: [u32; 4] = [32, 64, 128, 256];
 pub const ROWS_VALUES: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// Allowed rows per thread.
 pub const RPT_VALUES: [u32; 4] = [1, 2, 4, 8];
+/// Allowed steps per loop iteration.
+pub const UNROLL_VALUES: [u32; 4] = [1, 2, 4, 8];
 
 impl GemvTunables {
     /// These tunables with rows per workgroup halved (the variant stays valid) until a matrix
@@ -219,12 +273,13 @@ impl GemvTunables {
                         .into_iter()
                         .filter(|r| *r <= rows && rows / r <= wg)
                     {
-                        out.push(GemvTunables {
+                        out.extend(UNROLL_VALUES.map(|unroll| GemvTunables {
                             wg,
                             rows,
                             rpt,
                             reduction,
-                        });
+                            unroll,
+                        }));
                     }
                 }
             }
@@ -244,6 +299,7 @@ impl GemvTunables {
             rows: 8,
             rpt: 2,
             reduction,
+            unroll: 1,
         }
     }
 
@@ -270,8 +326,15 @@ pub fn input_only_spec(ty: GgmlType, t: GemvTunables, input: GemvInput) -> Kerne
 /// plain-input variants carry no `XFORM`, so tuning tables keep their keys).
 pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput) -> KernelSpec {
     let mut constants = vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt)];
+    if t.unroll > 1 {
+        constants.push(("UNROLL", t.unroll));
+    }
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
+    }
+    if let GemvInput::AttnCombine { .. } = input {
+        constants.push(("XS4", COMBINE_MAX_COLS / 4));
+        constants.push(("BW", COMBINE_MAX_PAIRS));
     }
     KernelSpec {
         family: Family::Gemv,
@@ -330,6 +393,9 @@ pub fn params(
         eps: 0.0,
         w_one: 0.0,
         write_x: 0,
+        head_dim: 0,
+        blocks: 0,
+        pad: [0; 2],
     };
     Ok((p, grid))
 }

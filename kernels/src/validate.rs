@@ -45,47 +45,87 @@ pub fn capabilities(spec: &KernelSpec) -> Capabilities {
 /// Validates `spec` and translates it with its constants applied to SPIR-V and MSL. Returns the
 /// SPIR-V word count and the MSL length (proof both backends produced output).
 pub fn validate(spec: &KernelSpec) -> Result<(usize, usize), ShaderError> {
-    let label = spec.label();
-    let invalid = |stage: &'static str, message: String| ShaderError::Invalid {
-        label: label.clone(),
-        stage,
-        message,
-    };
-    let source = spec.wgsl();
-    let module = naga::front::wgsl::parse_str(&source).map_err(|e| ShaderError::Parse {
-        label: label.clone(),
-        message: e.emit_to_string(&source),
-    })?;
-    let info: ModuleInfo = Validator::new(ValidationFlags::all(), capabilities(spec))
-        .validate(&module)
-        .map_err(|e| invalid("validate", format!("{:?}", e.into_inner())))?;
-    let mut constants = naga::back::PipelineConstants::default();
-    for (name, value) in &spec.constants {
-        constants.insert((*name).to_owned(), f64::from(*value));
+    Validated::new(spec)?.translate(spec)
+}
+
+/// One WGSL source parsed and validated, for translating every variant that differs from it
+/// only in override constants (most variants: parsing and validating again per variant would
+/// dominate the time).
+pub struct Validated {
+    source: String,
+    module: naga::Module,
+    info: ModuleInfo,
+}
+
+impl Validated {
+    /// Parses and validates the source of `spec`.
+    pub fn new(spec: &KernelSpec) -> Result<Validated, ShaderError> {
+        let label = spec.label();
+        let source = spec.wgsl();
+        let module = naga::front::wgsl::parse_str(&source).map_err(|e| ShaderError::Parse {
+            label: label.clone(),
+            message: e.emit_to_string(&source),
+        })?;
+        let info: ModuleInfo = Validator::new(ValidationFlags::all(), capabilities(spec))
+            .validate(&module)
+            .map_err(|e| ShaderError::Invalid {
+                label,
+                stage: "validate",
+                message: format!("{:?}", e.into_inner()),
+            })?;
+        Ok(Validated {
+            source,
+            module,
+            info,
+        })
     }
-    let entry = (ShaderStage::Compute, spec.entry());
-    let (module, info) =
-        naga::back::pipeline_constants::process_overrides(&module, &info, Some(entry), &constants)
-            .map_err(|e| invalid("overrides", e.to_string()))?;
-    let spv_options = naga::back::spv::Options {
-        lang_version: (1, 3),
-        ..Default::default()
-    };
-    let spv_pipeline = naga::back::spv::PipelineOptions {
-        shader_stage: ShaderStage::Compute,
-        entry_point: spec.entry().to_owned(),
-    };
-    let words = naga::back::spv::write_vec(&module, &info, &spv_options, Some(&spv_pipeline))
-        .map_err(|e| invalid("spirv", e.to_string()))?;
-    let msl_options = naga::back::msl::Options {
-        lang_version: (2, 4),
-        ..Default::default()
-    };
-    let msl_pipeline = naga::back::msl::PipelineOptions {
-        entry_point: Some((ShaderStage::Compute, spec.entry().to_owned())),
-        ..Default::default()
-    };
-    let (msl, _) = naga::back::msl::write_string(&module, &info, &msl_options, &msl_pipeline)
-        .map_err(|e| invalid("msl", e.to_string()))?;
-    Ok((words.len(), msl.len()))
+
+    /// Whether `spec` has this source (so [`Validated::translate`] applies to it).
+    pub fn matches(&self, spec: &KernelSpec) -> bool {
+        self.source == spec.wgsl()
+    }
+
+    /// Applies the constants of `spec` (which must have this source) and translates the
+    /// result to SPIR-V and MSL: the SPIR-V word count and the MSL length.
+    pub fn translate(&self, spec: &KernelSpec) -> Result<(usize, usize), ShaderError> {
+        let label = spec.label();
+        let invalid = |stage: &'static str, message: String| ShaderError::Invalid {
+            label: label.clone(),
+            stage,
+            message,
+        };
+        let mut constants = naga::back::PipelineConstants::default();
+        for (name, value) in &spec.constants {
+            constants.insert((*name).to_owned(), f64::from(*value));
+        }
+        let entry = (ShaderStage::Compute, spec.entry());
+        let (module, info) = naga::back::pipeline_constants::process_overrides(
+            &self.module,
+            &self.info,
+            Some(entry),
+            &constants,
+        )
+        .map_err(|e| invalid("overrides", e.to_string()))?;
+        let spv_options = naga::back::spv::Options {
+            lang_version: (1, 3),
+            ..Default::default()
+        };
+        let spv_pipeline = naga::back::spv::PipelineOptions {
+            shader_stage: ShaderStage::Compute,
+            entry_point: spec.entry().to_owned(),
+        };
+        let words = naga::back::spv::write_vec(&module, &info, &spv_options, Some(&spv_pipeline))
+            .map_err(|e| invalid("spirv", e.to_string()))?;
+        let msl_options = naga::back::msl::Options {
+            lang_version: (2, 4),
+            ..Default::default()
+        };
+        let msl_pipeline = naga::back::msl::PipelineOptions {
+            entry_point: Some((ShaderStage::Compute, spec.entry().to_owned())),
+            ..Default::default()
+        };
+        let (msl, _) = naga::back::msl::write_string(&module, &info, &msl_options, &msl_pipeline)
+            .map_err(|e| invalid("msl", e.to_string()))?;
+        Ok((words.len(), msl.len()))
+    }
 }

@@ -37,6 +37,9 @@ pub struct TunedGemv {
     pub rpt: u32,
     /// `subgroup` or `shared`.
     pub reduction: String,
+    /// Steps per loop iteration.
+    #[serde(default = "one")]
+    pub unroll: u32,
 }
 
 /// The whole table.
@@ -60,6 +63,7 @@ impl TunedGemv {
             rows: self.rows,
             rpt: self.rpt,
             reduction,
+            unroll: self.unroll,
         })
     }
 }
@@ -71,6 +75,7 @@ impl From<GemvTunables> for TunedGemv {
             rows: t.rows,
             rpt: t.rpt,
             reduction: t.reduction.name().to_owned(),
+            unroll: t.unroll,
         }
     }
 }

@@ -104,6 +104,13 @@ fn gemv_matches_cpu_for_every_type_and_its_tunables() {
         .filter(|t| subgroups || t.reduction == Reduction::Shared)
         .filter(|t| t.wg <= gpu.limits().max_compute_invocations_per_workgroup)
         .collect();
+    // Steps per iteration other than 1 at two configurations (loops with whole unrolled groups
+    // and a remainder, or only a remainder); the grids below at 1.
+    let unrolled = |t: &GemvTunables| matches!((t.wg, t.rows, t.rpt), (128, 8, 2) | (32, 4, 4));
+    let tunables: Vec<GemvTunables> = tunables
+        .into_iter()
+        .filter(|t| t.unroll == 1 || unrolled(t))
+        .collect();
     // Every (ROWS, RPT) at 32 and 256 threads on one small-block type (shared reduction) and one
     // K-quant type (subgroup reduction); for the others a set spanning 1 to 256 lanes per row
     // group with both reductions. (Pipeline compilation on a software adapter dominates the
@@ -175,6 +182,7 @@ fn gemv_odd_shapes_and_empty_edges() {
             rows: 1,
             rpt: 1,
             reduction: t.reduction,
+            unroll: 4,
         }],
     );
     // Zero rows: nothing to write, no error.
@@ -268,10 +276,7 @@ fn gemv_input_forms_match_cpu() {
             .unwrap();
         let dq = dequantize(ty, &raw);
         for input in GemvInput::ALL {
-            let x: Vec<f32> = support::random_f32(input.x_len(cols), 3)
-                .iter()
-                .map(|v| 4.0 * v)
-                .collect();
+            let x = input_binding(input, cols, 3, 4.0);
             let norm_w = support::random_f32(input.norm_weights(cols).unwrap_or(cols), 4);
             let stream = support::random_f32(cols, 8);
             let res = support::random_f32(y_first + rows, 6);
@@ -335,6 +340,26 @@ fn gemv_input_forms_match_cpu() {
     }
 }
 
+/// Random contents of the `x` binding of a GEMV with input form `input` (values in ±`scale`);
+/// for the attention combine, partials as the first pass writes them: positive exp-sums, and
+/// head 0's last block empty (m = -3e38, l = 0, o = 0: a block past the window).
+fn input_binding(input: gemv::GemvInput, cols: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut x: Vec<f32> = support::random_f32(input.x_len(cols), seed)
+        .iter()
+        .map(|v| scale * v)
+        .collect();
+    if let gemv::GemvInput::AttnCombine { head_dim, blocks } = input {
+        let (hd, stride) = (head_dim as usize, gpuport_kernels::attention::part_stride(head_dim));
+        for block in x.chunks_mut(stride) {
+            block[hd + 1] = block[hd + 1].abs() + 0.5;
+        }
+        let empty = &mut x[(blocks as usize - 1) * stride..blocks as usize * stride];
+        empty[..hd].fill(0.0);
+        (empty[hd], empty[hd + 1]) = (-3.0e38, 0.0);
+    }
+    x
+}
+
 /// A norm input form without norm weights, or an x of the wrong length for a GLU form, is a
 /// shape error, not a dispatch.
 #[test]
@@ -366,10 +391,7 @@ fn gemv_input_vector_matches_cpu() {
     let w = gpu.zeros_f32(&[3, cols], "w").unwrap();
     let y = gpu.zeros_f32(&[3], "y").unwrap();
     for input in GemvInput::ALL {
-        let x: Vec<f32> = support::random_f32(input.x_len(cols), 13)
-            .iter()
-            .map(|v| 3.0 * v)
-            .collect();
+        let x = input_binding(input, cols, 13, 3.0);
         let norm_w = support::random_f32(input.norm_weights(cols).unwrap_or(cols), 14);
         let stream = support::random_f32(cols, 15);
         let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();

@@ -334,3 +334,33 @@ fn tiny_llama_matches_the_cpu_forward_pass_and_decodes_exactly() {
         "BAD_REQUEST"
     );
 }
+
+/// Past 16 key blocks per head (512 keys of 64-element heads) the attention's combining pass
+/// runs on its own instead of inside the output projection: logits at a context on each side
+/// of that switch (the cache carried across, so the second call prefills only the new tokens)
+/// agree with the CPU forward pass.
+#[test]
+fn tiny_llama_long_context_matches_on_both_sides_of_the_fused_combine() {
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let ctx = 600;
+    let model = Model::load(&gpu, &g, ctx).unwrap();
+    let mut session = Session::new(&gpu, &model, ctx).unwrap();
+    let prompt: Vec<u32> = support::random_f32(560, 31)
+        .iter()
+        .map(|v| ((v + 1.0) * 0.5 * VOCAB as f32) as u32 % VOCAB as u32)
+        .collect();
+    let cpu = cpu_logits(&values, &prompt);
+    for n in [500, 560] {
+        let got = session.logits(&prompt[..n]).unwrap();
+        let want = &cpu[n - 1];
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (i, (a, b)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (f64::from(*a) - b).abs() <= 1e-3 * scale.max(1.0),
+                "context {n}, logit {i}: GPU {a}, CPU {b}"
+            );
+        }
+    }
+}

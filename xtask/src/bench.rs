@@ -176,10 +176,11 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
                 rows: shape.rows,
                 cols: shape.cols,
                 tunables: format!(
-                    "WG={} ROWS={} RPT={} {}",
+                    "WG={} ROWS={} RPT={} U={} {}",
                     t.wg,
                     t.rows,
                     t.rpt,
+                    t.unroll,
                     t.reduction.name()
                 ),
                 seconds: timing.seconds,

@@ -25,7 +25,7 @@ var<workgroup> sums: array<f32, 256>;
 fn main(l: Lanes) {
     let h = l.wg.x;
     let hd = p.head_dim;
-    let stride = hd + 2u;
+    let stride = part_stride();
     let hb = h * p.blocks * stride;
     var mx = -3.0e38;
     for (var b = l.lid; b < p.blocks; b += WG) {

@@ -18,7 +18,7 @@
 //
 // Layouts (f32; head_dim a multiple of 4, at most 256): k, v caches [max_ctx, kv_heads,
 // head_dim] read as vec4 (token-major, so a token's keys are one contiguous row and the cache
-// grows by appending); part [heads, blocks, head_dim + 2] (o, then m and l).
+// grows by appending); part [heads, blocks, head_dim + 4] (o, then m and l, then two unused).
 //
 // Scores: LPK = WG / KB lanes per key, each a strided share of the key row's vec4 loads
 // against q in workgroup memory, their partial dots added in workgroup memory. Small blocks
@@ -197,8 +197,7 @@ fn main(l: Lanes) {
     }
     osum[l.lid] = o;
     workgroupBarrier();
-    let stride = p.head_dim + 2u;
-    let pb = (h * p.blocks + blk) * stride;
+    let pb = (h * p.blocks + blk) * part_stride();
     // Columns beyond one pass of the workgroup (head_dim > 4 * WG) are not supported; the
     // launcher refuses them.
     if g == 0u && c < hd4 {

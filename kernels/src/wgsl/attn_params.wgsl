@@ -21,3 +21,10 @@ struct Params {
     _pad1: u32,
     _pad2: u32,
 }
+
+// Floats per (head, key block) in `part`: the block's value sum (head_dim), then m and l, then
+// two unused so that every block starts on a vec4 (the GEMV that folds the combine in reads
+// `part` as vec4s; `attention::part_stride` on the Rust side).
+fn part_stride() -> u32 {
+    return p.head_dim + 4u;
+}

@@ -5,7 +5,11 @@
 // - WG: threads per workgroup;
 // - ROWS: rows per workgroup;
 // - RPT: rows per thread (1-8): each x value a thread loads serves its RPT rows from registers
-//   (the row loop has a constant trip count, so it unrolls and the sums stay in registers).
+//   (the row loop has a constant trip count, so it unrolls and the sums stay in registers);
+// - UNROLL: steps a thread takes per loop iteration (1-8), all loads issued before their sums
+//   are needed. A step of a quantized type loads 4 weight bytes per lane, and a GPU hides
+//   memory latency only with enough bytes in flight per SM (bandwidth × latency, ~30 KiB on an
+//   H200 SM): one step per iteration leaves too few of them in flight.
 // Threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes. A group's lanes stride over the
 // steps of its rows: a step is 4 elements of a 32-element sub-block of a GGUF block (with
 // Q4/Q5's split nibbles, also the 4 elements 16 further on), or one 16-byte unit of f32/f16,
@@ -26,7 +30,12 @@
 // last projection's output and `res` the residual stream, the new residual row is
 // x1 = res + x / rms(x) * (xw[..n] + w_one), the input vector x1 / rms(x1) * (xw[n..] + w_one),
 // and workgroup 0 stores x1 to `x_out` when write_x is 1 (every workgroup recomputes x1: two
-// reductions over one row instead of a dispatch).
+// reductions over one row instead of a dispatch). 6 is the second pass of split decode
+// attention (attn_combine.wgsl) folded into the output projection: `x` holds the partials
+// part[heads, blocks, head_dim + 4] (each block's value sum o, its score max m and exp-sum l),
+// and the input vector is, per head, sum_b exp(m_b - M) o_b / sum_b exp(m_b - M) l_b (M the
+// head's largest m). Every workgroup combines the whole vector into workgroup memory first: at
+// a few blocks per head that is a few hundred cached loads per workgroup instead of a dispatch.
 
 struct Params {
     rows: u32,          // rows of W (and length of y)
@@ -41,6 +50,10 @@ struct Params {
     eps: f32,           // XFORM 1, 2, 5: the norms' epsilon
     w_one: f32,         // XFORM 5: added to the norm weights (1 for (1 + w) norms, else 0)
     write_x: u32,       // XFORM 5: 1 = workgroup 0 writes the new residual row to `x_out`
+    head_dim: u32,      // XFORM 6: elements per attention head
+    blocks: u32,        // XFORM 6: key blocks per head
+    _pad0: u32,
+    _pad1: u32,
 }
 
 override WG: u32 = 128u;
@@ -52,6 +65,11 @@ override XFORM: u32 = 0u;
 // every wave; one small dispatch first is cheaper there.
 override INPUT_ONLY: u32 = 0u;
 override T: u32 = WG * RPT / ROWS;
+override UNROLL: u32 = 1u;
+// XFORM 6: vec4s of the combined input vector (its columns / 4) and (head, block) weights the
+// workgroup keeps; 1 for the other forms, which do not use them.
+override XS4: u32 = 1u;
+override BW: u32 = 1u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
@@ -76,6 +94,9 @@ override T: u32 = WG * RPT / ROWS;
 var<private> x_rstd: f32;
 // XFORM 5: 1 / rms of the projection.
 var<private> p_rstd: f32;
+// XFORM 6: the combined input vector, and each (head, block)'s weight exp(m_b - M) / denom.
+var<workgroup> xs: array<vec4<f32>, XS4>;
+var<workgroup> bw: array<f32, BW>;
 
 fn act4(v: vec4<f32>) -> vec4<f32> {
     if XFORM == 3u {
@@ -92,6 +113,7 @@ fn xin(i: u32) -> vec4<f32> {
         case 2u: { return v * x_rstd * (1.0 + xw[i - p.x_offset]); }
         case 3u, 4u: { return act4(v) * x[i + p.x_aux]; }
         case 5u: { return post_residual(i) * x_rstd * (xw[x_cols4() + i] + p.w_one); }
+        case 6u: { return xs[i - p.x_offset]; }
         default: { return v; }
     }
 }
@@ -128,6 +150,66 @@ fn x_norm_scale(l: Lanes, id: u32) -> f32 {
     return inverseSqrt(wg_total(l, sq1, id) / f32(4u * n4) + p.eps);
 }
 
+// Adds step j of rows row0.. (RPT of them) to `acc`.
+fn take_step(j: u32, row0: u32, acc: ptr<function, array<vec4<f32>, 2>>) {
+    let subs = UNIT_ELEMS / SUB_ELEMS;
+    let k = j % SUB_STEPS;
+    let u = j / SUB_STEPS / subs;
+    let s = j / SUB_STEPS % subs;
+    let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u + k;
+    let xa = xin(xv);
+    var xb = vec4<f32>(0.0);
+    if XB > 0u {
+        xb = xin(xv + XB);
+    }
+    let b = p.w_offset + row0 * p.row_bytes + u * UNIT_BYTES;
+    for (var r = 0u; r < RPT; r++) {
+        if row0 + r < p.rows {
+            (*acc)[r / 4u][r % 4u] += step_dot(b + r * p.row_bytes, s, k, xa, xb);
+        }
+    }
+}
+
+// XFORM 6: combines the attention partials in `x` into `xs` (see the header).
+fn combine_attention(id: u32) {
+    let hd4 = p.head_dim / 4u;
+    let stride4 = hd4 + 1u;
+    let n4 = x_cols4();
+    let heads = n4 / hd4;
+    let pairs = heads * p.blocks;
+    for (var i = id; i < pairs; i += WG) {
+        bw[i] = x[p.x_offset + i * stride4 + hd4].x;
+    }
+    workgroupBarrier();
+    for (var h = id; h < heads; h += WG) {
+        let first = h * p.blocks;
+        var big = -3.0e38;
+        for (var b = first; b < first + p.blocks; b++) {
+            big = max(big, bw[b]);
+        }
+        var denom = 0.0;
+        for (var b = first; b < first + p.blocks; b++) {
+            let e = exp(bw[b] - big);
+            denom += e * x[p.x_offset + b * stride4 + hd4].y;
+            bw[b] = e;
+        }
+        for (var b = first; b < first + p.blocks; b++) {
+            bw[b] /= denom;
+        }
+    }
+    workgroupBarrier();
+    for (var i = id; i < n4; i += WG) {
+        let first = i / hd4 * p.blocks;
+        let d4 = i % hd4;
+        var o = vec4<f32>(0.0);
+        for (var b = first; b < first + p.blocks; b++) {
+            o += bw[b] * x[p.x_offset + b * stride4 + d4];
+        }
+        xs[i] = o;
+    }
+    workgroupBarrier();
+}
+
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let id = linear_id(l);
@@ -136,6 +218,9 @@ fn main(l: Lanes) {
     let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + group * RPT;
     if XFORM == 1u || XFORM == 2u || XFORM == 5u {
         x_rstd = x_norm_scale(l, id);
+    }
+    if XFORM == 6u {
+        combine_attention(id);
     }
     if XFORM == 5u && p.write_x == 1u && l.wg.x + l.wg.y == 0u {
         for (var i = id; i < x_cols4(); i += WG) {
@@ -158,23 +243,17 @@ fn main(l: Lanes) {
     }
     var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     if row0 < p.rows {
-        let subs = UNIT_ELEMS / SUB_ELEMS;
-        for (var j = lane; j < p.units_per_row * subs * SUB_STEPS; j += T) {
-            let k = j % SUB_STEPS;
-            let u = j / SUB_STEPS / subs;
-            let s = j / SUB_STEPS % subs;
-            let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u + k;
-            let xa = xin(xv);
-            var xb = vec4<f32>(0.0);
-            if XB > 0u {
-                xb = xin(xv + XB);
+        let steps = p.units_per_row * (UNIT_ELEMS / SUB_ELEMS) * SUB_STEPS;
+        var j = lane;
+        // Whole groups of UNROLL steps (constant trip count: unrolled, loads hoisted), then
+        // the rest one at a time.
+        for (; j + (UNROLL - 1u) * T < steps; j += UNROLL * T) {
+            for (var i = 0u; i < UNROLL; i++) {
+                take_step(j + i * T, row0, &acc);
             }
-            let b = p.w_offset + row0 * p.row_bytes + u * UNIT_BYTES;
-            for (var r = 0u; r < RPT; r++) {
-                if row0 + r < p.rows {
-                    acc[r / 4u][r % 4u] += step_dot(b + r * p.row_bytes, s, k, xa, xb);
-                }
-            }
+        }
+        for (; j < steps; j += T) {
+            take_step(j, row0, &acc);
         }
     }
     var total = array<vec4<f32>, 2>(reduce_rows(l, acc[0], id, lane), vec4<f32>(0.0));

@@ -301,6 +301,29 @@ impl Model {
         })
     }
 
+    /// Records decode attention (`p`) of the token whose projections are in `s.qkv` against
+    /// the caches `kc`, `vc`; returns how the output projection forms its input, and from
+    /// which tensor: at short contexts the combining pass is folded into that GEMV (one
+    /// dispatch fewer per layer), else it runs on its own into `s.attn`.
+    fn attention<'s>(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        s: &'s Scratch,
+        (kc, vc): (&Tensor, &Tensor),
+        p: DecodeAttnParams,
+        qk_norm: Option<&Tensor>,
+    ) -> Result<(GemvInput, &'s Tensor), GpuError> {
+        let neox = self.cfg.rope_neox;
+        let tensors = [&s.qkv, kc, vc, &s.part];
+        let p = ops::attention_split(gpu, rec, p, neox, tensors, qk_norm)?;
+        if let Some(input) = GemvInput::attention_combine(p.heads, p.head_dim, p.blocks) {
+            return Ok((input, &s.part));
+        }
+        ops::attention_combine(gpu, rec, &p, [&s.part, &s.attn])?;
+        Ok((GemvInput::Plain, &s.attn))
+    }
+
     /// The GEMV input form of the feed-forward block's gated activation.
     fn glu_input(&self) -> Result<GemvInput, GpuError> {
         match self.cfg.glu {
@@ -336,10 +359,9 @@ impl Model {
                 (x, x_next) = (x_next, x);
             }
             let p = self.attention_params(i, pos, kv.ctx, l.qk_norm.is_some())?;
-            let tensors = [&s.qkv, kc, vc, &s.part, &s.attn];
-            ops::attention_decode(gpu, rec, p, c.rope_neox, tensors, l.qk_norm.as_ref())?;
-            let wo = [&l.wo, &s.attn, x, x_next];
-            if self.project_out(gpu, rec, wo, GemvInput::Plain, s)? {
+            let (input, attn) = self.attention(gpu, rec, s, (kc, vc), p, l.qk_norm.as_ref())?;
+            let wo = [&l.wo, attn, x, x_next];
+            if self.project_out(gpu, rec, wo, input, s)? {
                 (x, x_next) = (x_next, x);
             }
             let ins = [x, x_next, &s.gate];

@@ -182,7 +182,14 @@ pub fn gemv_call(
 fn check_gemv(call: &GemvCall<'_>, rows: usize, cols: usize) -> Result<(), GpuError> {
     let n = |t: &Tensor| t.shape.iter().product::<usize>();
     let bad = |what: String| Err(GpuError::Shape(format!("GEMV [{rows}, {cols}]: {what}")));
-    if n(call.x) != call.input.x_len(cols) {
+    // The attention combine reads the first x_len elements of the partials scratch.
+    let x_fits = match call.input {
+        gemv::GemvInput::AttnCombine { head_dim, .. } => {
+            cols.is_multiple_of(head_dim.max(1) as usize) && n(call.x) >= call.input.x_len(cols)
+        }
+        _ => n(call.x) == call.input.x_len(cols),
+    };
+    if !x_fits {
         return bad(format!("x {:?} for {:?} input", call.x.shape, call.input));
     }
     if n(call.y) < call.y_first + rows {
@@ -311,6 +318,9 @@ fn dispatch_gemv(
     p.eps = call.norm.map_or(0.0, |(_, eps)| eps);
     p.w_one = call.input.w_one();
     p.write_x = u32::from(fold_out.is_some() && writes_row);
+    if let gemv::GemvInput::AttnCombine { head_dim, blocks } = call.input {
+        (p.head_dim, p.blocks) = (head_dim, blocks);
+    }
     let slot = rec.uniform(&p)?;
     let x = call.x;
     fn whole(t: &Tensor) -> (&Tensor, u64, u64) {

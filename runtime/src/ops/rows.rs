@@ -205,6 +205,9 @@ pub fn argmax(
     launch(gpu, rec, &rowops::argmax_spec(256, 1), &p, &bound, (1, 1))
 }
 
+/// Threads per workgroup of both decode-attention passes.
+const ATTENTION_WG: u32 = 128;
+
 /// Decode attention for a new token (both passes): its queries, keys and values are read from
 /// `qkv` at `p.q_src`, `p.k_src`, `p.v_src`, normalized per head when `p.norm` is set (weights
 /// `qk_norm`: query norm then key norm) and rotated (RoPE, `neox` pair layout) in the kernel;
@@ -213,12 +216,51 @@ pub fn argmax(
 pub fn attention_decode(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    mut p: DecodeAttnParams,
+    p: DecodeAttnParams,
     neox: bool,
     [qkv, kc, vc, part, out]: [&Tensor; 5],
     qk_norm: Option<&Tensor>,
 ) -> Result<(), GpuError> {
-    const WG: u32 = 128;
+    let p = attention_split(gpu, rec, p, neox, [qkv, kc, vc, part], qk_norm)?;
+    attention_combine(gpu, rec, &p, [part, out])
+}
+
+/// The second pass of [`attention_decode`]: combines the partials [`attention_split`] left in
+/// `part` (`p` as it returned) into the attention output `out` (`heads × head_dim`).
+pub fn attention_combine(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    p: &DecodeAttnParams,
+    [part, out]: [&Tensor; 2],
+) -> Result<(), GpuError> {
+    let need = (p.heads * p.blocks) as usize * attention::part_stride(p.head_dim);
+    if elems(out) != (p.heads * p.head_dim) as usize || elems(part) < need {
+        return Err(GpuError::Shape(format!(
+            "combining {} heads × {} in {} blocks from {:?} into {:?}",
+            p.heads, p.head_dim, p.blocks, part.shape, out.shape
+        )));
+    }
+    launch(
+        gpu,
+        rec,
+        &attention::combine_spec(ATTENTION_WG, reduction(gpu)),
+        p,
+        &[part, out],
+        (p.heads, p.head_dim.div_ceil(attention::COMBINE_COLUMNS)),
+    )
+}
+
+/// The first pass of [`attention_decode`] alone: the per-block partials land in `part` (for a
+/// GEMV with the [`kernels::gemv::GemvInput::AttnCombine`] input to combine); returns the
+/// parameters with `blocks` set. Tensors `[qkv, kc, vc, part]`.
+pub fn attention_split(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    mut p: DecodeAttnParams,
+    neox: bool,
+    [qkv, kc, vc, part]: [&Tensor; 4],
+    qk_norm: Option<&Tensor>,
+) -> Result<DecodeAttnParams, GpuError> {
     let kb = attention::keys_per_block(p.head_dim);
     let (heads, kv_heads, hd, ctx) = (
         p.heads as usize,
@@ -231,7 +273,7 @@ pub fn attention_decode(
     let ok = kv_heads > 0
         && p.n_keys > 0
         && hd.is_multiple_of(4)
-        && hd <= 4 * WG as usize
+        && hd <= 4 * ATTENTION_WG as usize
         && hd <= 256
         && p.rot_dims.is_multiple_of(2)
         && p.rot_dims <= p.head_dim
@@ -242,10 +284,9 @@ pub fn attention_decode(
         && within(p.v_src, kv_heads * hd)
         && (p.norm == 0) == qk_norm.is_none()
         && qk_norm.is_none_or(|w| elems(w) == 2 * hd)
-        && elems(out) == heads * hd
         && elems(kc) >= ctx * kv_heads * hd
         && elems(vc) >= ctx * kv_heads * hd
-        && elems(part) >= heads * p.blocks as usize * (hd + 2)
+        && elems(part) >= heads * p.blocks as usize * attention::part_stride(p.head_dim)
         && p.blocks <= gpu.limits().max_compute_workgroups_per_dimension;
     if !ok {
         return Err(GpuError::Shape(format!(
@@ -259,25 +300,18 @@ pub fn attention_decode(
     launch(
         gpu,
         rec,
-        &attention::decode_spec(WG, kb, reduction(gpu), neox),
+        &attention::decode_spec(ATTENTION_WG, kb, reduction(gpu), neox),
         &p,
         &[qkv, kc, vc, part, qk_norm.unwrap_or(qkv)],
         (p.heads, p.blocks),
     )?;
-    launch(
-        gpu,
-        rec,
-        &attention::combine_spec(WG, reduction(gpu)),
-        &p,
-        &[part, out],
-        (p.heads, p.head_dim.div_ceil(attention::COMBINE_COLUMNS)),
-    )
+    Ok(p)
 }
 
 /// Scratch elements [`attention_decode`] needs for a cache of `max_ctx` positions.
 pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
     let blocks = max_ctx.div_ceil(attention::keys_per_block(head_dim)).max(1);
-    (heads * blocks * (head_dim + 2)) as usize
+    heads as usize * blocks as usize * attention::part_stride(head_dim)
 }
 
 /// Appends `k` and `v` (`tokens * kv_heads * head_dim` f32 each) to the caches `kc`, `vc` at
