@@ -48,8 +48,12 @@ pub struct DecodeAttnParams {
     pub norm: u32,
     /// The norm's epsilon.
     pub eps: f32,
+    /// Prefill: tokens in the batch (at positions `n_keys - tokens ..`); decode: 1.
+    pub tokens: u32,
+    /// Prefill: elements between consecutive tokens' rows of `qkv`.
+    pub qkv_stride: u32,
     /// Padding.
-    pub pad: [u32; 3],
+    pub pad: u32,
 }
 
 /// The per-head norm of queries and keys before RoPE (Gemma 3's QK-norm).
@@ -205,6 +209,43 @@ pub fn combine_reference(part: &[f32], heads: usize, head_dim: u32, blocks: u32)
         }));
     }
     out
+}
+
+/// The prefill preparation pass (`attn_prep.wgsl`): `neox` the RoPE pair layout.
+pub fn prep_spec(wg: u32, reduction: Reduction, neox: bool) -> KernelSpec {
+    KernelSpec {
+        family: Family::AttnPrep,
+        quant: None,
+        reduction: Some(reduction),
+        constants: vec![("WG", wg), ("NEOX", u32::from(neox))],
+    }
+}
+
+/// The prefill causal pass (`attn_prefill.wgsl`): `kb` keys per block (divides `wg`).
+pub fn prefill_spec(wg: u32, kb: u32, reduction: Reduction) -> KernelSpec {
+    KernelSpec {
+        family: Family::AttnPrefill,
+        quant: None,
+        reduction: Some(reduction),
+        constants: vec![("WG", wg), ("KB", kb)],
+    }
+}
+
+/// CPU reference of prefill attention: token `t` of the batch (`p.tokens` of them, at positions
+/// `p.n_keys - p.tokens + t`) is a decode step at its position, its prepared queries the rows
+/// of `q` (`[tokens, heads, head_dim]`); `k`, `v` the caches with every batch key in place.
+pub fn prefill_reference(p: &DecodeAttnParams, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f32> {
+    let width = (p.heads * p.head_dim) as usize;
+    (0..p.tokens)
+        .flat_map(|t| {
+            let step = DecodeAttnParams {
+                n_keys: p.n_keys - p.tokens + t + 1,
+                ..*p
+            };
+            let row = &q[t as usize * width..(t as usize + 1) * width];
+            decode_reference(&step, row, k, v)
+        })
+        .collect()
 }
 
 /// The combining pass.

@@ -78,8 +78,9 @@ pub enum GemvInput {
     },
 }
 
-/// Most columns (heads × head_dim) [`GemvInput::AttnCombine`] combines in workgroup memory.
-pub const COMBINE_MAX_COLS: u32 = 2048;
+/// Most columns whose input vector a GEMV forms once into workgroup memory (8 KiB); wider
+/// inputs are formed per step, and [`GemvInput::AttnCombine`] does not fit them.
+pub const STAGED_MAX_COLS: u32 = 2048;
 /// Most (head, block) pairs it weighs in workgroup memory.
 pub const COMBINE_MAX_PAIRS: u32 = 512;
 /// Most key blocks per head it combines: every workgroup of the projection reads every block,
@@ -110,7 +111,7 @@ impl GemvInput {
             && head_dim > 0
             && blocks > 0
             && blocks <= COMBINE_MAX_BLOCKS
-            && heads * head_dim <= COMBINE_MAX_COLS
+            && heads * head_dim <= STAGED_MAX_COLS
             && heads * blocks <= COMBINE_MAX_PAIRS;
         fits.then_some(GemvInput::AttnCombine { head_dim, blocks })
     }
@@ -311,20 +312,21 @@ impl GemvTunables {
 
 /// The kernel variant for weights of type `ty` with a plain input.
 pub fn spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
-    spec_with(ty, t, GemvInput::Plain)
+    spec_with(ty, t, GemvInput::Plain, 0)
 }
 
 /// The variant that only forms the input vector of [`spec_with`]`(ty, t, input)` (one
 /// workgroup, written to the output binding), for GEMVs too large to repeat it per workgroup.
-pub fn input_only_spec(ty: GgmlType, t: GemvTunables, input: GemvInput) -> KernelSpec {
-    let mut spec = spec_with(ty, t, input);
+pub fn input_only_spec(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: usize) -> KernelSpec {
+    let mut spec = spec_with(ty, t, input, cols);
     spec.constants.push(("INPUT_ONLY", 1));
     spec
 }
 
-/// The kernel variant for weights of type `ty` forming its input by `input` (labels of
+/// The kernel variant for weights of type `ty` forming its input by `input` for a matrix of
+/// `cols` columns: staged in workgroup memory up to [`STAGED_MAX_COLS`] (labels of
 /// plain-input variants carry no `XFORM`, so tuning tables keep their keys).
-pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput) -> KernelSpec {
+pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: usize) -> KernelSpec {
     let mut constants = vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt)];
     if t.unroll > 1 {
         constants.push(("UNROLL", t.unroll));
@@ -332,8 +334,10 @@ pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput) -> KernelSpec 
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
     }
+    if input != GemvInput::Plain && cols <= STAGED_MAX_COLS as usize {
+        constants.push(("XS4", STAGED_MAX_COLS / 4));
+    }
     if let GemvInput::AttnCombine { .. } = input {
-        constants.push(("XS4", COMBINE_MAX_COLS / 4));
         constants.push(("BW", COMBINE_MAX_PAIRS));
     }
     KernelSpec {

@@ -8,6 +8,8 @@ use crate::source::{Reduction, assemble};
 pub enum Family {
     /// Matrix-vector product with fused dequantization.
     Gemv,
+    /// Matrix-matrix product with fused dequantization (prefill).
+    Gemm,
     /// Blocks to f32.
     Dequant,
     /// Streaming read (the bandwidth ceiling).
@@ -28,6 +30,10 @@ pub enum Family {
     AttnDecode,
     /// Decode attention, second pass: combine the key blocks of each head.
     AttnCombine,
+    /// Prefill attention, first pass: queries, keys and values of a batch prepared.
+    AttnPrep,
+    /// Prefill attention, second pass: causal attention of the batch.
+    AttnPrefill,
     /// Token sampling.
     Sample,
     /// Appending keys and values to the KV cache.
@@ -39,6 +45,7 @@ impl Family {
     pub fn name(self) -> &'static str {
         match self {
             Family::Gemv => "gemv",
+            Family::Gemm => "gemm",
             Family::Dequant => "dequant",
             Family::Stream => "stream",
             Family::Norm => "norm",
@@ -49,6 +56,8 @@ impl Family {
             Family::Embed => "embed",
             Family::AttnDecode => "attn_decode",
             Family::AttnCombine => "attn_combine",
+            Family::AttnPrep => "attn_prep",
+            Family::AttnPrefill => "attn_prefill",
             Family::Sample => "sample",
             Family::KvStore => "kv_store",
         }
@@ -57,6 +66,7 @@ impl Family {
     fn file(self) -> &'static str {
         match self {
             Family::Gemv => "gemv.wgsl",
+            Family::Gemm => "gemm.wgsl",
             Family::Dequant => "dequant.wgsl",
             Family::Stream => "stream.wgsl",
             Family::Norm => "norm.wgsl",
@@ -67,6 +77,8 @@ impl Family {
             Family::Embed => "embed.wgsl",
             Family::AttnDecode => "attn_decode.wgsl",
             Family::AttnCombine => "attn_combine.wgsl",
+            Family::AttnPrep => "attn_prep.wgsl",
+            Family::AttnPrefill => "attn_prefill.wgsl",
             Family::Sample => "sample.wgsl",
             Family::KvStore => "kv_store.wgsl",
         }

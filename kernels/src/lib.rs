@@ -17,6 +17,7 @@
 
 pub mod attention;
 pub mod dequant;
+pub mod gemm;
 pub mod gemv;
 pub mod kernel;
 pub mod quant;
@@ -49,12 +50,22 @@ pub fn all_specs() -> Vec<KernelSpec> {
                 .into_iter()
                 .map(|t| gemv::spec(ty, t)),
         );
-        // The fused input forms at the default tunables of both reductions.
+        // The fused input forms at the default tunables of both reductions, staged and (but
+        // the attention combine, which always stages) formed per step.
         for input in gemv::GemvInput::ALL {
-            out.extend(
-                [false, true]
-                    .map(|sg| gemv::spec_with(ty, gemv::GemvTunables::default_for(sg), input)),
-            );
+            let staged = gemv::STAGED_MAX_COLS as usize;
+            let mut widths = vec![staged];
+            if !matches!(input, gemv::GemvInput::AttnCombine { .. }) {
+                widths.push(2 * staged);
+            }
+            for cols in widths {
+                out.extend([false, true].map(|sg| {
+                    gemv::spec_with(ty, gemv::GemvTunables::default_for(sg), input, cols)
+                }));
+            }
+        }
+        for tile in gemm::GemmTile::all() {
+            out.extend(gemm::INPUTS.map(|input| gemm::spec(ty, tile, input)));
         }
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
@@ -69,6 +80,12 @@ pub fn all_specs() -> Vec<KernelSpec> {
             }
         }
         out.extend(Reduction::ALL.map(|r| attention::combine_spec(wg, r)));
+        for neox in [false, true] {
+            out.extend(Reduction::ALL.map(|r| attention::prep_spec(wg, r, neox)));
+        }
+        for kb in attention::KB_VALUES.into_iter().filter(|kb| wg % kb == 0) {
+            out.extend(Reduction::ALL.map(|r| attention::prefill_spec(wg, kb, r)));
+        }
         out.push(attention::kv_store_spec(wg));
     }
     out

@@ -33,6 +33,7 @@ fn file(path: &str) -> Option<&'static str> {
     Some(match path {
         "common.wgsl" => include_str!("wgsl/common.wgsl"),
         "gemv.wgsl" => include_str!("wgsl/gemv.wgsl"),
+        "gemm.wgsl" => include_str!("wgsl/gemm.wgsl"),
         "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),
         "stream.wgsl" => include_str!("wgsl/stream.wgsl"),
         "norm.wgsl" => include_str!("wgsl/norm.wgsl"),
@@ -40,6 +41,9 @@ fn file(path: &str) -> Option<&'static str> {
         "attn_decode.wgsl" => include_str!("wgsl/attn_decode.wgsl"),
         "attn_combine.wgsl" => include_str!("wgsl/attn_combine.wgsl"),
         "attn_params.wgsl" => include_str!("wgsl/attn_params.wgsl"),
+        "attn_prepare.wgsl" => include_str!("wgsl/attn_prepare.wgsl"),
+        "attn_prep.wgsl" => include_str!("wgsl/attn_prep.wgsl"),
+        "attn_prefill.wgsl" => include_str!("wgsl/attn_prefill.wgsl"),
         "sample.wgsl" => include_str!("wgsl/sample.wgsl"),
         "kv_store.wgsl" => include_str!("wgsl/kv_store.wgsl"),
         "elementwise.wgsl" => include_str!("wgsl/elementwise.wgsl"),

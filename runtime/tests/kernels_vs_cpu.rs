@@ -249,15 +249,23 @@ fn embedding_rows_are_bit_exact() {
     }
 }
 
-/// The fused input forms (RMSNorm of x, SwiGLU/GeGLU of x's halves) against the CPU: the
-/// reference forms the input vector in f64, then takes the GEMV of it. Outputs go to an
-/// offset of a larger buffer with a residual, the way the LLM executor stacks projections.
+/// The fused input forms (RMSNorm of x, SwiGLU/GeGLU of x's halves, the folded post-norm, the
+/// attention combine) against the CPU: the reference forms the input vector in f64, then takes
+/// the GEMV of it. Outputs go to an offset of a larger buffer with a residual, the way the LLM
+/// executor stacks projections. 256 columns stage the input vector in workgroup memory, 2304
+/// (past `STAGED_MAX_COLS`) form it per step.
 #[test]
 fn gemv_input_forms_match_cpu() {
-    use gemv::GemvInput;
     let Some(gpu) = support::gpu() else { return };
-    let subgroups = support::has_subgroups(&gpu);
-    let (rows, cols, y_first) = (45, 256, 7);
+    check_input_forms(&gpu, 256, &gemv::GemvInput::ALL);
+    use gemv::GemvInput::*;
+    let unstaged = [RmsNorm, SwiGlu, GeGlu, FoldedRmsNormPlusOne];
+    check_input_forms(&gpu, 2304, &unstaged);
+}
+
+fn check_input_forms(gpu: &gpuport_runtime::Gpu, cols: usize, inputs: &[gemv::GemvInput]) {
+    let subgroups = support::has_subgroups(gpu);
+    let (rows, y_first) = (45, 7);
     for ty in [
         GgmlType::F32,
         GgmlType::Q4_1,
@@ -275,7 +283,7 @@ fn gemv_input_forms_match_cpu() {
             .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
             .unwrap();
         let dq = dequantize(ty, &raw);
-        for input in GemvInput::ALL {
+        for &input in inputs {
             let x = input_binding(input, cols, 3, 4.0);
             let norm_w = support::random_f32(input.norm_weights(cols).unwrap_or(cols), 4);
             let stream = support::random_f32(cols, 8);
@@ -349,7 +357,10 @@ fn input_binding(input: gemv::GemvInput, cols: usize, seed: u64, scale: f32) -> 
         .map(|v| scale * v)
         .collect();
     if let gemv::GemvInput::AttnCombine { head_dim, blocks } = input {
-        let (hd, stride) = (head_dim as usize, gpuport_kernels::attention::part_stride(head_dim));
+        let (hd, stride) = (
+            head_dim as usize,
+            gpuport_kernels::attention::part_stride(head_dim),
+        );
         for block in x.chunks_mut(stride) {
             block[hd + 1] = block[hd + 1].abs() + 0.5;
         }
@@ -420,6 +431,82 @@ fn gemv_input_vector_matches_cpu() {
                 (g - w).abs() <= 1e-5 * w.abs().max(1.0),
                 "{input:?} [{i}]: {g} vs {w}"
             );
+        }
+    }
+}
+
+/// The prefill GEMM against the CPU (each token row a GEMV of f64 sums) for every weight type:
+/// 37 tokens (no multiple of any tile), 45 rows, rows of X and Y wider than the matrix, the
+/// output from a column offset with a residual, the GLU input forms, and tiles from 16 × 16 to
+/// 64 × 64.
+#[test]
+fn gemm_matches_cpu_for_every_type() {
+    use gpuport_kernels::gemm::{self, GemmTile};
+    use gpuport_kernels::gemv::GemvInput;
+    let Some(gpu) = support::gpu() else { return };
+    let (tokens, rows, cols, y_first) = (37, 45, 256, 3);
+    let y_stride = y_first + rows + 2;
+    for (i, ty) in GgmlType::ALL.into_iter().enumerate() {
+        let row_bytes = ty.row_bytes(cols).unwrap();
+        let raw = random_blocks(ty, rows * row_bytes / ty.block_bytes(), 40 + i as u64);
+        let w = gpu
+            .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
+            .unwrap();
+        let dq = dequantize(ty, &raw);
+        let input = gemm::INPUTS[i % gemm::INPUTS.len()];
+        let tile = GemmTile::all()[i % GemmTile::all().len()];
+        let width = input.x_len(cols);
+        let x_stride = width + 4;
+        let x: Vec<f32> = support::random_f32(tokens * x_stride, 41)
+            .iter()
+            .map(|v| 2.0 * v)
+            .collect();
+        let res = support::random_f32(tokens * y_stride, 42);
+        let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
+        let rt = gpu.upload_f32(&res, &[res.len()], "residual").unwrap();
+        let y = gpu.zeros_f32(&[tokens * y_stride], "y").unwrap();
+        let call = ops::GemmCall {
+            w: &w,
+            x: &xt,
+            y: &y,
+            tokens,
+            x_stride,
+            y_stride,
+            y_first,
+            residual: Some(&rt),
+            input,
+        };
+        let mut rec = Recorder::new(&gpu);
+        ops::gemm(&gpu, &mut rec, call, tile).unwrap();
+        rec.submit().unwrap();
+        let got = gpu.readback_f32(&y).unwrap();
+        let rows_x: Vec<f32> = x
+            .chunks(x_stride)
+            .flat_map(|r| r[..width].to_vec())
+            .collect();
+        let want = gemm::reference(ty, &raw, rows, cols, &rows_x, input);
+        for t in 0..tokens {
+            let xin = input.reference(&rows_x[t * width..(t + 1) * width], &[], &[], 0.0, cols);
+            for r in 0..y_stride {
+                let g = got[t * y_stride + r];
+                if r < y_first || r >= y_first + rows {
+                    assert_eq!(g, 0.0, "{} token {t}: wrote column {r}", ty.name());
+                    continue;
+                }
+                let row = r - y_first;
+                let magnitude: f32 = dq[row * cols..(row + 1) * cols]
+                    .iter()
+                    .zip(&xin)
+                    .map(|(a, b)| (a * b).abs())
+                    .sum();
+                let tol = 2e-6 * magnitude + 1e-5;
+                let w = want[t * rows + row] + res[t * y_stride + r];
+                assert!(
+                    (g - w).abs() <= tol,
+                    "{} {input:?} {tile:?} token {t} row {row}: GPU {g} CPU {w}",
+                    ty.name()
+                );
+            }
         }
     }
 }

@@ -208,7 +208,9 @@ fn decode_attention_matches() {
             freq_scale: 1.0,
             norm: norm.code(),
             eps: 1e-6,
-            pad: [0; 3],
+            tokens: 1,
+            qkv_stride: 0,
+            pad: 0,
         };
         let qkv: Vec<f32> = support::random_f32(lead as usize + qn + 2 * kvn, 1)
             .iter()
@@ -246,6 +248,114 @@ fn decode_attention_matches() {
         close(
             &gpu.readback_f32(&out).unwrap(),
             &decode_reference(&p, &q, &k, &v),
+            1e-4,
+            &what,
+        );
+    }
+}
+
+/// Prefill attention of a batch: each token's q, k, v read from its row of the projections
+/// (rows wider than q + k + v), prepared as in decode, keys and values written to the cache at
+/// the batch's positions, and each token attending causally (sliding window, soft cap, GQA)
+/// to the cache before the batch and the batch up to itself; against the CPU references (each
+/// token a decode step at its position).
+#[test]
+fn prefill_attention_matches() {
+    let Some(gpu) = support::gpu() else { return };
+    use gpuport_kernels::attention::{
+        DecodeAttnParams, QkNorm, prefill_reference, prepare_reference,
+    };
+    // (heads, kv_heads, head_dim, tokens, cached, max_ctx, window, cap, norm, neox, rot): a
+    // batch from position 0; GQA 4:1 after cached keys with a window, QK-norm and NEOX; one
+    // token; a soft cap with (1 + w) norms and partial rotation; Gemma 3's heads across a
+    // window.
+    for (heads, kv_heads, head_dim, tokens, cached, max_ctx, window, cap, norm, neox, rot) in [
+        (4, 4, 64, 37, 0, 64, 0, 0.0, QkNorm::None, false, 64),
+        (8, 2, 128, 20, 50, 100, 32, 0.0, QkNorm::Rms, true, 128),
+        (3, 1, 64, 1, 9, 16, 0, 0.0, QkNorm::None, false, 64),
+        (2, 1, 64, 33, 5, 40, 0, 30.0, QkNorm::RmsPlusOne, true, 48),
+        (
+            4,
+            1,
+            256,
+            24,
+            500,
+            600,
+            512,
+            0.0,
+            QkNorm::RmsPlusOne,
+            true,
+            256,
+        ),
+    ] {
+        let (qn, kvn) = ((heads * head_dim) as usize, (kv_heads * head_dim) as usize);
+        let (lead, stride) = (3usize, qn + 2 * kvn + 5);
+        let p = DecodeAttnParams {
+            heads,
+            kv_heads,
+            head_dim,
+            n_keys: cached + tokens,
+            max_ctx,
+            window,
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            cap,
+            blocks: 0,
+            q_src: lead as u32,
+            k_src: (lead + qn) as u32,
+            v_src: (lead + qn + kvn) as u32,
+            rot_dims: rot,
+            rope_base: 10_000.0,
+            freq_scale: 1.0,
+            norm: norm.code(),
+            eps: 1e-6,
+            tokens,
+            qkv_stride: stride as u32,
+            pad: 0,
+        };
+        let qkv: Vec<f32> = support::random_f32(tokens as usize * stride, 11)
+            .iter()
+            .map(|x| x * 4.0)
+            .collect();
+        let nw = support::random_f32(2 * head_dim as usize, 12);
+        let cache = max_ctx as usize * kvn;
+        let mut k = support::random_f32(cache, 13);
+        let mut v = support::random_f32(cache, 14);
+        let qkvt = gpu.upload_f32(&qkv, &[qkv.len()], "qkv").unwrap();
+        let nwt = gpu.upload_f32(&nw, &[nw.len()], "qk norms").unwrap();
+        let kt = gpu.upload_f32(&k, &[k.len()], "k").unwrap();
+        let vt = gpu.upload_f32(&v, &[v.len()], "v").unwrap();
+        let qt = gpu.zeros_f32(&[tokens as usize * qn], "queries").unwrap();
+        let out = gpu.zeros_f32(&[tokens as usize * qn], "out").unwrap();
+        let weights = (norm != QkNorm::None).then_some(&nwt);
+        run(&gpu, |rec| {
+            let tensors = [&qkvt, &kt, &vt, &qt];
+            ops::attention_prefill(&gpu, rec, p, neox, tensors, Some(&out), weights).unwrap()
+        });
+        // Each token prepared as a decode step at its position.
+        let mut q = Vec::new();
+        for t in 0..tokens as usize {
+            let step = DecodeAttnParams {
+                n_keys: cached + t as u32 + 1,
+                q_src: p.q_src + (t * stride) as u32,
+                k_src: p.k_src + (t * stride) as u32,
+                v_src: p.v_src + (t * stride) as u32,
+                ..p
+            };
+            let (qt_row, k_row, v_row) = prepare_reference(&step, &qkv, &nw, neox);
+            let at = (cached as usize + t) * kvn;
+            k[at..at + kvn].copy_from_slice(&k_row);
+            v[at..at + kvn].copy_from_slice(&v_row);
+            q.extend(qt_row);
+        }
+        let what = format!("{p:?} neox {neox}");
+        // f32 RoPE angles (as in llama.cpp): ~1e-7 relative error times positions up to 524,
+        // on normed heads of magnitude up to ~3.
+        close(&gpu.readback_f32(&kt).unwrap(), &k, 5e-4, &what);
+        assert_eq!(gpu.readback_f32(&vt).unwrap(), v, "{what}");
+        close(&gpu.readback_f32(&qt).unwrap(), &q, 5e-4, &what);
+        close(
+            &gpu.readback_f32(&out).unwrap(),
+            &prefill_reference(&p, &q, &k, &v),
             1e-4,
             &what,
         );

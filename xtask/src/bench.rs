@@ -50,6 +50,9 @@ fn model_shapes() -> Vec<Shape> {
 }
 
 /// One matrix per type of about `bytes` of weights, 8192 columns.
+/// The unroll of the sweep's first stage (the loop without unrolling: stage 2 can only improve on it).
+const SWEEP_UNROLL: u32 = 1;
+
 fn large_shapes(bytes: usize) -> Vec<Shape> {
     GgmlType::ALL
         .into_iter()
@@ -138,8 +141,10 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         .filter(|t| !opts.quick || matches!((t.wg, t.rows, t.rpt), (128, 8, 2) | (64, 16, 4)))
         .collect();
     let mut rows = Vec::new();
-    // Per type: total seconds over its shapes for each tunable, to pick one per type.
-    let mut totals: std::collections::BTreeMap<(GgmlType, GemvTunables), f64> = Default::default();
+    // Per type: total seconds over its shapes and the shapes measured, for each tunable, to
+    // pick one per type among those measured on all its shapes.
+    let mut totals: std::collections::BTreeMap<(GgmlType, GemvTunables), (f64, usize)> =
+        Default::default();
     println!(
         "{:<20} {:<6} {:>7} {:>6} {:>9} {:>7} {:>6}  best tunables",
         "shape", "quant", "rows", "cols", "MB", "GB/s", "ratio"
@@ -163,11 +168,40 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         let budget = if opts.quick { 4e6 } else { 1e9 };
         let reps = (budget / bytes).clamp(1.0, 200.0) as u32;
         let mut best: Option<Row> = None;
-        for &t in &all {
+        // Two stages: every (WG, ROWS, RPT, reduction) without unrolling, then the other
+        // unrolls for the best few (a full cross product takes minutes per shape).
+        let mut measured: Vec<(GemvTunables, f64)> = Vec::new();
+        let mut queue: Vec<GemvTunables> = all
+            .iter()
+            .copied()
+            .filter(|t| t.unroll == SWEEP_UNROLL)
+            .collect();
+        let mut stage = 1;
+        while let Some(t) = queue.pop() {
             let timing = time_reps(&gpu, reps, if opts.quick { 1 } else { 3 }, |rec| {
                 ops::gemv(&gpu, rec, &w, &x, &y, t)
             })?;
-            *totals.entry((shape.ty, t)).or_default() += timing.seconds;
+            let total = totals.entry((shape.ty, t)).or_default();
+            total.0 += timing.seconds;
+            total.1 += 1;
+            measured.push((t, timing.seconds));
+            if queue.is_empty() && stage == 1 {
+                stage = 2;
+                measured.sort_by(|a, b| a.1.total_cmp(&b.1));
+                queue = measured
+                    .iter()
+                    .take(4)
+                    .flat_map(|(best, _)| {
+                        all.iter().copied().filter(move |t| {
+                            t.unroll != SWEEP_UNROLL
+                                && GemvTunables {
+                                    unroll: SWEEP_UNROLL,
+                                    ..*t
+                                } == *best
+                        })
+                    })
+                    .collect();
+            }
             let gbps = bytes / timing.seconds / 1e9;
             let row = Row {
                 kernel: "gemv",
@@ -231,10 +265,11 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             gemv: Default::default(),
         };
         for ty in GgmlType::ALL {
+            let shapes_of = shapes.iter().filter(|s| s.ty == ty).count();
             let best = totals
                 .iter()
-                .filter(|((t, _), _)| *t == ty)
-                .min_by(|a, b| a.1.total_cmp(b.1));
+                .filter(|((t, _), (_, n))| *t == ty && *n == shapes_of)
+                .min_by(|a, b| a.1.0.total_cmp(&b.1.0));
             if let Some(((_, tun), _)) = best {
                 entry.gemv.insert(gemv_key(ty), (*tun).into());
             }
@@ -309,7 +344,9 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             freq_scale: 1.0,
             norm: QkNorm::Rms.code(),
             eps: 1e-6,
-            pad: [0; 3],
+            tokens: 1,
+            qkv_stride: 0,
+            pad: 0,
         };
         let qkv = gpu.upload_f32(&vec![0.1; 1536], &[1536], "q, k, v")?;
         let norms = gpu.upload_f32(&vec![1.0; 512], &[512], "q, k norms")?;

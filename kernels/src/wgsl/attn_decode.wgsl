@@ -46,65 +46,12 @@ override NEOX: u32 = 0u;
 var<workgroup> weights: array<f32, 256>;
 var<workgroup> qs: array<vec4<f32>, 64>;
 var<workgroup> knew: array<vec4<f32>, 64>;
-var<workgroup> head: array<f32, 256>;
 var<workgroup> osum: array<vec4<f32>, 256>;
 var<workgroup> partial: array<f32, 256>;
 
 //!include wgreduce
 
-// Loads one head vector of the new token from qkv[base..] into `head`, normalized with the
-// weights at nw[w0..] when a norm is set. Called by the whole workgroup.
-fn load_head(l: Lanes, base: u32, w0: u32) {
-    var sq = 0.0;
-    for (var d = l.lid; d < p.head_dim; d += WG) {
-        let x = qkv[base + d];
-        head[d] = x;
-        sq += x * x;
-    }
-    let total = wg_sum(l, sq);
-    if p.norm > 0u {
-        let inv = inverseSqrt(total / f32(p.head_dim) + p.eps);
-        for (var d = l.lid; d < p.head_dim; d += WG) {
-            var w = nw[w0 + d];
-            if p.norm == 2u {
-                w += 1.0;
-            }
-            head[d] *= inv * w;
-        }
-    }
-    workgroupBarrier();
-}
-
-// Element d of `head` after RoPE at the new token's position.
-fn rotated(d: u32) -> f32 {
-    if d >= p.rot_dims {
-        return head[d];
-    }
-    let half = p.rot_dims / 2u;
-    var i: u32;
-    var a: u32;
-    var b: u32;
-    var second: bool;
-    if NEOX == 1u {
-        i = d % half;
-        a = d - select(0u, half, d >= half);
-        b = a + half;
-        second = d >= half;
-    } else {
-        i = d / 2u;
-        a = d & ~1u;
-        b = a + 1u;
-        second = (d & 1u) == 1u;
-    }
-    let pos = p.n_keys - 1u;
-    let theta = f32(pos) * p.freq_scale * pow(p.rope_base, -2.0 * f32(i) / f32(p.rot_dims));
-    let c = cos(theta);
-    let s = sin(theta);
-    if second {
-        return head[a] * s + head[b] * c;
-    }
-    return head[a] * c - head[b] * s;
-}
+//!include attn_prepare.wgsl
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
@@ -120,7 +67,7 @@ fn main(l: Lanes) {
     }
     load_head(l, p.q_src + h * p.head_dim, 0u);
     for (var d = l.lid; d < p.head_dim; d += WG) {
-        qs[d / 4u][d % 4u] = rotated(d);
+        qs[d / 4u][d % 4u] = rotated(d, pos);
     }
     workgroupBarrier();
     let row4 = p.kv_heads * hd4;
@@ -130,7 +77,7 @@ fn main(l: Lanes) {
     if last {
         load_head(l, p.k_src + kvh * p.head_dim, p.head_dim);
         for (var d = l.lid; d < p.head_dim; d += WG) {
-            knew[d / 4u][d % 4u] = rotated(d);
+            knew[d / 4u][d % 4u] = rotated(d, pos);
         }
         workgroupBarrier();
         if h % group == 0u {

@@ -1,4 +1,5 @@
-// The uniform block shared by both passes of split decode attention.
+// The uniform block of the attention kernels: both passes of split decode attention and the
+// two prefill passes (preparation, causal attention).
 struct Params {
     heads: u32,
     kv_heads: u32,
@@ -17,9 +18,9 @@ struct Params {
     freq_scale: f32,
     norm: u32,      // per-head q/k RMSNorm: 0 none, 1 by w, 2 by (1 + w)
     eps: f32,
+    tokens: u32,    // prefill: tokens in the batch, at positions n_keys - tokens ..
+    qkv_stride: u32,// prefill: elements between consecutive tokens' rows of `qkv`
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 // Floats per (head, key block) in `part`: the block's value sum (head_dim), then m and l, then

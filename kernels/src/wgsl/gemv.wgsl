@@ -66,9 +66,12 @@ override XFORM: u32 = 0u;
 override INPUT_ONLY: u32 = 0u;
 override T: u32 = WG * RPT / ROWS;
 override UNROLL: u32 = 1u;
-// XFORM 6: vec4s of the combined input vector (its columns / 4) and (head, block) weights the
-// workgroup keeps; 1 for the other forms, which do not use them.
+// XS4 > 1: the input vector (at most 4 * XS4 elements) is formed once per workgroup into
+// workgroup memory, and the steps read it there: a formed element costs several loads (XFORM 5
+// reads the projection, the residual and two norm weights) and is needed by every row group.
+// XFORM 6 always stages; 1 (unstaged) forms each element where a step needs it.
 override XS4: u32 = 1u;
+// XFORM 6: (head, block) weights the workgroup keeps.
 override BW: u32 = 1u;
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -94,7 +97,7 @@ override BW: u32 = 1u;
 var<private> x_rstd: f32;
 // XFORM 5: 1 / rms of the projection.
 var<private> p_rstd: f32;
-// XFORM 6: the combined input vector, and each (head, block)'s weight exp(m_b - M) / denom.
+// The staged input vector, and XFORM 6's (head, block) weights exp(m_b - M) / denom.
 var<workgroup> xs: array<vec4<f32>, XS4>;
 var<workgroup> bw: array<f32, BW>;
 
@@ -105,8 +108,16 @@ fn act4(v: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
 }
 
-// Element vec4 `i` of the input vector (the quant snippets read x through this).
+// Element vec4 `i` of the input vector (the steps read x through this).
 fn xin(i: u32) -> vec4<f32> {
+    if XS4 > 1u {
+        return xs[i - p.x_offset];
+    }
+    return form(i);
+}
+
+// Element vec4 `i` of the input vector, formed from the bindings.
+fn form(i: u32) -> vec4<f32> {
     let v = x[i];
     switch XFORM {
         case 1u: { return v * x_rstd * xw[i - p.x_offset]; }
@@ -148,26 +159,6 @@ fn x_norm_scale(l: Lanes, id: u32) -> f32 {
         sq1 += dot(v, v);
     }
     return inverseSqrt(wg_total(l, sq1, id) / f32(4u * n4) + p.eps);
-}
-
-// Adds step j of rows row0.. (RPT of them) to `acc`.
-fn take_step(j: u32, row0: u32, acc: ptr<function, array<vec4<f32>, 2>>) {
-    let subs = UNIT_ELEMS / SUB_ELEMS;
-    let k = j % SUB_STEPS;
-    let u = j / SUB_STEPS / subs;
-    let s = j / SUB_STEPS % subs;
-    let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u + k;
-    let xa = xin(xv);
-    var xb = vec4<f32>(0.0);
-    if XB > 0u {
-        xb = xin(xv + XB);
-    }
-    let b = p.w_offset + row0 * p.row_bytes + u * UNIT_BYTES;
-    for (var r = 0u; r < RPT; r++) {
-        if row0 + r < p.rows {
-            (*acc)[r / 4u][r % 4u] += step_dot(b + r * p.row_bytes, s, k, xa, xb);
-        }
-    }
 }
 
 // XFORM 6: combines the attention partials in `x` into `xs` (see the header).
@@ -221,6 +212,11 @@ fn main(l: Lanes) {
     }
     if XFORM == 6u {
         combine_attention(id);
+    } else if XS4 > 1u {
+        for (var i = id; i < x_cols4(); i += WG) {
+            xs[i] = form(p.x_offset + i);
+        }
+        workgroupBarrier();
     }
     if XFORM == 5u && p.write_x == 1u && l.wg.x + l.wg.y == 0u {
         for (var i = id; i < x_cols4(); i += WG) {
@@ -243,17 +239,31 @@ fn main(l: Lanes) {
     }
     var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
     if row0 < p.rows {
-        let steps = p.units_per_row * (UNIT_ELEMS / SUB_ELEMS) * SUB_STEPS;
-        var j = lane;
-        // Whole groups of UNROLL steps (constant trip count: unrolled, loads hoisted), then
-        // the rest one at a time.
-        for (; j + (UNROLL - 1u) * T < steps; j += UNROLL * T) {
+        let subs = UNIT_ELEMS / SUB_ELEMS;
+        let steps = p.units_per_row * subs * SUB_STEPS;
+        // UNROLL steps per iteration (a constant trip count: unrolled, their loads issued
+        // together); the guard only bites in a row's last iteration.
+        for (var j0 = lane; j0 < steps; j0 += UNROLL * T) {
             for (var i = 0u; i < UNROLL; i++) {
-                take_step(j + i * T, row0, &acc);
+                let j = j0 + i * T;
+                if j < steps {
+                    let k = j % SUB_STEPS;
+                    let u = j / SUB_STEPS / subs;
+                    let s = j / SUB_STEPS % subs;
+                    let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u + k;
+                    let xa = xin(xv);
+                    var xb = vec4<f32>(0.0);
+                    if XB > 0u {
+                        xb = xin(xv + XB);
+                    }
+                    let b = p.w_offset + row0 * p.row_bytes + u * UNIT_BYTES;
+                    for (var r = 0u; r < RPT; r++) {
+                        if row0 + r < p.rows {
+                            acc[r / 4u][r % 4u] += step_dot(b + r * p.row_bytes, s, k, xa, xb);
+                        }
+                    }
+                }
             }
-        }
-        for (; j < steps; j += T) {
-            take_step(j, row0, &acc);
         }
     }
     var total = array<vec4<f32>, 2>(reduce_rows(l, acc[0], id, lane), vec4<f32>(0.0));

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod config;
 pub mod error;
 pub mod model;
+pub mod prefill;
 pub mod session;
 pub mod tokenizer;
 pub mod weights;

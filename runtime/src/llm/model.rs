@@ -185,7 +185,7 @@ impl Model {
         s: &Scratch,
     ) -> Result<bool, GpuError> {
         let c = &self.cfg;
-        let folded = matches!(norm, InputNorm::Folded(_));
+        let folded = matches!(norm, InputNorm::Folded { .. });
         let (input, x_in, weights) = match (norm, c.norm) {
             (InputNorm::Plain(w), NormKind::Rms) => (GemvInput::RmsNorm, x, Some(w)),
             (InputNorm::Plain(w), NormKind::RmsPlusOne) => (GemvInput::RmsNormPlusOne, x, Some(w)),
@@ -193,11 +193,13 @@ impl Model {
                 ops::norm(gpu, rec, c.norm, [x, w, &s.h], c.embd, c.eps)?;
                 (GemvInput::Plain, &s.h, None)
             }
-            (InputNorm::Folded(w), NormKind::Rms) => (GemvInput::FoldedRmsNorm, &s.proj, Some(w)),
-            (InputNorm::Folded(w), NormKind::RmsPlusOne) => {
+            (InputNorm::Folded { both: w, .. }, NormKind::Rms) => {
+                (GemvInput::FoldedRmsNorm, &s.proj, Some(w))
+            }
+            (InputNorm::Folded { both: w, .. }, NormKind::RmsPlusOne) => {
                 (GemvInput::FoldedRmsNormPlusOne, &s.proj, Some(w))
             }
-            (InputNorm::Folded(_), NormKind::Layer) => {
+            (InputNorm::Folded { .. }, NormKind::Layer) => {
                 return Err(GpuError::Shape("a folded LayerNorm".into()));
             }
         };
@@ -256,7 +258,7 @@ impl Model {
     /// Decode attention of layer `layer` for the token at `pos` (a cache of `ctx` positions):
     /// its window and RoPE base (local or global layer), QK-norm, and where q, k, v sit in the
     /// projections' output.
-    fn attention_params(
+    pub(super) fn attention_params(
         &self,
         layer: usize,
         pos: usize,
@@ -297,7 +299,9 @@ impl Model {
             freq_scale,
             norm: norm.code(),
             eps: c.eps,
-            pad: [0; 3],
+            tokens: 1,
+            qkv_stride: 0,
+            pad: 0,
         })
     }
 
@@ -325,7 +329,7 @@ impl Model {
     }
 
     /// The GEMV input form of the feed-forward block's gated activation.
-    fn glu_input(&self) -> Result<GemvInput, GpuError> {
+    pub(super) fn glu_input(&self) -> Result<GemvInput, GpuError> {
         match self.cfg.glu {
             ElementOp::SiluMul => Ok(GemvInput::SwiGlu),
             ElementOp::GeluMul => Ok(GemvInput::GeGlu),

@@ -7,6 +7,7 @@ use gpuport_kernels::sample::SampleParams;
 
 use super::error::LlmError;
 use super::model::{KvCache, Model, Scratch};
+use super::prefill::{BatchScratch, PREFILL_BATCH};
 use crate::device::Gpu;
 use crate::ops;
 use crate::recorder::Recorder;
@@ -106,6 +107,8 @@ pub struct Session<'m> {
     model: &'m Model,
     kv: KvCache,
     scratch: Scratch,
+    /// Activations of a prefill batch, made at the first prompt of more than one new token.
+    batch: Option<BatchScratch>,
     /// The tokens whose keys and values are in the cache, by position.
     cached: Vec<u32>,
     /// Decode steps recorded per submit.
@@ -137,6 +140,7 @@ impl<'m> Session<'m> {
             model,
             kv: KvCache::new(gpu, &model.cfg, ctx)?,
             scratch: Scratch::new(gpu, &model.cfg, ctx)?,
+            batch: None,
             cached: Vec::new(),
             steps_per_submit: DEFAULT_STEPS_PER_SUBMIT,
             profile: false,
@@ -220,12 +224,25 @@ impl<'m> Session<'m> {
             bytemuck::cast_slice(&prompt[start..]),
         );
         self.cached.truncate(start);
-        for pos in start..prompt.len() {
-            let last = pos + 1 == prompt.len();
-            self.model
-                .record_token(self.gpu, rec, &self.scratch, &self.kv, pos, last)?;
-            self.cached.push(prompt[pos]);
+        // All but the last token in batches (keys and values only), the last as a decode step
+        // (its logits).
+        let last = prompt.len() - 1;
+        if last > start && self.batch.is_none() {
+            let tokens = PREFILL_BATCH.min(self.kv.ctx);
+            self.batch = Some(BatchScratch::new(self.gpu, self.model, tokens)?);
         }
+        let mut pos = start;
+        while pos < last {
+            let Some(batch) = &self.batch else { break };
+            let n = (last - pos).min(batch.tokens());
+            let ids = &self.scratch.tokens;
+            self.model
+                .record_batch(self.gpu, rec, ids, batch, &self.kv, pos, n)?;
+            pos += n;
+        }
+        self.model
+            .record_token(self.gpu, rec, &self.scratch, &self.kv, last, true)?;
+        self.cached.extend_from_slice(&prompt[start..]);
         Ok((start, prompt.len() - start))
     }
 

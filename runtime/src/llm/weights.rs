@@ -32,9 +32,18 @@ pub struct LayerWeights {
 pub enum InputNorm {
     /// Its weights (`embd` f32).
     Plain(Tensor),
-    /// The previous projection's post-norm weights, then its own (`2 embd` f32): the post-norm
-    /// and its residual add are folded into this norm's GEMVs (Gemma 3's sandwich norms).
-    Folded(Tensor),
+    /// A norm with the previous projection's post-norm before it (Gemma 3's sandwich norms):
+    /// decode folds the post-norm and its residual add into this norm's GEMVs, prefill runs
+    /// them in turn.
+    Folded {
+        /// The post-norm's weights, then this norm's (`2 embd` f32), as the folded GEMV reads
+        /// them.
+        both: Tensor,
+        /// The post-norm's weights (`embd`).
+        post: Tensor,
+        /// This norm's weights (`embd`).
+        own: Tensor,
+    },
 }
 
 /// Projections of one input whose outputs go to consecutive ranges of one buffer (q, k, v;
@@ -254,9 +263,11 @@ impl Weights {
         // With post-norms every input norm but the first folds the post-norm before it.
         let norm = |post: Option<String>, own: String| -> Result<InputNorm, LlmError> {
             Ok(match post {
-                Some(post) if cfg.post_norms => {
-                    InputNorm::Folded(concat_f32(gpu, g, &[post, own.clone()], &own)?)
-                }
+                Some(post) if cfg.post_norms => InputNorm::Folded {
+                    both: concat_f32(gpu, g, &[post.clone(), own.clone()], &own)?,
+                    post: get(&post)?,
+                    own: get(&own)?,
+                },
                 _ => InputNorm::Plain(get(&own)?),
             })
         };

@@ -10,7 +10,9 @@ use crate::error::GpuError;
 use crate::recorder::Recorder;
 use crate::tensor::{Elem, Tensor};
 
+mod prefill;
 mod rows;
+pub use prefill::*;
 pub use rows::*;
 
 /// The GGUF type a weight tensor is stored in (f32/f16 tensors as those types).
@@ -185,7 +187,9 @@ fn check_gemv(call: &GemvCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
     // The attention combine reads the first x_len elements of the partials scratch.
     let x_fits = match call.input {
         gemv::GemvInput::AttnCombine { head_dim, .. } => {
-            cols.is_multiple_of(head_dim.max(1) as usize) && n(call.x) >= call.input.x_len(cols)
+            cols.is_multiple_of(head_dim.max(1) as usize)
+                && cols <= gemv::STAGED_MAX_COLS as usize
+                && n(call.x) >= call.input.x_len(cols)
         }
         _ => n(call.x) == call.input.x_len(cols),
     };
@@ -243,7 +247,7 @@ pub fn gemv_chunked(
 ) -> Result<(), GpuError> {
     let (ty, rows, cols, row_bytes) = matrix(call.w)?;
     check_gemv(&call, rows, cols)?;
-    let pipeline = gpu.pipeline(&gemv::spec_with(ty, t, call.input))?;
+    let pipeline = gpu.pipeline(&gemv::spec_with(ty, t, call.input, cols))?;
     let row_bytes = row_bytes as u64;
     let limits = gpu.limits();
     let chunks = row_chunks(
@@ -290,7 +294,7 @@ pub fn gemv_input(
             out.shape
         )));
     }
-    let pipeline = gpu.pipeline(&gemv::input_only_spec(ty, t, call.input))?;
+    let pipeline = gpu.pipeline(&gemv::input_only_spec(ty, t, call.input, cols))?;
     let (p, _) = gemv::params(ty, 1, cols, 0, t, 1).map_err(|e| GpuError::Shape(e.to_string()))?;
     let weights = (call.w, 0, (row_bytes as u64).div_ceil(4) * 4);
     dispatch_gemv(rec, &pipeline, p, &call, weights, out, true, (1, 1))

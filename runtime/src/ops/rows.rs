@@ -11,7 +11,7 @@ use crate::recorder::Recorder;
 use crate::tensor::Tensor;
 
 /// The whole-workgroup reduction to use here.
-fn reduction(gpu: &Gpu) -> Reduction {
+pub(super) fn reduction(gpu: &Gpu) -> Reduction {
     if gpu.has_subgroups() {
         Reduction::Subgroup
     } else {
@@ -19,7 +19,7 @@ fn reduction(gpu: &Gpu) -> Reduction {
     }
 }
 
-fn elems(t: &Tensor) -> usize {
+pub(super) fn elems(t: &Tensor) -> usize {
     t.shape.iter().product()
 }
 

@@ -1,0 +1,111 @@
+// Prefill, second pass: causal attention of a batch of prepared queries (attn_prep.wgsl)
+// against the KV cache, flash-style. Workgroup (h, t) takes query head h of batch token t at
+// position pos = n_keys - tokens + t and walks its keys [first, pos] (first = pos + 1 - window
+// with a sliding window) in blocks of KB, keeping a running max m, exp-sum l and
+// exp-weighted value sum o: each block rescales them by exp(m_old - m_new) and adds its own,
+// so no per-block partials leave the workgroup. GQA: head h reads KV head h / (heads /
+// kv_heads). Scores are scaled and optionally soft-capped as in decode attention.
+//
+// Per block: LPK = WG / KB lanes per key share the key row's vec4 loads against q in
+// workgroup memory; values are summed by (vec4 column, key group) threads, as in
+// attn_decode.wgsl. Output [tokens, heads * head_dim].
+
+//!include attn_params.wgsl
+
+override WG: u32 = 128u;
+override KB: u32 = 32u;
+override LPK: u32 = WG / KB;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
+
+var<workgroup> qs: array<vec4<f32>, 64>;
+var<workgroup> weights: array<f32, 256>;
+var<workgroup> partial: array<f32, 256>;
+var<workgroup> osum: array<vec4<f32>, 256>;
+
+//!include wgreduce
+
+@compute @workgroup_size(WG)
+fn main(l: Lanes) {
+    let h = l.wg.x;
+    let t = l.wg.y;
+    let pos = p.n_keys - p.tokens + t;
+    var first = 0u;
+    if p.window > 0u && pos + 1u > p.window {
+        first = pos + 1u - p.window;
+    }
+    let hd4 = p.head_dim / 4u;
+    let kvh = h / (p.heads / p.kv_heads);
+    let row4 = p.kv_heads * hd4;
+    let kb4 = kvh * hd4;
+    for (var d = l.lid; d < hd4; d += WG) {
+        qs[d] = q[(t * p.heads + h) * hd4 + d];
+    }
+    workgroupBarrier();
+    let key = l.lid / LPK;
+    let lane = l.lid % LPK;
+    let groups = max(WG / hd4, 1u);
+    let c = l.lid % hd4;
+    let g = l.lid / hd4;
+    var m = -3.0e38;
+    var total = 0.0;
+    var o = vec4<f32>(0.0);
+    for (var j0 = first - first % KB; j0 <= pos; j0 += KB) {
+        let j = j0 + key;
+        let live = j >= first && j <= pos;
+        var acc = vec4<f32>(0.0);
+        if live {
+            let kr = j * row4 + kb4;
+            for (var d = lane; d < hd4; d += LPK) {
+                acc += qs[d] * k[kr + d];
+            }
+        }
+        partial[l.lid] = acc.x + acc.y + acc.z + acc.w;
+        workgroupBarrier();
+        var s = -3.0e38;
+        if live && lane == 0u {
+            var dot_ = 0.0;
+            for (var i = 0u; i < LPK; i++) {
+                dot_ += partial[l.lid + i];
+            }
+            s = dot_ * p.scale;
+            if p.cap > 0.0 {
+                s = p.cap * tanh(clamp(s / p.cap, -15.0, 15.0));
+            }
+        }
+        let m_new = max(m, wg_max(l, s));
+        let alpha = exp(m - m_new);
+        var e = 0.0;
+        if live && lane == 0u {
+            e = exp(s - m_new);
+        }
+        if lane == 0u {
+            weights[key] = e;
+        }
+        total = total * alpha + wg_sum(l, e);
+        m = m_new;
+        o *= alpha;
+        if g < groups && c < hd4 {
+            for (var i = g; i < KB; i += groups) {
+                let jj = j0 + i;
+                if jj >= first && jj <= pos {
+                    o += weights[i] * v[jj * row4 + kb4 + c];
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    osum[l.lid] = o;
+    workgroupBarrier();
+    if g == 0u && c < hd4 {
+        var sum = osum[c];
+        for (var gg = 1u; gg < groups; gg++) {
+            sum += osum[gg * hd4 + c];
+        }
+        out[(t * p.heads + h) * hd4 + c] = sum / total;
+    }
+}

@@ -1,0 +1,48 @@
+// Prefill, first pass: the attention inputs of a batch of tokens. Token t of the batch sits at
+// position pos = n_keys - tokens + t, its projections at qkv[t * qkv_stride ..] (queries at
+// q_src, keys at k_src, values at v_src). Workgroup (slot, t): slots below `heads` normalize
+// and rotate query head `slot` into q [tokens, heads, head_dim]; the others take KV head
+// slot - heads, normalize and rotate its key into the key cache and copy its value into the
+// value cache at row pos (caches [max_ctx, kv_heads, head_dim]). The same preparation as
+// decode attention's (attn_prepare.wgsl), for all tokens at once, so that the causal pass finds
+// every key it needs in the cache.
+
+//!include attn_params.wgsl
+
+override WG: u32 = 128u;
+override NEOX: u32 = 0u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;
+@group(0) @binding(2) var<storage, read_write> k: array<f32>;
+@group(0) @binding(3) var<storage, read_write> v: array<f32>;
+@group(0) @binding(4) var<storage, read_write> q: array<f32>;
+// Query norm then key norm weights (head_dim each); bound to qkv, and unread, when norm is 0.
+@group(0) @binding(5) var<storage, read> nw: array<f32>;
+
+//!include wgreduce
+//!include attn_prepare.wgsl
+
+@compute @workgroup_size(WG)
+fn main(l: Lanes) {
+    let slot = l.wg.x;
+    let t = l.wg.y;
+    let pos = p.n_keys - p.tokens + t;
+    let row = t * p.qkv_stride;
+    let hd = p.head_dim;
+    if slot < p.heads {
+        load_head(l, row + p.q_src + slot * hd, 0u);
+        let out = (t * p.heads + slot) * hd;
+        for (var d = l.lid; d < hd; d += WG) {
+            q[out + d] = rotated(d, pos);
+        }
+        return;
+    }
+    let g = slot - p.heads;
+    load_head(l, row + p.k_src + g * hd, hd);
+    let out = (pos * p.kv_heads + g) * hd;
+    for (var d = l.lid; d < hd; d += WG) {
+        k[out + d] = rotated(d, pos);
+        v[out + d] = qkv[row + p.v_src + g * hd + d];
+    }
+}

@@ -1,0 +1,124 @@
+// GEMM with fused dequantization, for prefill: Y[t, r] = sum_k W[r, k] * X[t, k] for every
+// token t of a batch (+ res[t, r] when `residual` is 1), W a row-major GGUF matrix (rows of
+// whole blocks in `w`), X and Y f32 token-major with their own row strides, so a GEMM can read
+// one part of a wider activation row and write its rows into a part of a wider output row (the
+// stacked Q|K|V and gate|up projections).
+//
+// Tiling: a workgroup computes a TM-token × TN-row tile of Y. For each chunk of KC columns it
+// dequantizes the TN × KC weight tile once into workgroup memory (each weight element is
+// decoded once per TM tokens rather than once per token, the point of batching) and loads the
+// TM × KC input tile; every thread then accumulates a (TM / 16) × (TN / 16) block of outputs
+// from workgroup memory. Rows of the tiles are padded by one float so that threads reading
+// a column of them hit different banks.
+//
+// XFORM (override) forms the input on load: 0 X as bound; 3 SwiGLU silu(X[t, k]) *
+// X[t, x_aux + k]; 4 GeGLU with gelu_tanh (the down projection reading the gate|up output).
+
+struct Params {
+    rows: u32,      // rows of W: output columns
+    cols: u32,      // columns of W: the reduction length
+    tokens: u32,    // rows of X and Y
+    row_bytes: u32, // bytes of a row of W
+    w_offset: u32,  // byte offset of row 0 in `w`
+    x_offset: u32,  // element offset of X[0, 0] in `x`
+    x_stride: u32,  // elements from X[t, 0] to X[t + 1, 0]
+    x_aux: u32,     // XFORM 3, 4: element offset of the second operand after X[t, k]
+    y_offset: u32,  // element offset of Y[0, 0] in `y` (and `res`)
+    y_stride: u32,  // elements from Y[t, 0] to Y[t + 1, 0]
+    residual: u32,  // 1: add res[same index]
+    _pad: u32,
+}
+
+// Tokens and rows per tile (multiples of 16); WG = 256 threads as 16 × 16.
+override TM: u32 = 32u;
+override TN: u32 = 64u;
+override XFORM: u32 = 0u;
+const KC: u32 = 32u;
+const KP: u32 = KC + 1u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// The residual (same indexing as y); bound to x, and unread, when `residual` is 0.
+@group(0) @binding(4) var<storage, read> res: array<f32>;
+
+var<workgroup> ws: array<f32, TN * KP>;
+var<workgroup> xs: array<f32, TM * KP>;
+
+//!include common.wgsl
+//!include quant
+//!include activation.wgsl
+
+fn input(t: u32, k: u32) -> f32 {
+    let i = p.x_offset + t * p.x_stride + k;
+    switch XFORM {
+        case 3u: { return silu(x[i]) * x[i + p.x_aux]; }
+        case 4u: { return gelu_tanh(x[i]) * x[i + p.x_aux]; }
+        default: { return x[i]; }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let n0 = wg.x * TN;
+    let m0 = wg.y * TM;
+    let tx = lid % 16u;
+    let ty = lid / 16u;
+    const MT: u32 = 4u;
+    // Outputs per thread: RT rows × TT tokens (at most 4 × 4: TM, TN at most 64).
+    let rt = TN / 16u;
+    let tt = TM / 16u;
+    var acc: array<array<f32, 4>, 4>;
+    for (var k0 = 0u; k0 < p.cols; k0 += KC) {
+        for (var i = lid; i < TN * KC; i += 256u) {
+            let r = i / KC;
+            let e = i % KC;
+            let row = n0 + r;
+            let k = k0 + e;
+            var v = 0.0;
+            if row < p.rows && k < p.cols {
+                let b = p.w_offset + row * p.row_bytes + (k / UNIT_ELEMS) * UNIT_BYTES;
+                v = dequant_elem(b, k % UNIT_ELEMS);
+            }
+            ws[r * KP + e] = v;
+        }
+        for (var i = lid; i < TM * KC; i += 256u) {
+            let t = i / KC;
+            let e = i % KC;
+            var v = 0.0;
+            if m0 + t < p.tokens && k0 + e < p.cols {
+                v = input(m0 + t, k0 + e);
+            }
+            xs[t * KP + e] = v;
+        }
+        workgroupBarrier();
+        for (var e = 0u; e < KC; e++) {
+            for (var a = 0u; a < MT; a++) {
+                if a < tt {
+                    let xv = xs[(ty + 16u * a) * KP + e];
+                    for (var b = 0u; b < MT; b++) {
+                        if b < rt {
+                            acc[a][b] += xv * ws[(tx + 16u * b) * KP + e];
+                        }
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var a = 0u; a < tt; a++) {
+        let t = m0 + ty + 16u * a;
+        for (var b = 0u; b < rt; b++) {
+            let row = n0 + tx + 16u * b;
+            if t < p.tokens && row < p.rows {
+                let i = p.y_offset + t * p.y_stride + row;
+                var v = acc[a][b];
+                if p.residual == 1u {
+                    v += res[i];
+                }
+                y[i] = v;
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Launches of the prefill kernels: the tiled GEMM over a batch of tokens and the two
+//! attention passes (preparation, causal attention).
+
+use gpuport_kernels::attention::{self, DecodeAttnParams};
+use gpuport_kernels::gemm::{self, GemmParams, GemmTile};
+use gpuport_kernels::gemv::GemvInput;
+
+use super::{elems, launch, matrix, reduction, row_chunks};
+use crate::device::Gpu;
+use crate::error::GpuError;
+use crate::recorder::Recorder;
+use crate::tensor::Tensor;
+
+/// One GEMM: `Y[t, y_first + r] = (W input(X[t]))[r] (+ residual)` for `tokens` token rows.
+#[derive(Clone, Copy)]
+pub struct GemmCall<'a> {
+    /// The matrix `[rows, cols]`.
+    pub w: &'a Tensor,
+    /// The input, `tokens` rows of `x_stride` elements (at least `input.x_len(cols)`).
+    pub x: &'a Tensor,
+    /// The output, `tokens` rows of `y_stride` elements.
+    pub y: &'a Tensor,
+    /// Tokens (rows of X and Y).
+    pub tokens: usize,
+    /// Elements per row of X.
+    pub x_stride: usize,
+    /// Elements per row of Y.
+    pub y_stride: usize,
+    /// Column of Y the first row of W goes to.
+    pub y_first: usize,
+    /// Added to the output (same indexing as `y`).
+    pub residual: Option<&'a Tensor>,
+    /// Plain or a GLU of each X row's two halves.
+    pub input: GemvInput,
+}
+
+/// Records one [`GemmCall`] (weights larger than one binding in row chunks).
+pub fn gemm(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: GemmCall<'_>,
+    tile: GemmTile,
+) -> Result<(), GpuError> {
+    let (ty, rows, cols, row_bytes) = matrix(call.w)?;
+    let width = call.input.x_len(cols);
+    let rows_of = |t: &Tensor, stride: usize| elems(t) / stride.max(1);
+    let ok = gemm::INPUTS.contains(&call.input)
+        && call.x_stride >= width
+        && call.y_stride >= call.y_first + rows
+        && rows_of(call.x, call.x_stride) >= call.tokens
+        && rows_of(call.y, call.y_stride) >= call.tokens
+        && call.residual.is_none_or(|r| elems(r) == elems(call.y))
+        && call.tokens as u64 <= u64::from(tile.tm) * u64::from(u16::MAX);
+    if !ok {
+        return Err(GpuError::Shape(format!(
+            "GEMM [{rows}, {cols}] ({:?} input) of {} tokens: x {:?} (stride {}), y {:?} \
+             (stride {}, from column {}), residual {:?}",
+            call.input,
+            call.tokens,
+            call.x.shape,
+            call.x_stride,
+            call.y.shape,
+            call.y_stride,
+            call.y_first,
+            call.residual.map(|r| &r.shape)
+        )));
+    }
+    if rows == 0 || call.tokens == 0 {
+        return Ok(());
+    }
+    let pipeline = gpu.pipeline(&gemm::spec(ty, tile, call.input))?;
+    let limits = gpu.limits();
+    let chunks = row_chunks(
+        rows as u64,
+        row_bytes as u64,
+        limits.max_storage_buffer_binding_size,
+        u64::from(limits.min_storage_buffer_offset_alignment),
+    )?;
+    for (first, n, byte_offset) in chunks {
+        let p = GemmParams {
+            rows: n as u32,
+            cols: cols as u32,
+            tokens: call.tokens as u32,
+            row_bytes: row_bytes as u32,
+            w_offset: 0,
+            x_offset: 0,
+            x_stride: call.x_stride as u32,
+            x_aux: cols as u32,
+            y_offset: (call.y_first + first as usize) as u32,
+            y_stride: call.y_stride as u32,
+            residual: u32::from(call.residual.is_some()),
+            pad: 0,
+        };
+        let grid = (
+            (n as u32).div_ceil(tile.tn),
+            (call.tokens as u32).div_ceil(tile.tm),
+        );
+        if grid.0 > limits.max_compute_workgroups_per_dimension {
+            return Err(GpuError::Shape(format!(
+                "GEMM of {n} rows needs {} row tiles, more than the adapter's {}",
+                grid.0, limits.max_compute_workgroups_per_dimension
+            )));
+        }
+        let slot = rec.uniform(&p)?;
+        let len = (n * row_bytes as u64).div_ceil(4) * 4;
+        fn whole(t: &Tensor) -> (&Tensor, u64, u64) {
+            (t, 0, t.padded())
+        }
+        let bindings = [
+            (call.w, byte_offset, len),
+            whole(call.x),
+            whole(call.y),
+            whole(call.residual.unwrap_or(call.x)),
+        ];
+        let group = rec.bind_group(&pipeline, slot, &bindings);
+        rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+    }
+    Ok(())
+}
+
+/// Attention of a batch of `p.tokens` tokens at positions `p.n_keys - p.tokens ..`: their
+/// queries, keys and values read from `qkv` (row t at `t * p.qkv_stride`, offsets `p.q_src`,
+/// `p.k_src`, `p.v_src`), normalized per head when `p.norm` is set (weights `qk_norm`) and
+/// rotated; keys and values written to the caches `kc`, `vc`, the prepared queries to `q`
+/// (`[tokens, heads, head_dim]`), and, when `out` is given, each token's causal attention
+/// output to it (`[tokens, heads * head_dim]`; without it only the cache is filled, as for a
+/// model's last layer). Tensors `[qkv, kc, vc, q]`.
+pub fn attention_prefill(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    p: DecodeAttnParams,
+    neox: bool,
+    [qkv, kc, vc, q]: [&Tensor; 4],
+    out: Option<&Tensor>,
+    qk_norm: Option<&Tensor>,
+) -> Result<(), GpuError> {
+    const WG: u32 = 128;
+    let (heads, kv_heads, hd, ctx, tokens) = (
+        p.heads as usize,
+        p.kv_heads as usize,
+        p.head_dim as usize,
+        p.max_ctx as usize,
+        p.tokens as usize,
+    );
+    let row_end = |at: u32, n: usize| at as usize + n <= p.qkv_stride as usize;
+    let ok = kv_heads > 0
+        && tokens > 0
+        && tokens <= p.n_keys as usize
+        && hd.is_multiple_of(4)
+        && hd <= 256
+        && p.rot_dims.is_multiple_of(2)
+        && p.rot_dims <= p.head_dim
+        && heads.is_multiple_of(kv_heads)
+        && p.n_keys as usize <= ctx
+        && row_end(p.q_src, heads * hd)
+        && row_end(p.k_src, kv_heads * hd)
+        && row_end(p.v_src, kv_heads * hd)
+        && elems(qkv) >= tokens * p.qkv_stride as usize
+        && (p.norm == 0) == qk_norm.is_none()
+        && qk_norm.is_none_or(|w| elems(w) == 2 * hd)
+        && elems(q) >= tokens * heads * hd
+        && out.is_none_or(|o| elems(o) >= tokens * heads * hd)
+        && elems(kc) >= ctx * kv_heads * hd
+        && elems(vc) >= ctx * kv_heads * hd
+        && p.tokens <= gpu.limits().max_compute_workgroups_per_dimension;
+    if !ok {
+        return Err(GpuError::Shape(format!(
+            "prefill attention {p:?} with q/k/v {:?}, caches {:?}, {:?}, queries {:?}, output \
+             {:?}, norm weights {:?}",
+            qkv.shape,
+            kc.shape,
+            vc.shape,
+            q.shape,
+            out.map(|o| &o.shape),
+            qk_norm.map(|w| &w.shape)
+        )));
+    }
+    launch(
+        gpu,
+        rec,
+        &attention::prep_spec(WG, reduction(gpu), neox),
+        &p,
+        &[qkv, kc, vc, q, qk_norm.unwrap_or(qkv)],
+        (p.heads + p.kv_heads, p.tokens),
+    )?;
+    let Some(out) = out else {
+        return Ok(());
+    };
+    let kb = attention::keys_per_block(p.head_dim);
+    launch(
+        gpu,
+        rec,
+        &attention::prefill_spec(WG, kb, reduction(gpu)),
+        &p,
+        &[q, kc, vc, out],
+        (p.heads, p.tokens),
+    )
+}
