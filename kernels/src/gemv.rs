@@ -81,6 +81,21 @@ pub enum GemvInput {
 /// Most columns whose input vector a GEMV forms once into workgroup memory (8 KiB); wider
 /// inputs are formed per step, and [`GemvInput::AttnCombine`] does not fit them.
 pub const STAGED_MAX_COLS: u32 = 2048;
+
+impl GemvInput {
+    /// Whether this form is staged in workgroup memory (for `cols` columns): the attention
+    /// combine always, GeGLU up to [`STAGED_MAX_COLS`] (its tanh per element outweighs the
+    /// barrier). Measured on the H200 (docs/performance.md, LLM v11): staging the norm forms
+    /// made their latency-bound decode GEMVs ~2 µs slower (a barrier before the first weight
+    /// load), GeGLU's 1–1.2 µs faster.
+    pub fn staged(self, cols: usize) -> bool {
+        match self {
+            GemvInput::AttnCombine { .. } => true,
+            GemvInput::GeGlu => cols <= STAGED_MAX_COLS as usize,
+            _ => false,
+        }
+    }
+}
 /// Most (head, block) pairs it weighs in workgroup memory.
 pub const COMBINE_MAX_PAIRS: u32 = 512;
 /// Most key blocks per head it combines: every workgroup of the projection reads every block,
@@ -324,7 +339,7 @@ pub fn input_only_spec(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: us
 }
 
 /// The kernel variant for weights of type `ty` forming its input by `input` for a matrix of
-/// `cols` columns: staged in workgroup memory up to [`STAGED_MAX_COLS`] (labels of
+/// `cols` columns, staged in workgroup memory where [`GemvInput::staged`] says (labels of
 /// plain-input variants carry no `XFORM`, so tuning tables keep their keys).
 pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: usize) -> KernelSpec {
     let mut constants = vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt)];
@@ -334,7 +349,7 @@ pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: usize) -
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
     }
-    if input != GemvInput::Plain && cols <= STAGED_MAX_COLS as usize {
+    if input.staged(cols) {
         constants.push(("XS4", STAGED_MAX_COLS / 4));
     }
     if let GemvInput::AttnCombine { .. } = input {

@@ -50,12 +50,12 @@ pub fn all_specs() -> Vec<KernelSpec> {
                 .into_iter()
                 .map(|t| gemv::spec(ty, t)),
         );
-        // The fused input forms at the default tunables of both reductions, staged and (but
-        // the attention combine, which always stages) formed per step.
+        // The fused input forms at the default tunables of both reductions, and GeGLU too
+        // wide to stage.
         for input in gemv::GemvInput::ALL {
             let staged = gemv::STAGED_MAX_COLS as usize;
             let mut widths = vec![staged];
-            if !matches!(input, gemv::GemvInput::AttnCombine { .. }) {
+            if input == gemv::GemvInput::GeGlu {
                 widths.push(2 * staged);
             }
             for cols in widths {

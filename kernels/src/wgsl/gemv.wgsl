@@ -67,9 +67,9 @@ override INPUT_ONLY: u32 = 0u;
 override T: u32 = WG * RPT / ROWS;
 override UNROLL: u32 = 1u;
 // XS4 > 1: the input vector (at most 4 * XS4 elements) is formed once per workgroup into
-// workgroup memory, and the steps read it there: a formed element costs several loads (XFORM 5
-// reads the projection, the residual and two norm weights) and is needed by every row group.
-// XFORM 6 always stages; 1 (unstaged) forms each element where a step needs it.
+// workgroup memory, and the steps read it there (GeGLU: one tanh per element per workgroup,
+// not per row group; XFORM 6 always stages). 1 (unstaged) forms each element where a step
+// needs it, the weight loads not waiting for a barrier.
 override XS4: u32 = 1u;
 // XFORM 6: (head, block) weights the workgroup keeps.
 override BW: u32 = 1u;
@@ -140,25 +140,33 @@ fn post_residual(i: u32) -> vec4<f32> {
 }
 
 // 1 / sqrt(mean(x^2) + eps) over the row's columns, reduced across the workgroup; for XFORM 5
-// first the projection's scale, then the new residual row's.
+// the projection's scale a (kept in p_rstd), then the new residual row's. Both come from one
+// pass and one reduction: with w' = xw + w_one, |x1|^2 = |res|^2 + 2 a (res . x w') +
+// a^2 |x w'|^2, so the four sums are reduced together instead of the second pass waiting for
+// a (a dependent load-reduce-barrier chain less per workgroup). The expansion cancels only
+// when x1 is tiny against res, where the norm's eps dominates anyway.
 fn x_norm_scale(l: Lanes, id: u32) -> f32 {
     let n4 = x_cols4();
-    var sq = 0.0;
+    var sums = vec4<f32>(0.0);
     for (var i = id; i < n4; i += WG) {
         let v = x[p.x_offset + i];
-        sq += dot(v, v);
+        if XFORM == 5u {
+            let r = vec4<f32>(res[4u * i], res[4u * i + 1u], res[4u * i + 2u], res[4u * i + 3u]);
+            let vw = v * (xw[i] + p.w_one);
+            sums += vec4<f32>(dot(v, v), dot(r, r), dot(r, vw), dot(vw, vw));
+        } else {
+            sums.x += dot(v, v);
+        }
     }
-    let scale = inverseSqrt(wg_total(l, sq, id) / f32(4u * n4) + p.eps);
+    let total = wg_total(l, sums, id);
+    let n = f32(4u * n4);
+    let scale = inverseSqrt(total.x / n + p.eps);
     if XFORM != 5u {
         return scale;
     }
     p_rstd = scale;
-    var sq1 = 0.0;
-    for (var i = id; i < n4; i += WG) {
-        let v = post_residual(i);
-        sq1 += dot(v, v);
-    }
-    return inverseSqrt(wg_total(l, sq1, id) / f32(4u * n4) + p.eps);
+    let sq1 = max(total.y + 2.0 * scale * total.z + scale * scale * total.w, 0.0);
+    return inverseSqrt(sq1 / n + p.eps);
 }
 
 // XFORM 6: combines the attention partials in `x` into `xs` (see the header).

@@ -275,6 +275,7 @@ pub fn attention_split(
         && hd.is_multiple_of(4)
         && hd <= 4 * ATTENTION_WG as usize
         && hd <= 256
+        && attention::decode_fits(ATTENTION_WG, kb, p.head_dim)
         && p.rot_dims.is_multiple_of(2)
         && p.rot_dims <= p.head_dim
         && heads.is_multiple_of(kv_heads)

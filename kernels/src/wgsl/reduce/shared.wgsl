@@ -25,16 +25,16 @@ fn reduce_rows(l: Lanes, v: vec4<f32>, id: u32, lane: u32) -> vec4<f32> {
 
 // The sum of v over the whole workgroup, for every thread: a log2(WG)-step tree. `red` is free
 // again on return.
-fn wg_total(l: Lanes, v: f32, id: u32) -> f32 {
-    red[id] = vec4<f32>(v, 0.0, 0.0, 0.0);
+fn wg_total(l: Lanes, v: vec4<f32>, id: u32) -> vec4<f32> {
+    red[id] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if id < s {
-            red[id].x += red[id + s].x;
+            red[id] += red[id + s];
         }
         workgroupBarrier();
     }
-    let total = red[0].x;
+    let total = red[0];
     workgroupBarrier();
     return total;
 }

@@ -34,15 +34,15 @@ fn reduce_rows(l: Lanes, v: vec4<f32>, id: u32, lane: u32) -> vec4<f32> {
 
 // The sum of v over the whole workgroup, for every thread: subgroup sums, one barrier, their
 // total. `red` is free again on return.
-fn wg_total(l: Lanes, v: f32, id: u32) -> f32 {
+fn wg_total(l: Lanes, v: vec4<f32>, id: u32) -> vec4<f32> {
     let s = subgroupAdd(v);
     if l.sg_lane == 0u {
-        red[l.sg_id].x = s;
+        red[l.sg_id] = s;
     }
     workgroupBarrier();
-    var total = 0.0;
+    var total = vec4<f32>(0.0);
     for (var i = 0u; i < (WG + l.sg_size - 1u) / l.sg_size; i++) {
-        total += red[i].x;
+        total += red[i];
     }
     workgroupBarrier();
     return total;
