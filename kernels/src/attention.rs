@@ -121,25 +121,6 @@ pub fn keys_per_block(head_dim: u32) -> u32 {
     if head_dim >= 128 { 16 } else { 32 }
 }
 
-/// vec4s of a key row and of value rows each decode-attention thread prefetches (`PF` in
-/// `attn_decode.wgsl`).
-pub const PREFETCH_VEC4: u32 = 8;
-
-/// Whether decode attention with `wg` threads and `kb` keys per block takes heads of
-/// `head_dim` elements: every thread's share of its key row (`head_dim / 4` vec4s over
-/// `wg / kb` lanes) and of its value rows (`kb` keys over `wg / (head_dim / 4)` key groups)
-/// fits its prefetch registers. True for [`keys_per_block`] at 128 threads and heads of up to
-/// 256.
-pub fn decode_fits(wg: u32, kb: u32, head_dim: u32) -> bool {
-    let hd4 = head_dim / 4;
-    let lanes_per_key = wg / kb.max(1);
-    let key_groups = (wg / hd4.max(1)).max(1);
-    kb > 0
-        && wg.is_multiple_of(kb)
-        && hd4 <= PREFETCH_VEC4 * lanes_per_key
-        && kb <= PREFETCH_VEC4 * key_groups
-}
-
 /// Columns per workgroup of the combining pass (`CW` in `attn_combine.wgsl`).
 pub const COMBINE_COLUMNS: u32 = 32;
 
@@ -319,22 +300,4 @@ pub fn decode_reference(p: &DecodeAttnParams, q: &[f32], k: &[f32], v: &[f32]) -
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_launchers_block_sizes_fit_the_prefetch() {
-        for head_dim in (4..=256).step_by(4) {
-            assert!(
-                decode_fits(128, keys_per_block(head_dim), head_dim),
-                "head_dim {head_dim}"
-            );
-        }
-        // 64 threads with 16-key blocks leave 4 lanes per key: 256-wide heads do not fit.
-        assert!(!decode_fits(64, 16, 256));
-        assert!(!decode_fits(128, 0, 64));
-    }
 }

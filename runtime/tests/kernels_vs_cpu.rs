@@ -302,10 +302,10 @@ fn check_input_forms(gpu: &gpuport_runtime::Gpu, cols: usize, inputs: &[gemv::Ge
                 fold: folded.then_some((&st, Some(&x_out))),
                 ..ops::GemvCall::new(&w, &xt, &y)
             };
-            let mut rec = Recorder::new(&gpu);
+            let mut rec = Recorder::new(gpu);
             for sg in [false, true].into_iter().filter(|sg| !sg || subgroups) {
                 let t = GemvTunables::default_for(sg).fit_rows(rows, 8);
-                ops::gemv_call(&gpu, &mut rec, call, t).unwrap();
+                ops::gemv_call(gpu, &mut rec, call, t).unwrap();
                 rec.submit().unwrap();
                 let got = gpu.readback_f32(&y).unwrap();
                 let reference = input.reference(&x, &stream, &norm_w, 1e-5, cols);
@@ -340,7 +340,7 @@ fn check_input_forms(gpu: &gpuport_runtime::Gpu, cols: usize, inputs: &[gemv::Ge
                         want[r]
                     );
                 }
-                rec = Recorder::new(&gpu);
+                rec = Recorder::new(gpu);
             }
         }
     }

@@ -34,10 +34,6 @@ override WG: u32 = 128u;
 override KB: u32 = 32u;
 override LPK: u32 = WG / KB;
 override NEOX: u32 = 0u;
-// vec4s of its key row and of value rows each thread loads into registers at the start: the
-// launcher keeps head_dim / 4 <= PF * LPK and KB <= PF * (WG / (head_dim / 4))
-// (`attention::decode_fits`), so the prefetch holds everything a thread reads.
-const PF: u32 = 8u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
@@ -69,45 +65,13 @@ fn main(l: Lanes) {
     if p.window > 0u && p.n_keys > p.window {
         first = p.n_keys - p.window;
     }
-    let row4 = p.kv_heads * hd4;
-    let kb4 = kvh * hd4;
-    // Prefetch: each thread's share of its key row and of the value rows it sums, loaded before the query is prepared so that their
-    // latency overlaps the preparation's loads and barriers. Row pos is not among them (the
-    // prepared token stands in for it), and no other row is written in this dispatch.
-    let key = l.lid / LPK;
-    let lane = l.lid % LPK;
-    let j = blk * KB + key;
-    let live = j >= first && j < p.n_keys;
-    let kr = j * row4 + kb4;
-    var kreg: array<vec4<f32>, PF>;
-    if live && j != pos {
-        for (var i = 0u; i < PF; i++) {
-            let d = lane + i * LPK;
-            if d < hd4 {
-                kreg[i] = k[kr + d];
-            }
-        }
-    }
-    // Values: column c (a vec4) and key group g of `groups`.
-    let groups = max(WG / hd4, 1u);
-    let c = l.lid % hd4;
-    let g = l.lid / hd4;
-    let j0 = blk * KB;
-    let sums = g < groups && c < hd4;
-    var vreg: array<vec4<f32>, PF>;
-    if sums {
-        for (var i = 0u; i < PF; i++) {
-            let jj = j0 + g + i * groups;
-            if g + i * groups < KB && jj >= first && jj < p.n_keys && jj != pos {
-                vreg[i] = v[jj * row4 + kb4 + c];
-            }
-        }
-    }
     load_head(l, p.q_src + h * p.head_dim, 0u);
     for (var d = l.lid; d < p.head_dim; d += WG) {
         qs[d / 4u][d % 4u] = rotated(d, pos);
     }
     workgroupBarrier();
+    let row4 = p.kv_heads * hd4;
+    let kb4 = kvh * hd4;
     // Uniform per workgroup: the block holding the new token prepares its key.
     let last = blk == pos / KB;
     if last {
@@ -124,6 +88,10 @@ fn main(l: Lanes) {
             }
         }
     }
+    let key = l.lid / LPK;
+    let lane = l.lid % LPK;
+    let j = blk * KB + key;
+    let live = j >= first && j < p.n_keys;
     var acc = vec4<f32>(0.0);
     if live {
         if j == pos {
@@ -131,11 +99,9 @@ fn main(l: Lanes) {
                 acc += qs[d] * knew[d];
             }
         } else {
-            for (var i = 0u; i < PF; i++) {
-                let d = lane + i * LPK;
-                if d < hd4 {
-                    acc += qs[d] * kreg[i];
-                }
+            let kr = j * row4 + kb4;
+            for (var d = lane; d < hd4; d += LPK) {
+                acc += qs[d] * k[kr + d];
             }
         }
     }
@@ -159,18 +125,20 @@ fn main(l: Lanes) {
         weights[key] = e;
     }
     let total = wg_sum(l, e);
+    // Values: column c (a vec4) and key group g of `groups`.
+    let groups = max(WG / hd4, 1u);
+    let c = l.lid % hd4;
+    let g = l.lid / hd4;
+    let j0 = blk * KB;
     var o = vec4<f32>(0.0);
-    if sums {
-        let vb = p.v_src + kvh * p.head_dim + 4u * c;
-        for (var i = 0u; i < PF; i++) {
-            let ii = g + i * groups;
-            let jj = j0 + ii;
-            if ii < KB {
-                if jj == pos {
-                    o += weights[ii] * vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
-                } else if jj >= first && jj < p.n_keys {
-                    o += weights[ii] * vreg[i];
-                }
+    if g < groups && c < hd4 {
+        for (var i = g; i < KB; i += groups) {
+            let jj = j0 + i;
+            if jj == pos {
+                let vb = p.v_src + kvh * p.head_dim + 4u * c;
+                o += weights[i] * vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
+            } else if jj >= first && jj < p.n_keys {
+                o += weights[i] * v[jj * row4 + kb4 + c];
             }
         }
     }

@@ -251,7 +251,7 @@ pub fn attention_combine(
 }
 
 /// The first pass of [`attention_decode`] alone: the per-block partials land in `part` (for a
-/// GEMV with the [`kernels::gemv::GemvInput::AttnCombine`] input to combine); returns the
+/// GEMV with the [`gpuport_kernels::gemv::GemvInput::AttnCombine`] input to combine); returns the
 /// parameters with `blocks` set. Tensors `[qkv, kc, vc, part]`.
 pub fn attention_split(
     gpu: &Gpu,
@@ -275,7 +275,6 @@ pub fn attention_split(
         && hd.is_multiple_of(4)
         && hd <= 4 * ATTENTION_WG as usize
         && hd <= 256
-        && attention::decode_fits(ATTENTION_WG, kb, p.head_dim)
         && p.rot_dims.is_multiple_of(2)
         && p.rot_dims <= p.head_dim
         && heads.is_multiple_of(kv_heads)
