@@ -42,6 +42,7 @@ fn file(path: &str) -> Option<&'static str> {
         "attn_combine.wgsl" => include_str!("wgsl/attn_combine.wgsl"),
         "attn_params.wgsl" => include_str!("wgsl/attn_params.wgsl"),
         "attn_prepare.wgsl" => include_str!("wgsl/attn_prepare.wgsl"),
+        "attn_score.wgsl" => include_str!("wgsl/attn_score.wgsl"),
         "attn_prep.wgsl" => include_str!("wgsl/attn_prep.wgsl"),
         "attn_prefill.wgsl" => include_str!("wgsl/attn_prefill.wgsl"),
         "sample.wgsl" => include_str!("wgsl/sample.wgsl"),

@@ -189,6 +189,18 @@ fn cpu_logits(v: &std::collections::HashMap<String, Vec<f32>>, tokens: &[u32]) -
     out
 }
 
+/// GPU logits within 1e-3 of the largest CPU logit's magnitude of the f64 CPU forward pass.
+fn assert_logits_close(got: &[f32], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (f64::from(*a) - b).abs() <= 1e-3 * scale.max(1.0),
+            "{what}, logit {i}: GPU {a}, CPU {b}"
+        );
+    }
+}
+
 fn argmax(x: &[f64]) -> u32 {
     let mut best = 0;
     for (i, v) in x.iter().enumerate() {
@@ -214,14 +226,7 @@ fn tiny_llama_matches_the_cpu_forward_pass_and_decodes_exactly() {
     for n in 1..=prompt.len() {
         session.reset();
         let got = session.logits(&prompt[..n]).unwrap();
-        let want = &cpu[n - 1];
-        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for (i, (a, b)) in got.iter().zip(want).enumerate() {
-            assert!(
-                (f64::from(*a) - b).abs() <= 1e-3 * scale.max(1.0),
-                "prefix {n}, logit {i}: GPU {a}, CPU {b}"
-            );
-        }
+        assert_logits_close(&got, &cpu[n - 1], &format!("prefix {n}"));
     }
 
     // Greedy continuation: the CPU's argmax chain (checked for clear margins), for every
@@ -354,13 +359,6 @@ fn tiny_llama_long_context_matches_on_both_sides_of_the_fused_combine() {
     let cpu = cpu_logits(&values, &prompt);
     for n in [500, 560] {
         let got = session.logits(&prompt[..n]).unwrap();
-        let want = &cpu[n - 1];
-        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for (i, (a, b)) in got.iter().zip(want).enumerate() {
-            assert!(
-                (f64::from(*a) - b).abs() <= 1e-3 * scale.max(1.0),
-                "context {n}, logit {i}: GPU {a}, CPU {b}"
-            );
-        }
+        assert_logits_close(&got, &cpu[n - 1], &format!("context {n}"));
     }
 }

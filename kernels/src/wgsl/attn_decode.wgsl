@@ -47,11 +47,11 @@ var<workgroup> weights: array<f32, 256>;
 var<workgroup> qs: array<vec4<f32>, 64>;
 var<workgroup> knew: array<vec4<f32>, 64>;
 var<workgroup> osum: array<vec4<f32>, 256>;
-var<workgroup> partial: array<f32, 256>;
 
 //!include wgreduce
 
 //!include attn_prepare.wgsl
+//!include attn_score.wgsl
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
@@ -105,19 +105,7 @@ fn main(l: Lanes) {
             }
         }
     }
-    partial[l.lid] = acc.x + acc.y + acc.z + acc.w;
-    workgroupBarrier();
-    var s = -3.0e38;
-    if live && lane == 0u {
-        var dot_ = 0.0;
-        for (var i = 0u; i < LPK; i++) {
-            dot_ += partial[l.lid + i];
-        }
-        s = dot_ * p.scale;
-        if p.cap > 0.0 {
-            s = p.cap * tanh(clamp(s / p.cap, -15.0, 15.0));
-        }
-    }
+    let s = key_score(l, acc, live && lane == 0u);
     let m = wg_max(l, s);
     var e = 0.0;
     if live && lane == 0u {

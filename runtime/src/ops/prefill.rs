@@ -5,6 +5,7 @@ use gpuport_kernels::attention::{self, DecodeAttnParams};
 use gpuport_kernels::gemm::{self, GemmParams, GemmTile};
 use gpuport_kernels::gemv::GemvInput;
 
+use super::rows::attention_inputs_fit;
 use super::{elems, launch, matrix, reduction, row_chunks};
 use crate::device::Gpu;
 use crate::error::GpuError;
@@ -135,33 +136,13 @@ pub fn attention_prefill(
     qk_norm: Option<&Tensor>,
 ) -> Result<(), GpuError> {
     const WG: u32 = 128;
-    let (heads, kv_heads, hd, ctx, tokens) = (
-        p.heads as usize,
-        p.kv_heads as usize,
-        p.head_dim as usize,
-        p.max_ctx as usize,
-        p.tokens as usize,
-    );
-    let row_end = |at: u32, n: usize| at as usize + n <= p.qkv_stride as usize;
-    let ok = kv_heads > 0
+    let (heads, hd, tokens) = (p.heads as usize, p.head_dim as usize, p.tokens as usize);
+    let ok = attention_inputs_fit(&p, p.qkv_stride as usize, [kc, vc], qk_norm)
         && tokens > 0
         && tokens <= p.n_keys as usize
-        && hd.is_multiple_of(4)
-        && hd <= 256
-        && p.rot_dims.is_multiple_of(2)
-        && p.rot_dims <= p.head_dim
-        && heads.is_multiple_of(kv_heads)
-        && p.n_keys as usize <= ctx
-        && row_end(p.q_src, heads * hd)
-        && row_end(p.k_src, kv_heads * hd)
-        && row_end(p.v_src, kv_heads * hd)
         && elems(qkv) >= tokens * p.qkv_stride as usize
-        && (p.norm == 0) == qk_norm.is_none()
-        && qk_norm.is_none_or(|w| elems(w) == 2 * hd)
         && elems(q) >= tokens * heads * hd
         && out.is_none_or(|o| elems(o) >= tokens * heads * hd)
-        && elems(kc) >= ctx * kv_heads * hd
-        && elems(vc) >= ctx * kv_heads * hd
         && p.tokens <= gpu.limits().max_compute_workgroups_per_dimension;
     if !ok {
         return Err(GpuError::Shape(format!(

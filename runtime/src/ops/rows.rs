@@ -262,30 +262,11 @@ pub fn attention_split(
     qk_norm: Option<&Tensor>,
 ) -> Result<DecodeAttnParams, GpuError> {
     let kb = attention::keys_per_block(p.head_dim);
-    let (heads, kv_heads, hd, ctx) = (
-        p.heads as usize,
-        p.kv_heads as usize,
-        p.head_dim as usize,
-        p.max_ctx as usize,
-    );
+    let (heads, hd) = (p.heads as usize, p.head_dim as usize);
     p.blocks = p.n_keys.div_ceil(kb).max(1);
-    let within = |at: u32, n: usize| at as usize + n <= elems(qkv);
-    let ok = kv_heads > 0
+    let ok = attention_inputs_fit(&p, elems(qkv), [kc, vc], qk_norm)
         && p.n_keys > 0
-        && hd.is_multiple_of(4)
         && hd <= 4 * ATTENTION_WG as usize
-        && hd <= 256
-        && p.rot_dims.is_multiple_of(2)
-        && p.rot_dims <= p.head_dim
-        && heads.is_multiple_of(kv_heads)
-        && p.n_keys as usize <= ctx
-        && within(p.q_src, heads * hd)
-        && within(p.k_src, kv_heads * hd)
-        && within(p.v_src, kv_heads * hd)
-        && (p.norm == 0) == qk_norm.is_none()
-        && qk_norm.is_none_or(|w| elems(w) == 2 * hd)
-        && elems(kc) >= ctx * kv_heads * hd
-        && elems(vc) >= ctx * kv_heads * hd
         && elems(part) >= heads * p.blocks as usize * attention::part_stride(p.head_dim)
         && p.blocks <= gpu.limits().max_compute_workgroups_per_dimension;
     if !ok {
@@ -306,6 +287,39 @@ pub fn attention_split(
         (p.heads, p.blocks),
     )?;
     Ok(p)
+}
+
+/// Whether attention `p` fits its inputs: a head shape the kernels take (head_dim a multiple
+/// of 4, at most 256; an even RoPE width within it; whole GQA groups), q, k and v within the
+/// first `row_len` elements of a projections row, norm weights exactly when a norm is set
+/// (query then key: `2 head_dim`), caches of `max_ctx` positions holding `n_keys`.
+pub(super) fn attention_inputs_fit(
+    p: &DecodeAttnParams,
+    row_len: usize,
+    [kc, vc]: [&Tensor; 2],
+    qk_norm: Option<&Tensor>,
+) -> bool {
+    let (heads, kv_heads, hd, ctx) = (
+        p.heads as usize,
+        p.kv_heads as usize,
+        p.head_dim as usize,
+        p.max_ctx as usize,
+    );
+    let within = |at: u32, n: usize| at as usize + n <= row_len;
+    kv_heads > 0
+        && hd.is_multiple_of(4)
+        && hd <= 256
+        && p.rot_dims.is_multiple_of(2)
+        && p.rot_dims <= p.head_dim
+        && heads.is_multiple_of(kv_heads)
+        && p.n_keys as usize <= ctx
+        && within(p.q_src, heads * hd)
+        && within(p.k_src, kv_heads * hd)
+        && within(p.v_src, kv_heads * hd)
+        && (p.norm == 0) == qk_norm.is_none()
+        && qk_norm.is_none_or(|w| elems(w) == 2 * hd)
+        && elems(kc) >= ctx * kv_heads * hd
+        && elems(vc) >= ctx * kv_heads * hd
 }
 
 /// Scratch elements [`attention_decode`] needs for a cache of `max_ctx` positions.
