@@ -36,13 +36,17 @@ pub struct SampleParams {
     pub pad: u32,
 }
 
-/// The sampler (its workgroup is fixed at 256 threads: the radix histograms have 256 bins).
-pub fn spec() -> KernelSpec {
+/// Allowed workgroup sizes of the sampler.
+pub const WG_VALUES: [u32; 2] = [256, 1024];
+
+/// The sampler with `wg` threads (one of [`WG_VALUES`]; the radix histograms have 256 bins
+/// whatever the size).
+pub fn spec(wg: u32) -> KernelSpec {
     KernelSpec {
         family: Family::Sample,
         quant: None,
         reduction: None,
-        constants: Vec::new(),
+        constants: vec![("WG", wg)],
     }
 }
 

@@ -29,7 +29,9 @@ struct Params {
     _pad0: u32,
 }
 
-const WG: u32 = 256u;
+// Threads (256 or 1024): one workgroup walks the whole vocabulary several times, so more
+// threads mean more loads in flight on its one compute unit.
+override WG: u32 = 256u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> logits: array<f32>;
@@ -38,8 +40,8 @@ const WG: u32 = 256u;
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
 
 var<workgroup> hist: array<atomic<u32>, 256>;
-var<workgroup> redf: array<f32, 256>;
-var<workgroup> redu: array<u32, 256>;
+var<workgroup> redf: array<f32, WG>;
+var<workgroup> redu: array<u32, WG>;
 var<workgroup> bcast: array<u32, 4>;
 
 // Order-preserving map of f32 to u32: a larger float has a larger key.
@@ -86,7 +88,9 @@ fn radix_select(lid: u32, goal: u32, on_probs: bool, total: f32) -> u32 {
     var above = 0u;
     for (var pass_ = 0u; pass_ < 4u; pass_++) {
         let shift = 24u - 8u * pass_;
-        atomicStore(&hist[lid], 0u);
+        if lid < 256u {
+            atomicStore(&hist[lid], 0u);
+        }
         workgroupBarrier();
         for (var i = lid; i < p.vocab; i += WG) {
             var k = key(logits[i]);
@@ -125,7 +129,7 @@ fn radix_select(lid: u32, goal: u32, on_probs: bool, total: f32) -> u32 {
     return prefix;
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32) {
     // 1. Penalty, once per distinct id (one lane: the recent window is short).
     if lid == 0u && p.penalty != 1.0 {

@@ -387,10 +387,21 @@ pub fn sample(
             logits.shape, tokens.shape
         )));
     }
+    // The largest workgroup the adapter runs: the sampler is one workgroup, so its threads are
+    // its only parallelism.
+    let limits = gpu.limits();
+    let wg = gpuport_kernels::sample::WG_VALUES
+        .into_iter()
+        .filter(|wg| {
+            *wg <= limits.max_compute_invocations_per_workgroup
+                && *wg <= limits.max_compute_workgroup_size_x
+        })
+        .max()
+        .unwrap_or(256);
     launch(
         gpu,
         rec,
-        &gpuport_kernels::sample::spec(),
+        &gpuport_kernels::sample::spec(wg),
         &p,
         &[logits, probs, tokens, out],
         (1, 1),
