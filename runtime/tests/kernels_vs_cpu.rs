@@ -507,3 +507,37 @@ fn gemm_matches_cpu_for_every_type() {
         }
     }
 }
+
+/// A GEMM of no tokens or no rows records nothing and is no error; an x narrower than the
+/// matrix is a shape error.
+#[test]
+fn gemm_empty_edges_and_bad_shapes() {
+    use gpuport_kernels::gemm::GemmTile;
+    use gpuport_kernels::gemv::GemvInput;
+    let Some(gpu) = support::gpu() else { return };
+    let x = gpu.upload_f32(&[1.0; 64], &[64], "x").unwrap();
+    let y = gpu.upload_f32(&[7.0; 8], &[8], "y").unwrap();
+    let empty = gpu
+        .upload(&[], Elem::Ggml(GgmlType::Q8_0), &[0, 32], "no rows")
+        .unwrap();
+    let w = gpu.zeros_f32(&[4, 32], "w").unwrap();
+    let call = |w, tokens, x_stride| ops::GemmCall {
+        w,
+        x: &x,
+        y: &y,
+        tokens,
+        x_stride,
+        y_stride: 4,
+        y_first: 0,
+        residual: None,
+        input: GemvInput::Plain,
+    };
+    let mut rec = Recorder::new(&gpu);
+    ops::gemm(&gpu, &mut rec, call(&empty, 2, 32), GemmTile::DEFAULT).unwrap();
+    ops::gemm(&gpu, &mut rec, call(&w, 0, 32), GemmTile::DEFAULT).unwrap();
+    assert_eq!(rec.stats().dispatches, 0);
+    rec.submit().unwrap();
+    assert_eq!(gpu.readback_f32(&y).unwrap(), vec![7.0; 8]);
+    let err = ops::gemm(&gpu, &mut rec, call(&w, 2, 16), GemmTile::DEFAULT).unwrap_err();
+    assert_eq!(err.code(), "BAD_REQUEST");
+}
