@@ -27,6 +27,8 @@ pub struct Options {
     pub steps: Vec<usize>,
     /// Write the results here as JSON.
     pub json: Option<PathBuf>,
+    /// How the decode runs sample (greedy: the two-stage argmax; otherwise the sampler).
+    pub sampling: Sampling,
 }
 
 #[derive(Serialize)]
@@ -48,6 +50,8 @@ struct Report {
     weight_bytes: u64,
     ceiling_gbps: f64,
     prompt_tokens: usize,
+    /// Sampling of the decode runs (temperature, top_k, top_p).
+    sampling: (f32, u32, f32),
     prefill_tokens_per_s: f64,
     time_to_first_token_ms: f64,
     decode: Vec<DecodeRun>,
@@ -112,7 +116,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
                     prompt: &start,
                     max_tokens: o.gen_tokens + 1,
                     stop: &[],
-                    sampling: Sampling::GREEDY,
+                    sampling: o.sampling,
                 },
                 |_| {
                     first_at.get_or_insert_with(Instant::now);
@@ -157,6 +161,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         weight_bytes: plan.weight_bytes,
         ceiling_gbps: ceiling.gbps,
         prompt_tokens: o.prompt_tokens,
+        sampling: (o.sampling.temperature, o.sampling.top_k, o.sampling.top_p),
         prefill_tokens_per_s: o.prompt_tokens as f64 / ttft,
         time_to_first_token_ms: ttft * 1e3,
         decode,
@@ -174,6 +179,8 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         "prefill {} tokens: {:.0} tok/s, time to first token {:.1} ms",
         o.prompt_tokens, report.prefill_tokens_per_s, report.time_to_first_token_ms
     );
+    let (t, k, p) = report.sampling;
+    println!("decode sampling: temperature {t}, top-k {k}, top-p {p}");
     println!("steps/submit  tok/s  wall ms/tok  gpu ms/tok   GB/s  ratio");
     for d in &report.decode {
         println!(

@@ -76,6 +76,15 @@ enum Command {
         /// Write the results here as JSON.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// Decode with this temperature (0: greedy, the two-stage argmax; above: the sampler).
+        #[arg(long, default_value_t = 0.0)]
+        temperature: f32,
+        /// Decode keeping the k largest logits (0: off).
+        #[arg(long, default_value_t = 0)]
+        top_k: u32,
+        /// Decode keeping the smallest head of this mass (1: off).
+        #[arg(long, default_value_t = 1.0)]
+        top_p: f32,
     },
     /// Import throughput: `Store::import` (hash + copy + fsync) against `sha256sum` of the
     /// same file, as a ratio measured in one run.
@@ -123,12 +132,22 @@ fn main() -> anyhow::Result<()> {
             gen_tokens,
             steps,
             json,
+            temperature,
+            top_k,
+            top_p,
         } => bench_llm::run(bench_llm::Options {
             model,
             prompt_tokens,
             gen_tokens,
             steps,
             json,
+            sampling: gpuport_runtime::llm::Sampling {
+                temperature,
+                top_k,
+                top_p,
+                seed: 1,
+                ..gpuport_runtime::llm::Sampling::GREEDY
+            },
         }),
         Command::BenchStore {
             file,
