@@ -55,6 +55,12 @@ impl GemmTile {
     /// The default tile: 32 tokens × 64 rows.
     pub const DEFAULT: GemmTile = GemmTile { tm: 32, tn: 64 };
 
+    /// Bytes of workgroup memory the tile takes (the weight and input tiles, rows padded by
+    /// one float): the 64 × 64 tile needs 16,896, over WebGPU's default 16,384.
+    pub fn workgroup_bytes(self) -> u32 {
+        (self.tm + self.tn) * (KC + 1) * 4
+    }
+
     /// Every allowed tile.
     pub fn all() -> Vec<GemmTile> {
         TILE_VALUES
@@ -63,6 +69,9 @@ impl GemmTile {
             .collect()
     }
 }
+
+/// Columns per reduction chunk (`KC` in `gemm.wgsl`).
+pub const KC: u32 = 32;
 
 /// Input forms the GEMM applies while loading X: plain and the two GLUs.
 pub const INPUTS: [GemvInput; 3] = [GemvInput::Plain, GemvInput::SwiGlu, GemvInput::GeGlu];

@@ -39,6 +39,12 @@ pub struct Tensor {
 }
 
 impl Tensor {
+    /// Whether `other` lives in the same GPU buffer (a view of it, or it): wgpu refuses one
+    /// buffer bound both read-only and read-write in a dispatch.
+    pub fn shares_buffer(&self, other: &Tensor) -> bool {
+        std::sync::Arc::ptr_eq(&self.buffer, &other.buffer)
+    }
+
     /// The whole tensor as a binding resource.
     pub fn binding(&self) -> wgpu::BindingResource<'_> {
         self.binding_range(0, self.padded())

@@ -388,6 +388,26 @@ fn gemv_input_forms_check_their_bindings() {
         let err = ops::gemv_call(&gpu, &mut rec, call, t).unwrap_err();
         assert_eq!(err.code(), "BAD_REQUEST", "{input:?}");
     }
+    // An attention combine past its limits (17 blocks per head; heads 2 elements wide), built
+    // directly rather than by `GemvInput::attention_combine`, with a large enough x.
+    let part = gpu.zeros_f32(&[4096], "partials").unwrap();
+    for input in [
+        GemvInput::AttnCombine {
+            head_dim: 4,
+            blocks: 17,
+        },
+        GemvInput::AttnCombine {
+            head_dim: 2,
+            blocks: 1,
+        },
+    ] {
+        let call = ops::GemvCall {
+            input,
+            ..ops::GemvCall::new(&w, &part, &y)
+        };
+        let err = ops::gemv_call(&gpu, &mut rec, call, t).unwrap_err();
+        assert_eq!(err.code(), "BAD_REQUEST", "{input:?}");
+    }
 }
 
 /// The input-only dispatch forms the same vector as the CPU reference for every input form
@@ -442,6 +462,12 @@ fn gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm::{self, GemmTile};
     let Some(gpu) = support::gpu() else { return };
     let (tokens, rows, cols, y_first) = (37, 45, 256, 3);
+    // The tiles this adapter's workgroup memory holds (64 × 64 needs 16,896 bytes).
+    let storage = gpu.limits().max_compute_workgroup_storage_size;
+    let tiles: Vec<GemmTile> = GemmTile::all()
+        .into_iter()
+        .filter(|t| t.workgroup_bytes() <= storage)
+        .collect();
     let y_stride = y_first + rows + 2;
     for (i, ty) in GgmlType::ALL.into_iter().enumerate() {
         let row_bytes = ty.row_bytes(cols).unwrap();
@@ -451,7 +477,7 @@ fn gemm_matches_cpu_for_every_type() {
             .unwrap();
         let dq = dequantize(ty, &raw);
         let input = gemm::INPUTS[i % gemm::INPUTS.len()];
-        let tile = GemmTile::all()[i % GemmTile::all().len()];
+        let tile = tiles[i % tiles.len()];
         let width = input.x_len(cols);
         let x_stride = width + 4;
         let x: Vec<f32> = support::random_f32(tokens * x_stride, 41)
@@ -539,5 +565,12 @@ fn gemm_empty_edges_and_bad_shapes() {
     rec.submit().unwrap();
     assert_eq!(gpu.readback_f32(&y).unwrap(), vec![7.0; 8]);
     let err = ops::gemm(&gpu, &mut rec, call(&w, 2, 16), GemmTile::DEFAULT).unwrap_err();
+    assert_eq!(err.code(), "BAD_REQUEST");
+    // The output bound again as the residual (read-only and read-write in one dispatch).
+    let in_place = ops::GemmCall {
+        residual: Some(&y),
+        ..call(&w, 2, 32)
+    };
+    let err = ops::gemm(&gpu, &mut rec, in_place, GemmTile::DEFAULT).unwrap_err();
     assert_eq!(err.code(), "BAD_REQUEST");
 }

@@ -186,9 +186,13 @@ fn check_gemv(call: &GemvCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
     let bad = |what: String| Err(GpuError::Shape(format!("GEMV [{rows}, {cols}]: {what}")));
     // The attention combine reads the first x_len elements of the partials scratch.
     let x_fits = match call.input {
-        gemv::GemvInput::AttnCombine { head_dim, .. } => {
-            cols.is_multiple_of(head_dim.max(1) as usize)
-                && cols <= gemv::STAGED_MAX_COLS as usize
+        // Every limit of the form (head width, blocks, workgroup memory) as its constructor
+        // checks them: the enum's fields are public.
+        gemv::GemvInput::AttnCombine { head_dim, blocks } => {
+            let heads = cols / head_dim.max(1) as usize;
+            heads * head_dim as usize == cols
+                && gemv::GemvInput::attention_combine(heads as u32, head_dim, blocks)
+                    == Some(call.input)
                 && n(call.x) >= call.input.x_len(cols)
         }
         _ => n(call.x) == call.input.x_len(cols),

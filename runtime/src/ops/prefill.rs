@@ -51,6 +51,8 @@ pub fn gemm(
         && rows_of(call.x, call.x_stride) >= call.tokens
         && rows_of(call.y, call.y_stride) >= call.tokens
         && call.residual.is_none_or(|r| elems(r) == elems(call.y))
+        && !call.y.shares_buffer(call.x)
+        && call.residual.is_none_or(|r| !call.y.shares_buffer(r))
         && call.tokens as u64 <= u64::from(tile.tm) * u64::from(u16::MAX);
     if !ok {
         return Err(GpuError::Shape(format!(
@@ -66,11 +68,18 @@ pub fn gemm(
             call.residual.map(|r| &r.shape)
         )));
     }
+    let limits = gpu.limits();
+    if tile.workgroup_bytes() > limits.max_compute_workgroup_storage_size {
+        return Err(GpuError::Shape(format!(
+            "GEMM tile {tile:?} takes {} bytes of workgroup memory, the adapter allows {}",
+            tile.workgroup_bytes(),
+            limits.max_compute_workgroup_storage_size
+        )));
+    }
     if rows == 0 || call.tokens == 0 {
         return Ok(());
     }
     let pipeline = gpu.pipeline(&gemm::spec(ty, tile, call.input))?;
-    let limits = gpu.limits();
     let chunks = row_chunks(
         rows as u64,
         row_bytes as u64,
