@@ -116,7 +116,8 @@ fn xin(i: u32) -> vec4<f32> {
     return form(i);
 }
 
-// Element vec4 `i` of the input vector, formed from the bindings.
+// Element vec4 `i` of the input vector, formed from the bindings (every form but 6, which
+// always stages).
 fn form(i: u32) -> vec4<f32> {
     let v = x[i];
     switch XFORM {
@@ -124,7 +125,6 @@ fn form(i: u32) -> vec4<f32> {
         case 2u: { return v * x_rstd * (1.0 + xw[i - p.x_offset]); }
         case 3u, 4u: { return act4(v) * x[i + p.x_aux]; }
         case 5u: { return post_residual(i) * x_rstd * (xw[x_cols4() + i] + p.w_one); }
-        case 6u: { return xs[i - p.x_offset]; }
         default: { return v; }
     }
 }

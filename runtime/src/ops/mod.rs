@@ -27,6 +27,11 @@ pub(crate) fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
     }
 }
 
+/// A storage binding of the whole of `t`: (tensor, offset within it, padded length).
+pub(crate) fn whole(t: &Tensor) -> (&Tensor, u64, u64) {
+    (t, 0, t.padded())
+}
+
 /// Uploads `params`, binds `tensors` after it (bindings 1..), and records the dispatch.
 pub(crate) fn launch<P: bytemuck::Pod>(
     gpu: &Gpu,
@@ -38,7 +43,7 @@ pub(crate) fn launch<P: bytemuck::Pod>(
 ) -> Result<(), GpuError> {
     let pipeline = gpu.pipeline(spec)?;
     let slot = rec.uniform(params)?;
-    let storage: Vec<(&Tensor, u64, u64)> = tensors.iter().map(|t| (*t, 0, t.padded())).collect();
+    let storage: Vec<(&Tensor, u64, u64)> = tensors.iter().map(|t| whole(t)).collect();
     let group = rec.bind_group(&pipeline, slot, &storage);
     rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
     Ok(())
@@ -331,9 +336,6 @@ fn dispatch_gemv(
     }
     let slot = rec.uniform(&p)?;
     let x = call.x;
-    fn whole(t: &Tensor) -> (&Tensor, u64, u64) {
-        (t, 0, t.padded())
-    }
     let group = rec.bind_group(
         pipeline,
         slot,
@@ -443,11 +445,7 @@ pub fn embed_chunked(
         let group = rec.bind_group(
             &pipeline,
             slot,
-            &[
-                (w, byte_offset, len),
-                (ids, 0, ids.padded()),
-                (out, 0, out.padded()),
-            ],
+            &[(w, byte_offset, len), (ids, 0, ids.padded()), whole(out)],
         );
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
     }

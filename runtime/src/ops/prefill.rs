@@ -6,7 +6,7 @@ use gpuport_kernels::gemm::{self, GemmParams, GemmTile};
 use gpuport_kernels::gemv::GemvInput;
 
 use super::rows::attention_inputs_fit;
-use super::{elems, launch, matrix, reduction, row_chunks};
+use super::{elems, launch, matrix, reduction, row_chunks, whole};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
@@ -113,9 +113,6 @@ pub fn gemm(
         }
         let slot = rec.uniform(&p)?;
         let len = (n * row_bytes as u64).div_ceil(4) * 4;
-        fn whole(t: &Tensor) -> (&Tensor, u64, u64) {
-            (t, 0, t.padded())
-        }
         let bindings = [
             (call.w, byte_offset, len),
             whole(call.x),
