@@ -76,6 +76,61 @@ pub enum GemvInput {
         /// Key blocks per head.
         blocks: u32,
     },
+    /// `x` holds the input vector as int8 blocks ([`Q8_BLOCK_WORDS`] words per 32 elements),
+    /// written by the input-only variant in its quantized form
+    /// ([`input_only_spec`]`(.., true)`): the GEMV multiplies them with `dot4I8Packed`
+    /// (`gemv_q8.wgsl`; weights of the types [`takes_q8_input`] accepts).
+    Q8Blocks,
+}
+
+/// Words per 32-element block of a [`GemvInput::Q8Blocks`] vector: 8 of packed int8, the
+/// scale `d` and `d * sum(q)` as f32 bits, two spare (three 16-byte loads per block).
+pub const Q8_BLOCK_WORDS: usize = 12;
+
+/// Whether weights of type `ty` have the int8-input GEMV ([`GemvInput::Q8Blocks`]).
+pub fn takes_q8_input(ty: GgmlType) -> bool {
+    ty == GgmlType::Q8_0
+}
+
+/// CPU reference of the quantized input vector (the input-only variant's quantized form):
+/// per 32 values `d = max|v| / 127`, `q = round(v / d)` (ties away from zero, as C's
+/// `roundf`), packed little-endian 4 per word. `v.len()` must be a multiple of 32.
+pub fn quantize_q8_input(v: &[f32]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(v.len() / 32 * Q8_BLOCK_WORDS);
+    for block in v.chunks_exact(32) {
+        let amax = block.iter().fold(0.0f32, |m, a| m.max(a.abs()));
+        let d = amax / 127.0;
+        let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
+        let q: Vec<i32> = block
+            .iter()
+            .map(|a| ((a * inv).round() as i32).clamp(-127, 127))
+            .collect();
+        out.extend(q.chunks_exact(4).map(|c| {
+            u32::from_le_bytes([
+                c[0] as i8 as u8,
+                c[1] as i8 as u8,
+                c[2] as i8 as u8,
+                c[3] as i8 as u8,
+            ])
+        }));
+        let sum: i32 = q.iter().sum();
+        out.extend([d.to_bits(), (d * sum as f32).to_bits(), 0, 0]);
+    }
+    out
+}
+
+/// The values a [`GemvInput::Q8Blocks`] vector stands for (`q * d`).
+pub fn dequantize_q8_input(words: &[u32]) -> Vec<f32> {
+    words
+        .chunks_exact(Q8_BLOCK_WORDS)
+        .flat_map(|b| {
+            let d = f32::from_bits(b[8]);
+            b[..8]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .map(move |q| f32::from(q as i8) * d)
+        })
+        .collect()
 }
 
 /// Most columns whose input vector a GEMV forms once into workgroup memory (8 KiB); wider
@@ -141,6 +196,8 @@ impl GemvInput {
             GemvInput::GeGlu => 4,
             GemvInput::FoldedRmsNorm | GemvInput::FoldedRmsNormPlusOne => 5,
             GemvInput::AttnCombine { .. } => 6,
+            // Not a form of gemv.wgsl: a kernel of its own.
+            GemvInput::Q8Blocks => 0,
         }
     }
 
@@ -178,6 +235,7 @@ impl GemvInput {
                 let hd = head_dim as usize;
                 cols / hd.max(1) * blocks as usize * crate::attention::part_stride(head_dim)
             }
+            GemvInput::Q8Blocks => cols / 32 * Q8_BLOCK_WORDS,
             _ => cols,
         }
     }
@@ -226,6 +284,10 @@ impl GemvInput {
             }
             GemvInput::AttnCombine { head_dim, blocks } => {
                 crate::attention::combine_reference(x, cols / head_dim as usize, head_dim, blocks)
+            }
+            GemvInput::Q8Blocks => {
+                let words: Vec<u32> = x.iter().map(|v| v.to_bits()).collect();
+                dequantize_q8_input(&words)
             }
         }
     }
@@ -319,6 +381,17 @@ impl GemvTunables {
         }
     }
 
+    /// The int8-input GEMV's default before tuning: 4 lanes per row (a decode matrix of
+    /// 640 columns is 20 blocks: 5 per lane).
+    pub fn q8_default(subgroups: bool) -> Self {
+        GemvTunables {
+            rows: 64,
+            rpt: 1,
+            wg: 256,
+            ..GemvTunables::default_for(subgroups)
+        }
+    }
+
     /// Lanes that share a group of rows.
     pub fn lanes_per_group(self) -> u32 {
         self.wg * self.rpt / self.rows
@@ -331,10 +404,18 @@ pub fn spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
 }
 
 /// The variant that only forms the input vector of [`spec_with`]`(ty, t, input)` (one
-/// workgroup, written to the output binding), for GEMVs too large to repeat it per workgroup.
-pub fn input_only_spec(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: usize) -> KernelSpec {
+/// workgroup, written to the output binding), for GEMVs too large to repeat it per workgroup;
+/// `quantized`: written as [`GemvInput::Q8Blocks`] for the int8-input GEMV.
+pub fn input_only_spec(
+    ty: GgmlType,
+    t: GemvTunables,
+    input: GemvInput,
+    cols: usize,
+    quantized: bool,
+) -> KernelSpec {
     let mut spec = spec_with(ty, t, input, cols);
-    spec.constants.push(("INPUT_ONLY", 1));
+    spec.constants
+        .push(("INPUT_ONLY", if quantized { 2 } else { 1 }));
     spec
 }
 
@@ -342,6 +423,9 @@ pub fn input_only_spec(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: us
 /// `cols` columns, staged in workgroup memory where [`GemvInput::staged`] says (labels of
 /// plain-input variants carry no `XFORM`, so tuning tables keep their keys).
 pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: usize) -> KernelSpec {
+    if input == GemvInput::Q8Blocks {
+        return q8_spec(ty, t);
+    }
     let mut constants = vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt)];
     if t.unroll > 1 {
         constants.push(("UNROLL", t.unroll));
@@ -357,6 +441,21 @@ pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: usize) -
     }
     KernelSpec {
         family: Family::Gemv,
+        quant: Some(ty),
+        reduction: Some(t.reduction),
+        constants,
+    }
+}
+
+/// The int8-input GEMV (`gemv_q8.wgsl`) at `t`'s workgroup size, rows per workgroup,
+/// reduction and unrolling (one row per lane group: rows per thread does not apply).
+fn q8_spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
+    let mut constants = vec![("WG", t.wg), ("ROWS", t.rows)];
+    if t.unroll > 1 {
+        constants.push(("UNROLL", t.unroll));
+    }
+    KernelSpec {
+        family: Family::GemvQ8,
         quant: Some(ty),
         reduction: Some(t.reduction),
         constants,

@@ -8,6 +8,8 @@ use crate::source::{Reduction, assemble};
 pub enum Family {
     /// Matrix-vector product with fused dequantization.
     Gemv,
+    /// Matrix-vector product of Q8_0 weights with an int8 input vector (`dot4I8Packed`).
+    GemvQ8,
     /// Matrix-matrix product with fused dequantization (prefill).
     Gemm,
     /// Blocks to f32.
@@ -45,6 +47,7 @@ impl Family {
     pub fn name(self) -> &'static str {
         match self {
             Family::Gemv => "gemv",
+            Family::GemvQ8 => "gemv_q8",
             Family::Gemm => "gemm",
             Family::Dequant => "dequant",
             Family::Stream => "stream",
@@ -66,6 +69,7 @@ impl Family {
     fn file(self) -> &'static str {
         match self {
             Family::Gemv => "gemv.wgsl",
+            Family::GemvQ8 => "gemv_q8.wgsl",
             Family::Gemm => "gemm.wgsl",
             Family::Dequant => "dequant.wgsl",
             Family::Stream => "stream.wgsl",

@@ -64,6 +64,17 @@ pub fn all_specs() -> Vec<KernelSpec> {
                 }));
             }
         }
+        for input in [gemv::GemvInput::Plain, gemv::GemvInput::RmsNormPlusOne] {
+            out.extend([false, true].map(|sg| {
+                let t = gemv::GemvTunables::default_for(sg);
+                gemv::input_only_spec(ty, t, input, 640, true)
+            }));
+        }
+        if gemv::takes_q8_input(ty) {
+            for t in gemv::GemvTunables::all().into_iter().filter(|t| t.rpt == 1) {
+                out.push(gemv::spec_with(ty, t, gemv::GemvInput::Q8Blocks, 0));
+            }
+        }
         for tile in gemm::GemmTile::all() {
             out.extend(gemm::INPUTS.map(|input| gemm::spec(ty, tile, input)));
         }

@@ -33,6 +33,8 @@ fn file(path: &str) -> Option<&'static str> {
     Some(match path {
         "common.wgsl" => include_str!("wgsl/common.wgsl"),
         "gemv.wgsl" => include_str!("wgsl/gemv.wgsl"),
+        "gemv_q8.wgsl" => include_str!("wgsl/gemv_q8.wgsl"),
+        "gemv_params.wgsl" => include_str!("wgsl/gemv_params.wgsl"),
         "gemm.wgsl" => include_str!("wgsl/gemm.wgsl"),
         "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),
         "stream.wgsl" => include_str!("wgsl/stream.wgsl"),

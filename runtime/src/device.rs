@@ -205,6 +205,21 @@ impl Gpu {
             })
     }
 
+    /// The int8-input GEMV's tunables for `ty` here (`gemv_q8.wgsl`): the table's entry,
+    /// else the kernel's default.
+    pub fn gemv_q8_tunables_in(
+        &self,
+        table: &crate::tuning::TuningTable,
+        ty: gpuport_kernels::quant::GgmlType,
+    ) -> gpuport_kernels::gemv::GemvTunables {
+        table
+            .entry(&self.info, &crate::tuning::gemv_q8_key(ty))
+            .filter(|t| t.reduction == gpuport_kernels::Reduction::Shared || self.has_subgroups())
+            .unwrap_or_else(|| {
+                gpuport_kernels::gemv::GemvTunables::q8_default(self.has_subgroups())
+            })
+    }
+
     /// Whether passes can carry timestamps.
     pub fn has_timestamps(&self) -> bool {
         self.features.contains(wgpu::Features::TIMESTAMP_QUERY)

@@ -89,6 +89,11 @@ pub fn gemv_key(ty: GgmlType) -> String {
     format!("gemv.{}", ty.name())
 }
 
+/// The key of an int8-input GEMV entry (`gemv_q8.wgsl`).
+pub fn gemv_q8_key(ty: GgmlType) -> String {
+    format!("gemv_q8.{}", ty.name())
+}
+
 impl TuningTable {
     /// The table compiled into the binary.
     pub fn committed() -> TuningTable {
@@ -130,13 +135,19 @@ impl TuningTable {
 
     /// The GEMV tunables for `ty` on `info`, if the table has them.
     pub fn gemv(&self, info: &wgpu::AdapterInfo, ty: GgmlType) -> Option<GemvTunables> {
+        self.entry(info, &gemv_key(ty))
+    }
+
+    /// The tunables under `key` ([`gemv_key`], [`gemv_q8_key`]) on `info`, if the table has
+    /// them.
+    pub fn entry(&self, info: &wgpu::AdapterInfo, key: &str) -> Option<GemvTunables> {
         self.adapters
             .iter()
             .find(|a| {
                 a.vendor == info.vendor && a.device == info.device && a.driver == info.driver
             })?
             .gemv
-            .get(&gemv_key(ty))?
+            .get(key)?
             .tunables()
     }
 }

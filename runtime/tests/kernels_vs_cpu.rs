@@ -436,7 +436,7 @@ fn gemv_input_vector_matches_cpu() {
         };
         let mut rec = Recorder::new(&gpu);
         let t = GemvTunables::default_for(support::has_subgroups(&gpu));
-        ops::gemv_input(&gpu, &mut rec, call, t, &out).unwrap();
+        ops::gemv_input(&gpu, &mut rec, call, t, &out, false).unwrap();
         rec.submit().unwrap();
         let want = input.reference(&x, &stream, &norm_w, 1e-5, cols);
         let mut got = gpu.readback_f32(&out).unwrap();
@@ -451,6 +451,168 @@ fn gemv_input_vector_matches_cpu() {
             );
         }
     }
+}
+
+/// The int8-input GEMV: the input-only dispatch quantizes the formed vector (plain, and the
+/// (1 + w) RMSNorm of the output projections) into blocks that stand for it within half a
+/// step, and the Q8_0 × int8 GEMV equals a CPU sum of the same integers (f64) for row lengths
+/// of even and odd block counts (rows starting 2 bytes into a word), with and without the
+/// residual, at tunables from 1 to 256 lanes per row and unrolled.
+#[test]
+fn gemv_q8_input_matches_cpu() {
+    use gemv::{GemvInput, Q8_BLOCK_WORDS};
+    let Some(gpu) = support::gpu() else { return };
+    let subgroups = support::has_subgroups(&gpu);
+    let ty = GgmlType::Q8_0;
+    let tunables: Vec<GemvTunables> = [(256, 64, 1), (32, 32, 2), (64, 1, 1), (128, 16, 4)]
+        .into_iter()
+        .flat_map(|(wg, rows, unroll)| {
+            Reduction::ALL.map(|reduction| GemvTunables {
+                wg,
+                rows,
+                rpt: 1,
+                reduction,
+                unroll,
+            })
+        })
+        .filter(|t| subgroups || t.reduction == Reduction::Shared)
+        .collect();
+    for (cols, input) in [(640, GemvInput::RmsNormPlusOne), (352, GemvInput::Plain)] {
+        let rows = 45;
+        let raw = random_blocks(ty, rows * cols / 32, cols as u64);
+        let w = gpu
+            .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
+            .unwrap();
+        let x: Vec<f32> = support::random_f32(cols, 5)
+            .iter()
+            .map(|v| 4.0 * v)
+            .collect();
+        let norm_w = support::random_f32(cols, 6);
+        let xt = gpu.upload_f32(&x, &[cols], "x").unwrap();
+        let nt = gpu.upload_f32(&norm_w, &[cols], "norm").unwrap();
+        let words = GemvInput::Q8Blocks.x_len(cols);
+        let xq = gpu.zeros_f32(&[words], "xq").unwrap();
+        let unused = gpu.zeros_f32(&[rows], "y").unwrap();
+        let call = ops::GemvCall {
+            input,
+            norm: input.norm_weights(cols).map(|_| (&nt, 1e-6)),
+            ..ops::GemvCall::new(&w, &xt, &unused)
+        };
+        let mut rec = Recorder::new(&gpu);
+        let t = GemvTunables::default_for(subgroups);
+        ops::gemv_input(&gpu, &mut rec, call, t, &xq, true).unwrap();
+        rec.submit().unwrap();
+        let q: Vec<u32> = gpu
+            .readback_f32(&xq)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        // The blocks stand for the formed vector within half a step (one where the GPU's
+        // reciprocal rounds a tie the other way), and their scales are max|v| / 127.
+        let formed = input.reference(&x, &[], &norm_w, 1e-6, cols);
+        let stands_for = gemv::dequantize_q8_input(&q);
+        let reference = gemv::quantize_q8_input(&formed);
+        for (b, block) in q.chunks_exact(Q8_BLOCK_WORDS).enumerate() {
+            let d = f32::from_bits(block[8]);
+            let want_d = f32::from_bits(reference[b * Q8_BLOCK_WORDS + 8]);
+            assert!(
+                (d - want_d).abs() <= 1e-6 * want_d,
+                "{cols}: block {b} d {d} vs {want_d}"
+            );
+            for i in 32 * b..32 * (b + 1) {
+                assert!(
+                    (stands_for[i] - formed[i]).abs() <= 0.5 * d + 1e-5 * formed[i].abs(),
+                    "{cols}: element {i}: {} stands for {}",
+                    stands_for[i],
+                    formed[i]
+                );
+            }
+        }
+        // The GEMV against the integer sums of the same blocks.
+        let dq = dequantize(ty, &raw);
+        let want: Vec<f64> = (0..rows)
+            .map(|r| {
+                (0..cols)
+                    .map(|k| f64::from(dq[r * cols + k]) * f64::from(stands_for[k]))
+                    .sum()
+            })
+            .collect();
+        let res = support::random_f32(rows, 8);
+        let rt = gpu.upload_f32(&res, &[rows], "residual").unwrap();
+        for (i, &t) in tunables.iter().enumerate() {
+            let with_residual = i % 2 == 0;
+            let y = gpu.zeros_f32(&[rows], "y").unwrap();
+            let call = ops::GemvCall {
+                input: GemvInput::Q8Blocks,
+                residual: with_residual.then_some(&rt),
+                ..ops::GemvCall::new(&w, &xq, &y)
+            };
+            let mut rec = Recorder::new(&gpu);
+            ops::gemv_call(&gpu, &mut rec, call, t).unwrap();
+            rec.submit().unwrap();
+            let got = gpu.readback_f32(&y).unwrap();
+            for r in 0..rows {
+                let magnitude: f64 = (0..cols)
+                    .map(|k| f64::from((dq[r * cols + k] * stands_for[k]).abs()))
+                    .sum();
+                let extra = if with_residual {
+                    f64::from(res[r])
+                } else {
+                    0.0
+                };
+                let tol = 2e-6 * magnitude + 1e-6;
+                assert!(
+                    (f64::from(got[r]) - want[r] - extra).abs() <= tol,
+                    "{cols} {t:?}: row {r}: GPU {} CPU {}",
+                    got[r],
+                    want[r] + extra
+                );
+            }
+        }
+    }
+}
+
+/// The int8-input GEMV refuses weights without the int8 kernel, an input of the wrong length
+/// and an input-only target of the wrong size, before recording anything.
+#[test]
+fn gemv_q8_input_checks_its_bindings() {
+    use gemv::GemvInput;
+    let Some(gpu) = support::gpu() else { return };
+    let t = GemvTunables::q8_default(support::has_subgroups(&gpu));
+    let (rows, cols) = (4, 64);
+    let q4 = random_blocks(GgmlType::Q4_0, rows * cols / 32, 1);
+    let q4 = gpu
+        .upload(&q4, Elem::Ggml(GgmlType::Q4_0), &[rows, cols], "q4")
+        .unwrap();
+    let q8 = random_blocks(GgmlType::Q8_0, rows * cols / 32, 2);
+    let q8 = gpu
+        .upload(&q8, Elem::Ggml(GgmlType::Q8_0), &[rows, cols], "q8")
+        .unwrap();
+    let xq = gpu
+        .zeros_f32(&[GemvInput::Q8Blocks.x_len(cols)], "xq")
+        .unwrap();
+    let short = gpu.zeros_f32(&[cols], "x").unwrap();
+    let y = gpu.zeros_f32(&[rows], "y").unwrap();
+    let mut rec = Recorder::new(&gpu);
+    for (w, x) in [(&q4, &xq), (&q8, &short)] {
+        let call = ops::GemvCall {
+            input: GemvInput::Q8Blocks,
+            ..ops::GemvCall::new(w, x, &y)
+        };
+        let err = ops::gemv_call(&gpu, &mut rec, call, t).unwrap_err();
+        assert_eq!(err.code(), "BAD_REQUEST");
+    }
+    let err = ops::gemv_input(
+        &gpu,
+        &mut rec,
+        ops::GemvCall::new(&q8, &short, &y),
+        t,
+        &short,
+        true,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "BAD_REQUEST");
 }
 
 /// The prefill GEMM against the CPU (each token row a GEMV of f64 sums) for every weight type:

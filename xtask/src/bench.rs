@@ -11,8 +11,9 @@ use gpuport_kernels::Reduction;
 use gpuport_kernels::gemv::{self, GemvTunables};
 use gpuport_kernels::quant::{GgmlType, random_blocks};
 use gpuport_runtime::bench::{stream_ceiling, time_reps};
-use gpuport_runtime::tuning::{AdapterTuning, TuningTable, gemv_key};
+use gpuport_runtime::tuning::{AdapterTuning, TuningTable, gemv_key, gemv_q8_key};
 use gpuport_runtime::{Elem, Gpu, GpuOptions, ops};
+use gpuport_runtime::{GpuError, Recorder};
 use serde::Serialize;
 
 /// A named GEMV shape.
@@ -143,11 +144,10 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     // Per type: total seconds over its shapes and the shapes measured, for each tunable, to
     // pick one per type among those measured on all its shapes.
-    let mut totals: std::collections::BTreeMap<(GgmlType, GemvTunables), (f64, usize)> =
-        Default::default();
+    let mut totals = Totals::default();
     println!(
-        "{:<20} {:<6} {:>7} {:>6} {:>9} {:>7} {:>6}  best tunables",
-        "shape", "quant", "rows", "cols", "MB", "GB/s", "ratio"
+        "{:<20} {:<8} {:<6} {:>7} {:>6} {:>9} {:>7} {:>6} {:>9}  best tunables",
+        "shape", "kernel", "quant", "rows", "cols", "MB", "GB/s", "ratio", "µs"
     );
     for shape in &shapes {
         let raw = random_blocks(
@@ -163,84 +163,31 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         )?;
         let x = gpu.upload_f32(&vec![0.5; shape.cols], &[shape.cols], "bench x")?;
         let y = gpu.zeros_f32(&[shape.rows], "bench y")?;
-        let bytes = gemv::bytes_moved(shape.ty, shape.rows, shape.cols) as f64;
-        // About 1 GB of traffic per measurement (a few MB when quick), at least one repetition.
-        let budget = if opts.quick { 4e6 } else { 1e9 };
-        let reps = (budget / bytes).clamp(1.0, 200.0) as u32;
-        let mut best: Option<Row> = None;
-        // Two stages: every (WG, ROWS, RPT, reduction) without unrolling, then the other
-        // unrolls for the best few (a full cross product takes minutes per shape).
-        let mut measured: Vec<(GemvTunables, f64)> = Vec::new();
-        let mut queue: Vec<GemvTunables> = all
-            .iter()
-            .copied()
-            .filter(|t| t.unroll == SWEEP_UNROLL)
-            .collect();
-        let mut stage = 1;
-        while let Some(t) = queue.pop() {
-            let timing = time_reps(&gpu, reps, if opts.quick { 1 } else { 3 }, |rec| {
-                ops::gemv(&gpu, rec, &w, &x, &y, t)
+        let sweep = Sweep {
+            gpu: &gpu,
+            shape,
+            all: &all,
+            quick: opts.quick,
+            ceiling: ceiling.gbps,
+            adapter: &adapter,
+        };
+        let float = sweep.run(Kernel::Float, &mut totals, |rec, t| {
+            ops::gemv(&gpu, rec, &w, &x, &y, t)
+        })?;
+        rows.extend(float);
+        if gemv::takes_q8_input(shape.ty) && shape.cols.is_multiple_of(32) {
+            let words = gemv::quantize_q8_input(&vec![0.5; shape.cols]);
+            let bits: Vec<f32> = words.iter().map(|w| f32::from_bits(*w)).collect();
+            let xq = gpu.upload_f32(&bits, &[bits.len()], "bench xq")?;
+            let q8 = sweep.run(Kernel::Q8, &mut totals, |rec, t| {
+                let call = ops::GemvCall {
+                    input: gemv::GemvInput::Q8Blocks,
+                    ..ops::GemvCall::new(&w, &xq, &y)
+                };
+                ops::gemv_call(&gpu, rec, call, t)
             })?;
-            let total = totals.entry((shape.ty, t)).or_default();
-            total.0 += timing.seconds;
-            total.1 += 1;
-            measured.push((t, timing.seconds));
-            if queue.is_empty() && stage == 1 {
-                stage = 2;
-                measured.sort_by(|a, b| a.1.total_cmp(&b.1));
-                queue = measured
-                    .iter()
-                    .take(4)
-                    .flat_map(|(best, _)| {
-                        all.iter().copied().filter(move |t| {
-                            t.unroll != SWEEP_UNROLL
-                                && GemvTunables {
-                                    unroll: SWEEP_UNROLL,
-                                    ..*t
-                                } == *best
-                        })
-                    })
-                    .collect();
-            }
-            let gbps = bytes / timing.seconds / 1e9;
-            let row = Row {
-                kernel: "gemv",
-                quant: shape.ty.name(),
-                shape: shape.name.clone(),
-                rows: shape.rows,
-                cols: shape.cols,
-                tunables: format!(
-                    "WG={} ROWS={} RPT={} U={} {}",
-                    t.wg,
-                    t.rows,
-                    t.rpt,
-                    t.unroll,
-                    t.reduction.name()
-                ),
-                seconds: timing.seconds,
-                gbps,
-                ceiling_gbps: ceiling.gbps,
-                ratio: gbps / ceiling.gbps,
-                adapter: adapter.clone(),
-                clock: format!("{:?}", timing.clock),
-            };
-            if best.as_ref().is_none_or(|b| row.gbps > b.gbps) {
-                best = Some(row);
-            }
-        }
-        if let Some(b) = best {
-            println!(
-                "{:<20} {:<6} {:>7} {:>6} {:>9.1} {:>7.1} {:>6.3}  {}",
-                b.shape,
-                b.quant,
-                b.rows,
-                b.cols,
-                bytes / 1e6,
-                b.gbps,
-                b.ratio,
-                b.tunables
-            );
-            rows.push(b);
+            rows.extend(q8);
+            gpu.recycle(xq);
         }
         gpu.recycle(w);
         gpu.recycle(x);
@@ -265,13 +212,15 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             gemv: Default::default(),
         };
         for ty in GgmlType::ALL {
-            let shapes_of = shapes.iter().filter(|s| s.ty == ty).count();
-            let best = totals
-                .iter()
-                .filter(|((t, _), (_, n))| *t == ty && *n == shapes_of)
-                .min_by(|a, b| a.1.0.total_cmp(&b.1.0));
-            if let Some(((_, tun), _)) = best {
-                entry.gemv.insert(gemv_key(ty), (*tun).into());
+            for kernel in [Kernel::Float, Kernel::Q8] {
+                let shapes_of = shapes.iter().filter(|s| s.ty == ty).count();
+                let best = totals
+                    .iter()
+                    .filter(|((k, t, _), (_, n))| *k == kernel && *t == ty && *n == shapes_of)
+                    .min_by(|a, b| a.1.0.total_cmp(&b.1.0));
+                if let Some(((_, _, tun), _)) = best {
+                    entry.gemv.insert(kernel.key(ty), (*tun).into());
+                }
             }
         }
         let path = opts
@@ -284,6 +233,147 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The two GEMV kernels: float input (`gemv.wgsl`, every type) and int8 input
+/// (`gemv_q8.wgsl`, the types `gemv::takes_q8_input` accepts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kernel {
+    Float,
+    Q8,
+}
+
+impl Kernel {
+    fn name(self) -> &'static str {
+        match self {
+            Kernel::Float => "gemv",
+            Kernel::Q8 => "gemv_q8",
+        }
+    }
+
+    fn key(self, ty: GgmlType) -> String {
+        match self {
+            Kernel::Float => gemv_key(ty),
+            Kernel::Q8 => gemv_q8_key(ty),
+        }
+    }
+
+    /// Whether the kernel has tunables `t` (the int8 GEMV has no rows per thread).
+    fn takes(self, t: &GemvTunables) -> bool {
+        self == Kernel::Float || t.rpt == 1
+    }
+}
+
+/// Per kernel and type: total seconds over its shapes and the shapes measured, for each
+/// tunable, to pick one per type among those measured on all its shapes.
+type Totals = std::collections::BTreeMap<(Kernel, GgmlType, GemvTunables), (f64, usize)>;
+
+/// One shape's tunable sweep.
+struct Sweep<'a> {
+    gpu: &'a Gpu,
+    shape: &'a Shape,
+    all: &'a [GemvTunables],
+    quick: bool,
+    ceiling: f64,
+    adapter: &'a str,
+}
+
+impl Sweep<'_> {
+    /// Times `record` at every tunable of `kernel` in two stages: every (WG, ROWS, RPT,
+    /// reduction) without unrolling, then the other unrolls for the best few (a full cross
+    /// product takes minutes per shape). Prints and returns the best.
+    fn run(
+        &self,
+        kernel: Kernel,
+        totals: &mut Totals,
+        mut record: impl FnMut(&mut Recorder<'_>, GemvTunables) -> Result<(), GpuError>,
+    ) -> anyhow::Result<Option<Row>> {
+        let shape = self.shape;
+        let bytes = gemv::bytes_moved(shape.ty, shape.rows, shape.cols) as f64;
+        // About 1 GB of traffic per measurement (a few MB when quick), at least one repetition.
+        let budget = if self.quick { 4e6 } else { 1e9 };
+        let reps = (budget / bytes).clamp(1.0, 200.0) as u32;
+        let all: Vec<GemvTunables> = self
+            .all
+            .iter()
+            .copied()
+            .filter(|t| kernel.takes(t))
+            .collect();
+        let mut best: Option<Row> = None;
+        let mut measured: Vec<(GemvTunables, f64)> = Vec::new();
+        let mut queue: Vec<GemvTunables> = all
+            .iter()
+            .copied()
+            .filter(|t| t.unroll == SWEEP_UNROLL)
+            .collect();
+        let mut stage = 1;
+        while let Some(t) = queue.pop() {
+            let trials = if self.quick { 1 } else { 3 };
+            let timing = time_reps(self.gpu, reps, trials, |rec| record(rec, t))?;
+            let total = totals.entry((kernel, shape.ty, t)).or_default();
+            total.0 += timing.seconds;
+            total.1 += 1;
+            measured.push((t, timing.seconds));
+            if queue.is_empty() && stage == 1 {
+                stage = 2;
+                measured.sort_by(|a, b| a.1.total_cmp(&b.1));
+                queue = measured
+                    .iter()
+                    .take(4)
+                    .flat_map(|(best, _)| {
+                        all.iter().copied().filter(move |t| {
+                            t.unroll != SWEEP_UNROLL
+                                && GemvTunables {
+                                    unroll: SWEEP_UNROLL,
+                                    ..*t
+                                } == *best
+                        })
+                    })
+                    .collect();
+            }
+            let gbps = bytes / timing.seconds / 1e9;
+            let row = Row {
+                kernel: kernel.name(),
+                quant: shape.ty.name(),
+                shape: shape.name.clone(),
+                rows: shape.rows,
+                cols: shape.cols,
+                tunables: format!(
+                    "WG={} ROWS={} RPT={} U={} {}",
+                    t.wg,
+                    t.rows,
+                    t.rpt,
+                    t.unroll,
+                    t.reduction.name()
+                ),
+                seconds: timing.seconds,
+                gbps,
+                ceiling_gbps: self.ceiling,
+                ratio: gbps / self.ceiling,
+                adapter: self.adapter.to_owned(),
+                clock: format!("{:?}", timing.clock),
+            };
+            if best.as_ref().is_none_or(|b| row.gbps > b.gbps) {
+                best = Some(row);
+            }
+        }
+        if let Some(b) = &best {
+            println!(
+                "{:<20} {:<8} {:<6} {:>7} {:>6} {:>9.1} {:>7.1} {:>6.3} {:>9.1}  {}",
+                b.shape,
+                b.kernel,
+                b.quant,
+                b.rows,
+                b.cols,
+                bytes / 1e6,
+                b.gbps,
+                b.ratio,
+                b.seconds * 1e6,
+                b.tunables
+            );
+        }
+        Ok(best)
+    }
 }
 
 #[derive(Serialize)]

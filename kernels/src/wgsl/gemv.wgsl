@@ -37,24 +37,7 @@
 // head's largest m). Every workgroup combines the whole vector into workgroup memory first: at
 // a few blocks per head that is a few hundred cached loads per workgroup instead of a dispatch.
 
-struct Params {
-    rows: u32,          // rows of W (and length of y)
-    units_per_row: u32, // units in a row
-    row_bytes: u32,     // bytes of a row
-    w_offset: u32,      // byte offset of row 0 in `w`
-    y_offset: u32,      // element offset of y[0] in `y`
-    x_offset: u32,      // vec4 offset of x[0] in `x`
-    grid_x: u32,        // workgroups along x (the grid is 2D past 65535 workgroups)
-    residual: u32,      // 1: y[i] = (W x)[i] + res[i] (a transformer's residual add, fused)
-    x_aux: u32,         // XFORM 3, 4: vec4 offset of the second GLU operand after x[i]
-    eps: f32,           // XFORM 1, 2, 5: the norms' epsilon
-    w_one: f32,         // XFORM 5: added to the norm weights (1 for (1 + w) norms, else 0)
-    write_x: u32,       // XFORM 5: 1 = workgroup 0 writes the new residual row to `x_out`
-    head_dim: u32,      // XFORM 6: elements per attention head
-    blocks: u32,        // XFORM 6: key blocks per head
-    _pad0: u32,
-    _pad1: u32,
-}
+//!include gemv_params.wgsl
 
 override WG: u32 = 128u;
 override ROWS: u32 = 4u;
@@ -62,7 +45,10 @@ override RPT: u32 = 1u;
 override XFORM: u32 = 0u;
 // 1: compute the input vector only, into y (one workgroup; the GEMV that follows reads it
 // plainly). A GEMV of many thousand workgroups pays for XFORM's per-workgroup reductions in
-// every wave; one small dispatch first is cheaper there.
+// every wave; one small dispatch first is cheaper there. 2: the same, quantized to int8
+// blocks for gemv_q8.wgsl: per 32 elements 12 words, the 32 values q = round(v / d) packed
+// (4 per word, away from zero on ties), d = max|v| / 127 and d * sum(q) as f32 bits, two
+// spare words (each block three vec4 loads).
 override INPUT_ONLY: u32 = 0u;
 override T: u32 = WG * RPT / ROWS;
 override UNROLL: u32 = 1u;
@@ -77,7 +63,9 @@ override BW: u32 = 1u;
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// Words, so that INPUT_ONLY 2 can store packed int8 blocks; f32 results are stored as their
+// bits.
+@group(0) @binding(3) var<storage, read_write> y: array<u32>;
 // The residual (same indexing as y); bound to x, and unread, when `residual` is 0.
 @group(0) @binding(4) var<storage, read> res: array<f32>;
 // The norm weights for XFORM 1 and 2 (same indexing as x), the two norms' for XFORM 5; bound
@@ -237,11 +225,35 @@ fn main(l: Lanes) {
     }
     if INPUT_ONLY == 1u {
         for (var i = id; i < x_cols4(); i += WG) {
-            let v = xin(p.x_offset + i);
+            let v = bitcast<vec4<u32>>(xin(p.x_offset + i));
             y[4u * i] = v.x;
             y[4u * i + 1u] = v.y;
             y[4u * i + 2u] = v.z;
             y[4u * i + 3u] = v.w;
+        }
+        return;
+    }
+    if INPUT_ONLY == 2u {
+        for (var b = id; b < x_cols4() / 8u; b += WG) {
+            let first = p.x_offset + 8u * b;
+            var amax = 0.0;
+            for (var k = 0u; k < 8u; k++) {
+                let a = abs(xin(first + k));
+                amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+            }
+            let d = amax / 127.0;
+            let inv = select(0.0, 1.0 / d, d > 0.0);
+            var sum = 0;
+            for (var k = 0u; k < 8u; k++) {
+                let v = xin(first + k) * inv;
+                let q = vec4<i32>(sign(v) * floor(abs(v) + 0.5));
+                sum += q.x + q.y + q.z + q.w;
+                y[12u * b + k] = pack4xI8Clamp(q);
+            }
+            y[12u * b + 8u] = bitcast<u32>(d);
+            y[12u * b + 9u] = bitcast<u32>(d * f32(sum));
+            y[12u * b + 10u] = 0u;
+            y[12u * b + 11u] = 0u;
         }
         return;
     }
@@ -286,7 +298,7 @@ fn main(l: Lanes) {
                 if p.residual == 1u {
                     out += res[p.y_offset + row0 + r];
                 }
-                y[p.y_offset + row0 + r] = out;
+                y[p.y_offset + row0 + r] = bitcast<u32>(out);
             }
         }
     }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use gpuport_kernels::attention::{DecodeAttnParams, QkNorm};
-use gpuport_kernels::gemv::{GemvInput, GemvTunables};
+use gpuport_kernels::gemv::{self, GemvInput, GemvTunables};
 use gpuport_kernels::quant::GgmlType;
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
 
@@ -44,6 +44,8 @@ pub struct Model {
     /// Tensors.
     pub weights: Weights,
     tunables: HashMap<GgmlType, GemvTunables>,
+    /// The int8-input GEMV's, for the types that have it.
+    q8_tunables: HashMap<GgmlType, GemvTunables>,
 }
 
 /// Activations of one token, reused by every layer and step.
@@ -135,10 +137,16 @@ impl Model {
             .into_iter()
             .map(|ty| (ty, gpu.gemv_tunables_in(&table, ty)))
             .collect();
+        let q8_tunables = GgmlType::ALL
+            .into_iter()
+            .filter(|ty| gemv::takes_q8_input(*ty))
+            .map(|ty| (ty, gpu.gemv_q8_tunables_in(&table, ty)))
+            .collect();
         Ok(Model {
             cfg,
             weights,
             tunables,
+            q8_tunables,
         })
     }
 
@@ -157,9 +165,14 @@ impl Model {
 
     /// The GEMV tunables for weight `w` here: the tuning table's, with rows per workgroup fit
     /// to the matrix.
-    fn tunables_for(&self, gpu: &Gpu, w: &Tensor) -> GemvTunables {
+    fn tunables_for(&self, gpu: &Gpu, w: &Tensor, input: GemvInput) -> GemvTunables {
         let ty = ops::ggml_type(w).unwrap_or(GgmlType::F32);
-        self.tunables
+        let table = if input == GemvInput::Q8Blocks {
+            &self.q8_tunables
+        } else {
+            &self.tunables
+        };
+        table
             .get(&ty)
             .copied()
             .unwrap_or_else(|| GemvTunables::default_for(gpu.has_subgroups()))
@@ -167,7 +180,7 @@ impl Model {
     }
 
     fn gemv(&self, gpu: &Gpu, rec: &mut Recorder<'_>, call: GemvCall<'_>) -> Result<(), GpuError> {
-        ops::gemv_call(gpu, rec, call, self.tunables_for(gpu, call.w))
+        ops::gemv_call(gpu, rec, call, self.tunables_for(gpu, call.w, call.input))
     }
 
     /// Records `out = [W_1; W_2; …] norm(x)`, the parts' outputs one after another: the
@@ -204,6 +217,21 @@ impl Model {
             }
         };
         let rows: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
+        let separate = rows > SEPARATE_INPUT_ROWS && input != GemvInput::Plain;
+        // A separate input vector goes to `s.h`, as int8 blocks where every part has the
+        // int8-input GEMV (the tied Q8_0 output projections; docs/performance.md, LLM v12).
+        let q8 = separate
+            && c.embd.is_multiple_of(32)
+            && parts
+                .stacks
+                .iter()
+                .all(|w| ops::ggml_type(w).is_ok_and(gemv::takes_q8_input));
+        let (form, vector) = if q8 {
+            let words = GemvInput::Q8Blocks.x_len(c.embd);
+            (GemvInput::Q8Blocks, s.h.view(0, words))
+        } else {
+            (GemvInput::Plain, s.h.clone())
+        };
         let mut y_first = 0;
         for (i, w) in parts.stacks.iter().enumerate() {
             let mut call = GemvCall {
@@ -213,13 +241,15 @@ impl Model {
                 fold: folded.then_some((x, (i == 0).then_some(x_next))),
                 ..GemvCall::new(w, x_in, out)
             };
-            if rows > SEPARATE_INPUT_ROWS && input != GemvInput::Plain {
+            if separate {
                 if i == 0 {
-                    ops::gemv_input(gpu, rec, call, self.tunables_for(gpu, w), &s.h)?;
+                    let t = self.tunables_for(gpu, w, input);
+                    ops::gemv_input(gpu, rec, call, t, &vector, q8)?;
                 }
                 call = GemvCall {
                     y_first,
-                    ..GemvCall::new(w, &s.h, out)
+                    input: form,
+                    ..GemvCall::new(w, &vector, out)
                 };
             }
             self.gemv(gpu, rec, call)?;

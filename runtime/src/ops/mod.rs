@@ -200,6 +200,12 @@ fn check_gemv(call: &GemvCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
                     == Some(call.input)
                 && n(call.x) >= call.input.x_len(cols)
         }
+        gemv::GemvInput::Q8Blocks => {
+            n(call.x) == call.input.x_len(cols) && cols.is_multiple_of(32) && {
+                let ty = ggml_type(call.w)?;
+                gemv::takes_q8_input(ty)
+            }
+        }
         _ => n(call.x) == call.input.x_len(cols),
     };
     if !x_fits {
@@ -285,25 +291,35 @@ pub fn gemv_chunked(
 }
 
 /// Records the input vector of `call` (`call.input` applied to `call.x`: what its GEMV
-/// multiplies) into `out` (`cols` f32) in one workgroup, and a folded form's new residual row:
-/// for a GEMV of many thousand workgroups, repeating the input form's reductions in each costs
-/// more than this dispatch (follow with a plain GEMV of `out`).
+/// multiplies) into `out` in one workgroup, and a folded form's new residual row: for a GEMV
+/// of many thousand workgroups, repeating the input form's reductions in each costs more than
+/// this dispatch. `out` holds `cols` f32 (follow with a plain GEMV of it), or with `quantized`
+/// the int8 blocks of [`gemv::GemvInput::Q8Blocks`] (`cols / 32 * 12` words; follow with
+/// that GEMV).
 pub fn gemv_input(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     call: GemvCall<'_>,
     t: gemv::GemvTunables,
     out: &Tensor,
+    quantized: bool,
 ) -> Result<(), GpuError> {
     let (ty, rows, cols, row_bytes) = matrix(call.w)?;
     check_gemv(&call, rows, cols)?;
-    if out.shape.iter().product::<usize>() != cols || rows == 0 {
+    let want = if quantized {
+        cols.is_multiple_of(32)
+            .then(|| gemv::GemvInput::Q8Blocks.x_len(cols))
+    } else {
+        Some(cols)
+    };
+    if want != Some(out.shape.iter().product::<usize>()) || rows == 0 {
         return Err(GpuError::Shape(format!(
-            "the input vector of a GEMV [{rows}, {cols}] into {:?}",
-            out.shape
+            "the input vector of a GEMV [{rows}, {cols}] into {:?}{}",
+            out.shape,
+            if quantized { " as int8 blocks" } else { "" }
         )));
     }
-    let pipeline = gpu.pipeline(&gemv::input_only_spec(ty, t, call.input, cols))?;
+    let pipeline = gpu.pipeline(&gemv::input_only_spec(ty, t, call.input, cols, quantized))?;
     let (p, _) = gemv::params(ty, 1, cols, 0, t, 1).map_err(|e| GpuError::Shape(e.to_string()))?;
     let weights = (call.w, 0, (row_bytes as u64).div_ceil(4) * 4);
     dispatch_gemv(rec, &pipeline, p, &call, weights, out, true, (1, 1))
@@ -336,18 +352,24 @@ fn dispatch_gemv(
     }
     let slot = rec.uniform(&p)?;
     let x = call.x;
-    let group = rec.bind_group(
-        pipeline,
-        slot,
-        &[
-            weights,
-            whole(x),
-            whole(y),
-            whole(call.residual.or(fold_in).unwrap_or(x)),
-            whole(call.norm.map_or(x, |(w, _)| w)),
-            whole(fold_out.unwrap_or(y)),
-        ],
-    );
+    let residual = whole(call.residual.or(fold_in).unwrap_or(x));
+    let group = if call.input == gemv::GemvInput::Q8Blocks {
+        // gemv_q8.wgsl has no input forms: weights, x, y, residual.
+        rec.bind_group(pipeline, slot, &[weights, whole(x), whole(y), residual])
+    } else {
+        rec.bind_group(
+            pipeline,
+            slot,
+            &[
+                weights,
+                whole(x),
+                whole(y),
+                residual,
+                whole(call.norm.map_or(x, |(w, _)| w)),
+                whole(fold_out.unwrap_or(y)),
+            ],
+        )
+    };
     rec.dispatch(pipeline, &group, (grid.0, grid.1, 1));
     Ok(())
 }
