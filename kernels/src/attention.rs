@@ -52,8 +52,19 @@ pub struct DecodeAttnParams {
     pub tokens: u32,
     /// Prefill: elements between consecutive tokens' rows of `qkv`.
     pub qkv_stride: u32,
-    /// Padding.
-    pub pad: u32,
+    /// Positions per page of the paged KV cache (set by the launcher from the cache; a
+    /// multiple of [`PAGE_MULTIPLE`]).
+    pub page: u32,
+}
+
+/// What a KV-cache page's positions must be a multiple of: the largest key block, so that a
+/// block never straddles two pages and each workgroup resolves its page once.
+pub const PAGE_MULTIPLE: u32 = 64;
+
+/// Where logical position `j` sits in a paged pool of `page` positions per page (`pages` the
+/// page table): the CPU mirror of `attn_pages.wgsl`, for tests and tools.
+pub fn cache_row(pages: &[u32], page: usize, j: usize) -> usize {
+    pages[j / page] as usize * page + j % page
 }
 
 /// The per-head norm of queries and keys before RoPE (Gemma 3's QK-norm).
@@ -83,30 +94,6 @@ impl QkNorm {
             2 => Some(NormKind::RmsPlusOne),
             _ => None,
         }
-    }
-}
-
-/// The uniform block of `kv_store.wgsl`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
-pub struct KvStoreParams {
-    /// Elements to copy into each cache (`tokens * kv_heads * head_dim`).
-    pub n: u32,
-    /// Element offset of the first destination (`position * kv_heads * head_dim`).
-    pub dst: u32,
-    /// Workgroups along x.
-    pub grid_x: u32,
-    /// Padding.
-    pub pad: u32,
-}
-
-/// The KV-append variant.
-pub fn kv_store_spec(wg: u32) -> KernelSpec {
-    KernelSpec {
-        family: Family::KvStore,
-        quant: None,
-        reduction: None,
-        constants: vec![("WG", wg)],
     }
 }
 

@@ -38,8 +38,6 @@ pub enum Family {
     AttnPrefill,
     /// Token sampling.
     Sample,
-    /// Appending keys and values to the KV cache.
-    KvStore,
 }
 
 impl Family {
@@ -62,7 +60,6 @@ impl Family {
             Family::AttnPrep => "attn_prep",
             Family::AttnPrefill => "attn_prefill",
             Family::Sample => "sample",
-            Family::KvStore => "kv_store",
         }
     }
 
@@ -84,7 +81,6 @@ impl Family {
             Family::AttnPrep => "attn_prep.wgsl",
             Family::AttnPrefill => "attn_prefill.wgsl",
             Family::Sample => "sample.wgsl",
-            Family::KvStore => "kv_store.wgsl",
         }
     }
 }

@@ -97,7 +97,6 @@ pub fn all_specs() -> Vec<KernelSpec> {
         for kb in attention::KB_VALUES.into_iter().filter(|kb| wg % kb == 0) {
             out.extend(Reduction::ALL.map(|r| attention::prefill_spec(wg, kb, r)));
         }
-        out.push(attention::kv_store_spec(wg));
     }
     out
 }

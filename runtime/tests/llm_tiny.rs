@@ -10,7 +10,7 @@ mod support;
 
 use gpuport_kernels::quant::{GgmlType, dequantize, random_blocks};
 use gpuport_runtime::gguf::{Gguf, GgufWriter, Value};
-use gpuport_runtime::llm::{Model, Request, Sampling, Session, StopReason};
+use gpuport_runtime::llm::{Model, Program, Request, Sampling, Session, StopReason};
 
 const EMBD: usize = 256;
 const FF: usize = 512;
@@ -130,12 +130,24 @@ fn rope(x: &mut [f64], heads: usize, pos: usize) {
 
 /// The CPU forward pass over `tokens`: the logits after each position.
 fn cpu_logits(v: &std::collections::HashMap<String, Vec<f32>>, tokens: &[u32]) -> Vec<Vec<f64>> {
+    let table = &v["token_embd.weight"];
+    let rows: Vec<Vec<f32>> = tokens
+        .iter()
+        .map(|&t| table[t as usize * EMBD..(t as usize + 1) * EMBD].to_vec())
+        .collect();
+    cpu_logits_of_rows(v, &rows)
+}
+
+/// The CPU forward pass from embedding rows (one per position).
+fn cpu_logits_of_rows(
+    v: &std::collections::HashMap<String, Vec<f32>>,
+    rows: &[Vec<f32>],
+) -> Vec<Vec<f64>> {
     let g = |n: &str| &v[n];
     let mut keys: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LAYERS];
     let mut vals: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LAYERS];
     let mut out = Vec::new();
-    for (pos, &t) in tokens.iter().enumerate() {
-        let emb = &g("token_embd.weight")[t as usize * EMBD..(t as usize + 1) * EMBD];
+    for (pos, emb) in rows.iter().enumerate() {
         let mut x: Vec<f64> = emb.iter().map(|e| f64::from(*e)).collect();
         for l in 0..LAYERS {
             let b = |s: &str| format!("blk.{l}.{s}.weight");
@@ -361,4 +373,101 @@ fn tiny_llama_long_context_matches_on_both_sides_of_the_fused_combine() {
         let got = session.logits(&prompt[..n]).unwrap();
         assert_logits_close(&got, &cpu[n - 1], &format!("context {n}"));
     }
+}
+
+/// The MLC roles: `embed_tokens` gives the table's rows, `prefill_embeds` of them gives the
+/// logits a token prompt gives, rows no token has (an adapter's) run through the same layers
+/// as the CPU forward pass from those rows, `decode_embeds` continues one position at a time,
+/// and the paged cache reuses its pages in another order after a truncation. Bad shapes,
+/// a full cache and a cache of another model are refused before anything runs.
+#[test]
+fn tiny_llama_roles_match_the_cpu_forward_pass() {
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let ctx = 200;
+    let model = Model::load(&gpu, &g, ctx).unwrap();
+    let mut program = Program::new(&gpu, &model, ctx).unwrap();
+
+    // embed_tokens: the dequantized table rows (Q8_0, no embedding scale for llama).
+    let ids: Vec<u32> = (0..140).map(|i| (i * 37 + 11) % VOCAB as u32).collect();
+    let embeds = program.embed_tokens(&ids).unwrap();
+    assert_eq!(embeds.shape, vec![ids.len(), EMBD]);
+    let table = &values["token_embd.weight"];
+    let got = gpu.readback_f32(&embeds).unwrap();
+    for (i, &t) in ids.iter().enumerate() {
+        let want = &table[t as usize * EMBD..(t as usize + 1) * EMBD];
+        assert_eq!(&got[i * EMBD..(i + 1) * EMBD], want, "row {i}");
+    }
+
+    // prefill_embeds of the token rows: the token prompt's logits (140 positions: 3 pages).
+    let cpu = cpu_logits(&values, &ids);
+    let mut kv = program.create_kv_cache(ctx).unwrap();
+    let logits = program.prefill_embeds(&embeds, &mut kv).unwrap();
+    assert_logits_close(
+        &gpu.readback_f32(&logits).unwrap(),
+        &cpu[139],
+        "prefill_embeds",
+    );
+    assert_eq!(kv.len(), 140);
+    assert_eq!(kv.page_table(), &[0, 1, 2]);
+
+    // Rows no token has, prefilled after a truncation to 70 (the pages past the first two
+    // come back in another order), then decoded one at a time.
+    let mixed: Vec<Vec<f32>> = (0..75)
+        .map(|i| {
+            support::random_f32(EMBD, 500 + i)
+                .iter()
+                .map(|x| 0.5 * x)
+                .collect()
+        })
+        .collect();
+    let mut rows: Vec<Vec<f32>> = (0..70)
+        .map(|i| got[i * EMBD..(i + 1) * EMBD].to_vec())
+        .collect();
+    rows.extend(mixed.iter().cloned());
+    let cpu = cpu_logits_of_rows(&values, &rows);
+    kv.truncate(0);
+    let first: Vec<f32> = rows[..140].concat();
+    let first = gpu.upload_f32(&first, &[1, 140, EMBD], "rows").unwrap();
+    let logits = program.prefill_embeds(&first, &mut kv).unwrap();
+    assert_eq!(kv.page_table(), &[2, 1, 0]);
+    assert_logits_close(
+        &gpu.readback_f32(&logits).unwrap(),
+        &cpu[139],
+        "adapter rows",
+    );
+    for (pos, row) in rows.iter().enumerate().skip(140) {
+        let one = gpu.upload_f32(row, &[1, 1, EMBD], "row").unwrap();
+        let logits = program.decode_embeds(&one, &mut kv).unwrap();
+        let what = format!("decode_embeds at {pos}");
+        assert_logits_close(&gpu.readback_f32(&logits).unwrap(), &cpu[pos], &what);
+    }
+    assert_eq!(kv.len(), 145);
+
+    // Refused: a row of the wrong width, two rows to decode, u32 rows, positions past the
+    // cache, a cache larger than the program's, ids outside the vocabulary; the cache is
+    // unchanged.
+    let bad = |r: Result<gpuport_runtime::Tensor, gpuport_runtime::llm::LlmError>| {
+        let Err(e) = r else { panic!("accepted") };
+        assert_eq!(e.code(), "BAD_REQUEST");
+    };
+    let narrow = gpu.zeros_f32(&[1, EMBD - 4], "narrow").unwrap();
+    bad(program.decode_embeds(&narrow, &mut kv));
+    let two = gpu.zeros_f32(&[2, EMBD], "two").unwrap();
+    bad(program.decode_embeds(&two, &mut kv));
+    let ints = gpu
+        .upload(
+            &vec![0u8; 4 * EMBD],
+            gpuport_runtime::Elem::U32,
+            &[1, EMBD],
+            "ints",
+        )
+        .unwrap();
+    bad(program.decode_embeds(&ints, &mut kv));
+    let many = gpu.zeros_f32(&[60, EMBD], "many").unwrap();
+    bad(program.prefill_embeds(&many, &mut kv));
+    assert!(program.create_kv_cache(ctx + 1).is_err());
+    assert!(program.embed_tokens(&[VOCAB as u32]).is_err());
+    assert_eq!(kv.len(), 145);
 }

@@ -6,6 +6,7 @@
 
 mod support;
 
+use gpuport_kernels::attention;
 use gpuport_kernels::rowops::{self, ElementOp, NormKind, RopeParams};
 use gpuport_runtime::{Elem, Gpu, Recorder, ops};
 
@@ -16,6 +17,55 @@ fn close(got: &[f32], want: &[f32], rel: f32, what: &str) {
             (g - w).abs() <= rel * w.abs().max(1.0),
             "{what}: element {i}: GPU {g} CPU {w}"
         );
+    }
+}
+
+/// A logical KV cache (`positions × row` values) laid out in a paged pool whose page table maps
+/// logical page i to pool page `pages - 1 - i` (reversed, so a kernel that ignored the table
+/// would read the wrong rows), with its table uploaded; and back.
+struct PagedCache {
+    table: Vec<u32>,
+    row: usize,
+}
+
+const PAGE: usize = 64;
+
+impl PagedCache {
+    fn new(positions: usize, row: usize) -> PagedCache {
+        let pages = positions.div_ceil(PAGE);
+        PagedCache {
+            table: (0..pages as u32).rev().collect(),
+            row,
+        }
+    }
+
+    fn to_pool(&self, logical: &[f32]) -> Vec<f32> {
+        let mut pool = vec![0.0; self.table.len() * PAGE * self.row];
+        for (j, r) in logical.chunks(self.row).enumerate() {
+            let at = attention::cache_row(&self.table, PAGE, j) * self.row;
+            pool[at..at + self.row].copy_from_slice(r);
+        }
+        pool
+    }
+
+    fn from_pool(&self, pool: &[f32], positions: usize) -> Vec<f32> {
+        (0..positions)
+            .flat_map(|j| {
+                let at = attention::cache_row(&self.table, PAGE, j) * self.row;
+                pool[at..at + self.row].to_vec()
+            })
+            .collect()
+    }
+
+    fn upload(&self, gpu: &Gpu, logical: &[f32], what: &str) -> gpuport_runtime::Tensor {
+        let pool = self.to_pool(logical);
+        gpu.upload_f32(&pool, &[pool.len()], what).unwrap()
+    }
+
+    fn table(&self, gpu: &Gpu) -> gpuport_runtime::Tensor {
+        let n = self.table.len();
+        gpu.upload(bytemuck::cast_slice(&self.table), Elem::U32, &[n], "pages")
+            .unwrap()
     }
 }
 
@@ -210,7 +260,7 @@ fn decode_attention_matches() {
             eps: 1e-6,
             tokens: 1,
             qkv_stride: 0,
-            pad: 0,
+            page: 0,
         };
         let qkv: Vec<f32> = support::random_f32(lead as usize + qn + 2 * kvn, 1)
             .iter()
@@ -222,8 +272,10 @@ fn decode_attention_matches() {
         let mut v = support::random_f32(cache, 3);
         let qkvt = gpu.upload_f32(&qkv, &[qkv.len()], "qkv").unwrap();
         let nwt = gpu.upload_f32(&nw, &[nw.len()], "qk norms").unwrap();
-        let kt = gpu.upload_f32(&k, &[k.len()], "k").unwrap();
-        let vt = gpu.upload_f32(&v, &[v.len()], "v").unwrap();
+        let paged = PagedCache::new(max_ctx as usize, kvn);
+        let kt = paged.upload(&gpu, &k, "k");
+        let vt = paged.upload(&gpu, &v, "v");
+        let pages = paged.table(&gpu);
         let st = gpu
             .zeros_f32(
                 &[ops::attention_scratch(heads, head_dim, max_ctx)],
@@ -232,9 +284,15 @@ fn decode_attention_matches() {
             .unwrap();
         let out = gpu.zeros_f32(&[qn], "out").unwrap();
         let weights = (norm != QkNorm::None).then_some(&nwt);
+        let kv = ops::KvLayer {
+            k: &kt,
+            v: &vt,
+            pages: &pages,
+            page: PAGE as u32,
+        };
         run(&gpu, |rec| {
-            let tensors = [&qkvt, &kt, &vt, &st, &out];
-            ops::attention_decode(&gpu, rec, p, neox, tensors, weights).unwrap()
+            let tensors = [&qkvt, &st, &out];
+            ops::attention_decode(&gpu, rec, p, neox, tensors, kv, weights).unwrap()
         });
         let (q, k_row, v_row) = prepare_reference(&p, &qkv, &nw, neox);
         let at = (n_keys as usize - 1) * kvn;
@@ -243,8 +301,11 @@ fn decode_attention_matches() {
         let what = format!("{p:?} neox {neox}");
         // RoPE angles are f32 on the GPU (as in llama.cpp): ~1e-7 relative error times the
         // position.
-        close(&gpu.readback_f32(&kt).unwrap(), &k, 1e-4, &what);
-        assert_eq!(gpu.readback_f32(&vt).unwrap(), v, "{what}");
+        let positions = max_ctx as usize;
+        let got_k = paged.from_pool(&gpu.readback_f32(&kt).unwrap(), positions);
+        close(&got_k, &k, 1e-4, &what);
+        let got_v = paged.from_pool(&gpu.readback_f32(&vt).unwrap(), positions);
+        assert_eq!(got_v, v, "{what}");
         close(
             &gpu.readback_f32(&out).unwrap(),
             &decode_reference(&p, &q, &k, &v),
@@ -310,7 +371,7 @@ fn prefill_attention_matches() {
             eps: 1e-6,
             tokens,
             qkv_stride: stride as u32,
-            pad: 0,
+            page: 0,
         };
         let qkv: Vec<f32> = support::random_f32(tokens as usize * stride, 11)
             .iter()
@@ -322,14 +383,22 @@ fn prefill_attention_matches() {
         let mut v = support::random_f32(cache, 14);
         let qkvt = gpu.upload_f32(&qkv, &[qkv.len()], "qkv").unwrap();
         let nwt = gpu.upload_f32(&nw, &[nw.len()], "qk norms").unwrap();
-        let kt = gpu.upload_f32(&k, &[k.len()], "k").unwrap();
-        let vt = gpu.upload_f32(&v, &[v.len()], "v").unwrap();
+        let paged = PagedCache::new(max_ctx as usize, kvn);
+        let kt = paged.upload(&gpu, &k, "k");
+        let vt = paged.upload(&gpu, &v, "v");
+        let pages = paged.table(&gpu);
         let qt = gpu.zeros_f32(&[tokens as usize * qn], "queries").unwrap();
         let out = gpu.zeros_f32(&[tokens as usize * qn], "out").unwrap();
         let weights = (norm != QkNorm::None).then_some(&nwt);
+        let kv = ops::KvLayer {
+            k: &kt,
+            v: &vt,
+            pages: &pages,
+            page: PAGE as u32,
+        };
         run(&gpu, |rec| {
-            let tensors = [&qkvt, &kt, &vt, &qt];
-            ops::attention_prefill(&gpu, rec, p, neox, tensors, Some(&out), weights).unwrap()
+            let tensors = [&qkvt, &qt];
+            ops::attention_prefill(&gpu, rec, p, neox, tensors, kv, Some(&out), weights).unwrap()
         });
         // Each token prepared as a decode step at its position.
         let mut q = Vec::new();
@@ -350,8 +419,11 @@ fn prefill_attention_matches() {
         let what = format!("{p:?} neox {neox}");
         // f32 RoPE angles (as in llama.cpp): ~1e-7 relative error times positions up to 524,
         // on normed heads of magnitude up to ~3.
-        close(&gpu.readback_f32(&kt).unwrap(), &k, 5e-4, &what);
-        assert_eq!(gpu.readback_f32(&vt).unwrap(), v, "{what}");
+        let positions = max_ctx as usize;
+        let got_k = paged.from_pool(&gpu.readback_f32(&kt).unwrap(), positions);
+        close(&got_k, &k, 5e-4, &what);
+        let got_v = paged.from_pool(&gpu.readback_f32(&vt).unwrap(), positions);
+        assert_eq!(got_v, v, "{what}");
         close(&gpu.readback_f32(&qt).unwrap(), &q, 5e-4, &what);
         close(
             &gpu.readback_f32(&out).unwrap(),
@@ -360,34 +432,4 @@ fn prefill_attention_matches() {
             &what,
         );
     }
-}
-
-#[test]
-fn kv_store_appends_at_the_offset() {
-    let Some(gpu) = support::gpu() else { return };
-    let (n, dst) = (3 * 64, 5 * 3 * 64);
-    let k = support::random_f32(n, 11);
-    let v = support::random_f32(n, 12);
-    let kt = gpu.upload_f32(&k, &[n], "k").unwrap();
-    let vt = gpu.upload_f32(&v, &[n], "v").unwrap();
-    let kc = gpu.upload_f32(&vec![7.0; 8 * n], &[8 * n], "kc").unwrap();
-    let vc = gpu.zeros_f32(&[8 * n], "vc").unwrap();
-    run(&gpu, |rec| {
-        ops::kv_store(&gpu, rec, dst, [&kt, &vt, &kc, &vc]).unwrap()
-    });
-    let (gk, gv) = (
-        gpu.readback_f32(&kc).unwrap(),
-        gpu.readback_f32(&vc).unwrap(),
-    );
-    assert_eq!(&gk[dst..dst + n], &k[..]);
-    assert_eq!(&gv[dst..dst + n], &v[..]);
-    assert!(gk[..dst].iter().chain(&gk[dst + n..]).all(|x| *x == 7.0));
-    assert!(gv[..dst].iter().chain(&gv[dst + n..]).all(|x| *x == 0.0));
-    let too_far = ops::kv_store(
-        &gpu,
-        &mut Recorder::new(&gpu),
-        8 * n - 1,
-        [&kt, &vt, &kc, &vc],
-    );
-    assert_eq!(too_far.unwrap_err().code(), "BAD_REQUEST");
 }

@@ -436,23 +436,30 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             eps: 1e-6,
             tokens: 1,
             qkv_stride: 0,
-            pad: 0,
+            page: 0,
         };
         let qkv = gpu.upload_f32(&vec![0.1; 1536], &[1536], "q, k, v")?;
         let norms = gpu.upload_f32(&vec![1.0; 512], &[512], "q, k norms")?;
+        let page = gpuport_kernels::attention::PAGE_MULTIPLE;
+        let pages = ctx.div_ceil(page);
         let cache = |what| {
-            let n = (ctx * 256) as usize;
+            let n = (pages * page * 256) as usize;
             gpu.upload_f32(&vec![0.1; n], &[n], what)
         };
         let (k, v) = (cache("k")?, cache("v")?);
+        let table: Vec<u8> = (0..pages).flat_map(u32::to_le_bytes).collect();
+        let table = gpu.upload(&table, Elem::U32, &[pages as usize], "pages")?;
+        let kv = ops::KvLayer {
+            k: &k,
+            v: &v,
+            pages: &table,
+            page,
+        };
         let s = gpu.zeros_f32(&[ops::attention_scratch(4, 256, ctx)], "scratch")?;
         let o = gpu.zeros_f32(&[1024], "out")?;
         time(
             format!("attention decode 4q/1kv x 256, {ctx} keys"),
-            &mut |rec| {
-                let tensors = [&qkv, &k, &v, &s, &o];
-                ops::attention_decode(gpu, rec, p, true, tensors, Some(&norms))
-            },
+            &mut |rec| ops::attention_decode(gpu, rec, p, true, [&qkv, &s, &o], kv, Some(&norms)),
         )?;
     }
     for vocab in [49_152usize, 262_144] {

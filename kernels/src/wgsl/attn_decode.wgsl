@@ -16,9 +16,9 @@
 // workgroups of the last block of each KV group's first query head append the prepared key
 // and the value to the caches (row pos is read by no one in this dispatch).
 //
-// Layouts (f32; head_dim a multiple of 4, at most 256): k, v caches [max_ctx, kv_heads,
-// head_dim] read as vec4 (token-major, so a token's keys are one contiguous row and the cache
-// grows by appending); part [heads, blocks, head_dim + 4] (o, then m and l, then two unused).
+// Layouts (f32; head_dim a multiple of 4, at most 256): k, v caches paged (attn_pages.wgsl),
+// each position's row [kv_heads, head_dim] read as vec4 (a key block lies in one page, so its
+// rows are contiguous); part [heads, blocks, head_dim + 4] (o, then m and l, then two unused).
 //
 // Scores: LPK = WG / KB lanes per key, each a strided share of the key row's vec4 loads
 // against q in workgroup memory, their partial dots added in workgroup memory. Small blocks
@@ -42,6 +42,8 @@ override NEOX: u32 = 0u;
 @group(0) @binding(4) var<storage, read_write> part: array<f32>;
 // Query norm then key norm weights (head_dim each); bound to qkv, and unread, when norm is 0.
 @group(0) @binding(5) var<storage, read> nw: array<f32>;
+// The page table.
+@group(0) @binding(6) var<storage, read> pages: array<u32>;
 
 var<workgroup> weights: array<f32, 256>;
 var<workgroup> qs: array<vec4<f32>, 64>;
@@ -50,6 +52,7 @@ var<workgroup> osum: array<vec4<f32>, 256>;
 
 //!include wgreduce
 
+//!include attn_pages.wgsl
 //!include attn_prepare.wgsl
 //!include attn_score.wgsl
 
@@ -57,6 +60,8 @@ var<workgroup> osum: array<vec4<f32>, 256>;
 fn main(l: Lanes) {
     let h = l.wg.x;
     let blk = l.wg.y;
+    // The block's first pool row, resolved before the query preparation hides its latency.
+    let base = cache_row(blk * KB);
     let group = p.heads / p.kv_heads;
     let kvh = h / group;
     let hd4 = p.head_dim / 4u;
@@ -81,10 +86,11 @@ fn main(l: Lanes) {
         }
         workgroupBarrier();
         if h % group == 0u {
+            let at = (base + pos % KB) * row4 + kb4;
             for (var c = l.lid; c < hd4; c += WG) {
-                k[pos * row4 + kb4 + c] = knew[c];
+                k[at + c] = knew[c];
                 let vb = p.v_src + kvh * p.head_dim + 4u * c;
-                v[pos * row4 + kb4 + c] = vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
+                v[at + c] = vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
             }
         }
     }
@@ -99,7 +105,7 @@ fn main(l: Lanes) {
                 acc += qs[d] * knew[d];
             }
         } else {
-            let kr = j * row4 + kb4;
+            let kr = (base + key) * row4 + kb4;
             for (var d = lane; d < hd4; d += LPK) {
                 acc += qs[d] * k[kr + d];
             }
@@ -126,7 +132,7 @@ fn main(l: Lanes) {
                 let vb = p.v_src + kvh * p.head_dim + 4u * c;
                 o += weights[i] * vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
             } else if jj >= first && jj < p.n_keys {
-                o += weights[i] * v[jj * row4 + kb4 + c];
+                o += weights[i] * v[(base + i) * row4 + kb4 + c];
             }
         }
     }

@@ -20,7 +20,7 @@ struct Params {
     eps: f32,
     tokens: u32,    // prefill: tokens in the batch, at positions n_keys - tokens ..
     qkv_stride: u32,// prefill: elements between consecutive tokens' rows of `qkv`
-    _pad0: u32,
+    page: u32,      // positions per page of the paged KV cache (a multiple of 64)
 }
 
 // Floats per (head, key block) in `part`: the block's value sum (head_dim), then m and l, then

@@ -6,6 +6,7 @@
 // so no per-block partials leave the workgroup. GQA: head h reads KV head h / (heads /
 // kv_heads). Scores are scaled and optionally soft-capped as in decode attention.
 //
+// Each block's keys are consecutive rows of one page of the paged caches (attn_pages.wgsl).
 // Per block: LPK = WG / KB lanes per key share the key row's vec4 loads against q in
 // workgroup memory; values are summed by (vec4 column, key group) threads, as in
 // attn_decode.wgsl. Output [tokens, heads * head_dim].
@@ -21,12 +22,15 @@ override LPK: u32 = WG / KB;
 @group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
+// The page table.
+@group(0) @binding(5) var<storage, read> pages: array<u32>;
 
 var<workgroup> qs: array<vec4<f32>, 64>;
 var<workgroup> weights: array<f32, 256>;
 var<workgroup> osum: array<vec4<f32>, 256>;
 
 //!include wgreduce
+//!include attn_pages.wgsl
 //!include attn_score.wgsl
 
 @compute @workgroup_size(WG)
@@ -57,9 +61,10 @@ fn main(l: Lanes) {
     for (var j0 = first - first % KB; j0 <= pos; j0 += KB) {
         let j = j0 + key;
         let live = j >= first && j <= pos;
+        let base = cache_row(j0);
         var acc = vec4<f32>(0.0);
         if live {
-            let kr = j * row4 + kb4;
+            let kr = (base + key) * row4 + kb4;
             for (var d = lane; d < hd4; d += LPK) {
                 acc += qs[d] * k[kr + d];
             }
@@ -81,7 +86,7 @@ fn main(l: Lanes) {
             for (var i = g; i < KB; i += groups) {
                 let jj = j0 + i;
                 if jj >= first && jj <= pos {
-                    o += weights[i] * v[jj * row4 + kb4 + c];
+                    o += weights[i] * v[(base + i) * row4 + kb4 + c];
                 }
             }
         }

@@ -3,7 +3,7 @@
 // q_src, keys at k_src, values at v_src). Workgroup (slot, t): slots below `heads` normalize
 // and rotate query head `slot` into q [tokens, heads, head_dim]; the others take KV head
 // slot - heads, normalize and rotate its key into the key cache and copy its value into the
-// value cache at row pos (caches [max_ctx, kv_heads, head_dim]). The same preparation as
+// value cache at position pos (paged caches, attn_pages.wgsl). The same preparation as
 // decode attention's (attn_prepare.wgsl), for all tokens at once, so that the causal pass finds
 // every key it needs in the cache.
 
@@ -19,8 +19,11 @@ override NEOX: u32 = 0u;
 @group(0) @binding(4) var<storage, read_write> q: array<f32>;
 // Query norm then key norm weights (head_dim each); bound to qkv, and unread, when norm is 0.
 @group(0) @binding(5) var<storage, read> nw: array<f32>;
+// The page table.
+@group(0) @binding(6) var<storage, read> pages: array<u32>;
 
 //!include wgreduce
+//!include attn_pages.wgsl
 //!include attn_prepare.wgsl
 
 @compute @workgroup_size(WG)
@@ -40,7 +43,7 @@ fn main(l: Lanes) {
     }
     let g = slot - p.heads;
     load_head(l, row + p.k_src + g * hd, hd);
-    let out = (pos * p.kv_heads + g) * hd;
+    let out = (cache_row(pos) * p.kv_heads + g) * hd;
     for (var d = l.lid; d < hd; d += WG) {
         k[out + d] = rotated(d, pos);
         v[out + d] = qkv[row + p.v_src + g * hd + d];

@@ -11,6 +11,7 @@ use gpuport_kernels::rowops::{self, ElementOp, NormKind};
 
 use super::config::ModelConfig;
 use super::error::LlmError;
+use super::kv_cache::KvCache;
 use super::weights::{self, InputNorm, LoadPlan, Projections, Weights};
 use crate::device::Gpu;
 use crate::error::GpuError;
@@ -101,28 +102,48 @@ impl Scratch {
     }
 }
 
-/// The per-layer KV cache: `[ctx, kv_heads, head_dim]` f32 keys and values.
-pub(crate) struct KvCache {
-    pub(crate) layers: Vec<(Tensor, Tensor)>,
-    pub(crate) ctx: usize,
-}
-
-impl KvCache {
-    pub(crate) fn new(gpu: &Gpu, cfg: &ModelConfig, ctx: usize) -> Result<KvCache, GpuError> {
-        let n = ctx * cfg.kv_dim();
-        let layers = (0..cfg.layers)
-            .map(|i| {
-                Ok((
-                    gpu.zeros_f32(&[n], &format!("keys {i}"))?,
-                    gpu.zeros_f32(&[n], &format!("values {i}"))?,
-                ))
-            })
-            .collect::<Result<_, GpuError>>()?;
-        Ok(KvCache { layers, ctx })
-    }
+/// Where a forward pass's first activations come from.
+#[derive(Clone, Copy)]
+pub(crate) enum Rows<'a> {
+    /// Token ids: `ids[pos..]` (u32), embedded and scaled from the model's table.
+    Ids(&'a Tensor),
+    /// Embedding rows `[n, hidden]` (f32, already scaled) the caller made, the first for
+    /// position `pos`: `embed_tokens`' output, or an adapter's (the MLC embeds roles).
+    Embeds(&'a Tensor),
 }
 
 impl Model {
+    /// Records the first activations of positions `pos..pos + n` into `out` (`[n, hidden]`):
+    /// the embedding of their ids, or a copy of the caller's rows.
+    pub(crate) fn first_rows(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        rows: Rows<'_>,
+        pos: usize,
+        out: &Tensor,
+    ) -> Result<(), GpuError> {
+        let c = &self.cfg;
+        match rows {
+            Rows::Ids(ids) => {
+                ops::embed(gpu, rec, &self.weights.embd, ids, pos, out, c.embed_scale)
+            }
+            Rows::Embeds(e) => {
+                if e.elem != Elem::F32 || e.bytes != out.bytes {
+                    return Err(GpuError::Shape(format!(
+                        "embeddings {:?} ({:?}) for {} positions of {} (f32)",
+                        e.shape,
+                        e.elem,
+                        out.bytes / 4 / c.embd.max(1) as u64,
+                        c.embd
+                    )));
+                }
+                rec.copy(&e.buffer, e.offset, &out.buffer, out.offset, out.bytes);
+                Ok(())
+            }
+        }
+    }
+
     /// Reads the configuration, checks the plan against the adapter (every blocker reported),
     /// and uploads the weights.
     pub fn load(gpu: &Gpu, g: &Gguf, ctx: usize) -> Result<Model, LlmError> {
@@ -331,7 +352,7 @@ impl Model {
             eps: c.eps,
             tokens: 1,
             qkv_stride: 0,
-            pad: 0,
+            page: 0,
         })
     }
 
@@ -344,13 +365,12 @@ impl Model {
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         s: &'s Scratch,
-        (kc, vc): (&Tensor, &Tensor),
+        kv: ops::KvLayer<'_>,
         p: DecodeAttnParams,
         qk_norm: Option<&Tensor>,
     ) -> Result<(GemvInput, &'s Tensor), GpuError> {
         let neox = self.cfg.rope_neox;
-        let tensors = [&s.qkv, kc, vc, &s.part];
-        let p = ops::attention_split(gpu, rec, p, neox, tensors, qk_norm)?;
+        let p = ops::attention_split(gpu, rec, p, neox, [&s.qkv, &s.part], kv, qk_norm)?;
         if let Some(input) = GemvInput::attention_combine(p.heads, p.head_dim, p.blocks) {
             return Ok((input, &s.part));
         }
@@ -369,31 +389,32 @@ impl Model {
         }
     }
 
-    /// Records the forward pass of the token at `s.tokens[pos]` (position `pos`): its keys and
-    /// values are appended to `kv`, and when `logits` is set the final norm and output
+    /// Records the forward pass of the token at position `pos` (its row from `rows`): its keys
+    /// and values are appended to `kv`, and when `logits` is set the final norm and output
     /// projection leave the next-token logits in `s.logits`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_token(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         s: &Scratch,
+        rows: Rows<'_>,
         kv: &KvCache,
         pos: usize,
         logits: bool,
     ) -> Result<(), GpuError> {
-        let c = &self.cfg;
         let w = &self.weights;
         let glu = self.glu_input()?;
-        ops::embed(gpu, rec, &w.embd, &s.tokens, pos, &s.x, c.embed_scale)?;
+        self.first_rows(gpu, rec, rows, pos, &s.x)?;
         let (mut x, mut x_next) = (&s.x, &s.x_alt);
         for (i, l) in w.layers.iter().enumerate() {
-            let (kc, vc) = &kv.layers[i];
             let ins = [x, x_next, &s.qkv];
             if self.normed_projections(gpu, rec, ins, &l.attn_norm, &l.attn_in, s)? {
                 (x, x_next) = (x_next, x);
             }
-            let p = self.attention_params(i, pos, kv.ctx, l.qk_norm.is_some())?;
-            let (input, attn) = self.attention(gpu, rec, s, (kc, vc), p, l.qk_norm.as_ref())?;
+            let p = self.attention_params(i, pos, kv.capacity(), l.qk_norm.is_some())?;
+            let layer = kv.layer(i);
+            let (input, attn) = self.attention(gpu, rec, s, layer, p, l.qk_norm.as_ref())?;
             let wo = [&l.wo, attn, x, x_next];
             if self.project_out(gpu, rec, wo, input, s)? {
                 (x, x_next) = (x_next, x);

@@ -7,7 +7,8 @@ use gpuport_kernels::gemm::GemmTile;
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::rowops::ElementOp;
 
-use super::model::{KvCache, Model};
+use super::kv_cache::KvCache;
+use super::model::{Model, Rows};
 use super::weights::{InputNorm, Projections};
 use crate::device::Gpu;
 use crate::error::GpuError;
@@ -63,15 +64,15 @@ impl BatchScratch {
 }
 
 impl Model {
-    /// Records the tokens at positions `pos..pos + n` (ids in `ids[pos..]`) through every layer
-    /// as one batch, appending their keys and values to `kv`. The last layer stops after its
-    /// keys and values: no later position of this batch reads the rest.
+    /// Records the tokens at positions `pos..pos + n` (their rows from `input`) through every
+    /// layer as one batch, appending their keys and values to `kv`. The last layer stops after
+    /// its keys and values: no later position of this batch reads the rest.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_batch(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
-        ids: &Tensor,
+        input: Rows<'_>,
         b: &BatchScratch,
         kv: &KvCache,
         pos: usize,
@@ -92,21 +93,21 @@ impl Model {
         let qkv = rows(&b.qkv, qkv_width);
         let [q, attn] = [&b.q, &b.attn].map(|t| rows(t, c.q_dim()));
         let gate = rows(&b.gate, 2 * c.ff);
-        ops::embed(gpu, rec, &w.embd, ids, pos, &x, c.embed_scale)?;
+        self.first_rows(gpu, rec, input, pos, &x)?;
         let glu = self.glu_input()?;
         for (i, l) in w.layers.iter().enumerate() {
             if self.batch_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj, &post, &h])? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             self.batch_projections(gpu, rec, &h, &l.attn_in, &qkv, n)?;
-            let mut p = self.attention_params(i, pos + n - 1, kv.ctx, l.qk_norm.is_some())?;
+            let mut p =
+                self.attention_params(i, pos + n - 1, kv.capacity(), l.qk_norm.is_some())?;
             p.tokens = n as u32;
             p.qkv_stride = qkv_width as u32;
-            let (kc, vc) = &kv.layers[i];
             let last = i + 1 == w.layers.len();
             let out = (!last).then_some(&attn);
-            let t = [&qkv, kc, vc, &q];
-            ops::attention_prefill(gpu, rec, p, c.rope_neox, t, out, l.qk_norm.as_ref())?;
+            let (neox, norm) = (c.rope_neox, l.qk_norm.as_ref());
+            ops::attention_prefill(gpu, rec, p, neox, [&qkv, &q], kv.layer(i), out, norm)?;
             if last {
                 break;
             }

@@ -6,7 +6,8 @@
 use gpuport_kernels::sample::SampleParams;
 
 use super::error::LlmError;
-use super::model::{KvCache, Model, Scratch};
+use super::kv_cache::{DEFAULT_PAGE, KvCache};
+use super::model::{Model, Rows, Scratch};
 use super::prefill::{BatchScratch, PREFILL_BATCH};
 use crate::device::Gpu;
 use crate::ops;
@@ -138,7 +139,7 @@ impl<'m> Session<'m> {
         Ok(Session {
             gpu,
             model,
-            kv: KvCache::new(gpu, &model.cfg, ctx)?,
+            kv: KvCache::new(gpu, &model.cfg, ctx, DEFAULT_PAGE)?,
             scratch: Scratch::new(gpu, &model.cfg, ctx)?,
             batch: None,
             cached: Vec::new(),
@@ -152,12 +153,18 @@ impl<'m> Session<'m> {
 
     /// Positions the cache holds.
     pub fn context(&self) -> usize {
-        self.kv.ctx
+        self.kv.capacity()
     }
 
-    /// Forgets the cache.
+    /// The KV cache (its pages, its size).
+    pub fn kv_cache(&self) -> &KvCache {
+        &self.kv
+    }
+
+    /// Forgets the cache (its pages go back to the free list).
     pub fn reset(&mut self) {
         self.cached.clear();
+        self.kv.truncate(0);
     }
 
     /// Runs `prompt` (reusing the cache) and returns the logits of the token after it.
@@ -197,11 +204,11 @@ impl<'m> Session<'m> {
         if prompt.is_empty() {
             return Err(LlmError::Request("an empty prompt".into()));
         }
-        if prompt.len() > self.kv.ctx {
+        if prompt.len() > self.kv.capacity() {
             return Err(LlmError::Request(format!(
                 "the prompt has {} tokens, the context holds {}",
                 prompt.len(),
-                self.kv.ctx
+                self.kv.capacity()
             )));
         }
         let vocab = self.model.cfg.vocab as u32;
@@ -224,24 +231,27 @@ impl<'m> Session<'m> {
             bytemuck::cast_slice(&prompt[start..]),
         );
         self.cached.truncate(start);
+        self.kv.truncate(start);
+        self.kv.extend(self.gpu, prompt.len() - start)?;
         // All but the last token in batches (keys and values only), the last as a decode step
         // (its logits).
         let last = prompt.len() - 1;
         if last > start && self.batch.is_none() {
-            let tokens = PREFILL_BATCH.min(self.kv.ctx);
+            let tokens = PREFILL_BATCH.min(self.kv.capacity());
             self.batch = Some(BatchScratch::new(self.gpu, self.model, tokens)?);
         }
         let mut pos = start;
         while pos < last {
             let Some(batch) = &self.batch else { break };
             let n = (last - pos).min(batch.tokens());
-            let ids = &self.scratch.tokens;
+            let ids = Rows::Ids(&self.scratch.tokens);
             self.model
                 .record_batch(self.gpu, rec, ids, batch, &self.kv, pos, n)?;
             pos += n;
         }
+        let ids = Rows::Ids(&self.scratch.tokens);
         self.model
-            .record_token(self.gpu, rec, &self.scratch, &self.kv, last, true)?;
+            .record_token(self.gpu, rec, &self.scratch, ids, &self.kv, last, true)?;
         self.cached.extend_from_slice(&prompt[start..]);
         Ok((start, prompt.len() - start))
     }
@@ -292,17 +302,22 @@ impl<'m> Session<'m> {
         budget: usize,
         sampling: &Sampling,
     ) -> Result<Option<Batch>, LlmError> {
-        let ctx = self.kv.ctx;
+        let ctx = self.kv.capacity();
         let steps = budget
             .min(self.steps_per_submit.max(1))
             .min(ctx - run_from.min(ctx));
         if steps == 0 {
             return Ok(None);
         }
+        // Positions past the accepted ones are backed speculatively; `generate` truncates
+        // the cache to what it accepted.
+        let need = (run_from + steps).saturating_sub(self.kv.len());
+        self.kv.extend(self.gpu, need)?;
         let mut rec = self.recorder()?;
         for p in run_from..run_from + steps {
+            let ids = Rows::Ids(&self.scratch.tokens);
             self.model
-                .record_token(self.gpu, &mut rec, &self.scratch, &self.kv, p, true)?;
+                .record_token(self.gpu, &mut rec, &self.scratch, ids, &self.kv, p, true)?;
             self.record_sample(&mut rec, p, sampling)?;
         }
         self.submit(&mut rec)?;
@@ -329,10 +344,25 @@ impl<'m> Session<'m> {
     pub fn generate(
         &mut self,
         req: &Request<'_>,
+        on_token: impl FnMut(u32) -> bool,
+    ) -> Result<Generated, LlmError> {
+        let out = self.generate_unsynced(req, on_token);
+        // The cache keeps exactly the accepted tokens (whatever ran speculatively past a stop,
+        // or before an error, is dropped).
+        if matches!(out, Err(ref e) if !matches!(e, LlmError::Request(_))) {
+            self.cached.clear();
+        }
+        self.kv.truncate(self.cached.len());
+        out
+    }
+
+    fn generate_unsynced(
+        &mut self,
+        req: &Request<'_>,
         mut on_token: impl FnMut(u32) -> bool,
     ) -> Result<Generated, LlmError> {
         req.sampling.check()?;
-        let ctx = self.kv.ctx;
+        let ctx = self.kv.capacity();
         let mut rec = self.recorder()?;
         let (reused, prefilled) = self.prefill(&mut rec, req.prompt)?;
         let mut out = Generated {

@@ -151,7 +151,7 @@ fn check(g: &Gguf, n: &Need) -> Result<(), GgufError> {
 pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, ctx: usize) -> LoadPlan {
     let limits = gpu.limits();
     let mut p = LoadPlan {
-        kv_bytes: 2 * (cfg.layers * ctx * cfg.kv_dim() * 4) as u64,
+        kv_bytes: super::kv_cache::pool_bytes(cfg, ctx, super::kv_cache::DEFAULT_PAGE),
         ..LoadPlan::default()
     };
     for n in needs(cfg, g) {
@@ -174,7 +174,8 @@ pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, ctx: usize) -> LoadPlan {
             ));
         }
     }
-    let kv_layer = (ctx * cfg.kv_dim() * 4) as u64;
+    let kv_layer = super::kv_cache::pool_bytes(cfg, ctx, super::kv_cache::DEFAULT_PAGE)
+        / (2 * cfg.layers.max(1) as u64);
     if kv_layer > limits.max_storage_buffer_binding_size {
         p.blockers.push(format!(
             "a KV cache of {ctx} positions needs {kv_layer}-byte bindings per layer, the adapter \
@@ -189,6 +190,15 @@ pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, ctx: usize) -> LoadPlan {
         ));
     }
     p
+}
+
+/// The GGUF tensors the forward pass reads (the model's parameters), in graph order; those
+/// missing from the file are left out (the plan reports them).
+pub fn parameters<'g>(cfg: &ModelConfig, g: &'g Gguf) -> Vec<&'g TensorInfo> {
+    needs(cfg, g)
+        .iter()
+        .filter_map(|n| g.tensor(&n.name))
+        .collect()
 }
 
 fn upload(gpu: &Gpu, g: &Gguf, t: &TensorInfo) -> Result<Tensor, LlmError> {

@@ -5,7 +5,7 @@ use gpuport_kernels::attention::{self, DecodeAttnParams};
 use gpuport_kernels::gemm::{self, GemmParams, GemmTile};
 use gpuport_kernels::gemv::GemvInput;
 
-use super::rows::attention_inputs_fit;
+use super::rows::{KvLayer, attention_inputs_fit};
 use super::{elems, launch, matrix, reduction, row_chunks, whole};
 use crate::device::Gpu;
 use crate::error::GpuError;
@@ -128,22 +128,25 @@ pub fn gemm(
 /// Attention of a batch of `p.tokens` tokens at positions `p.n_keys - p.tokens ..`: their
 /// queries, keys and values read from `qkv` (row t at `t * p.qkv_stride`, offsets `p.q_src`,
 /// `p.k_src`, `p.v_src`), normalized per head when `p.norm` is set (weights `qk_norm`) and
-/// rotated; keys and values written to the caches `kc`, `vc`, the prepared queries to `q`
+/// rotated; keys and values written to the cache `kv`, the prepared queries to `q`
 /// (`[tokens, heads, head_dim]`), and, when `out` is given, each token's causal attention
 /// output to it (`[tokens, heads * head_dim]`; without it only the cache is filled, as for a
-/// model's last layer). Tensors `[qkv, kc, vc, q]`.
+/// model's last layer). Tensors `[qkv, q]`.
+#[allow(clippy::too_many_arguments)]
 pub fn attention_prefill(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    p: DecodeAttnParams,
+    mut p: DecodeAttnParams,
     neox: bool,
-    [qkv, kc, vc, q]: [&Tensor; 4],
+    [qkv, q]: [&Tensor; 2],
+    kv: KvLayer<'_>,
     out: Option<&Tensor>,
     qk_norm: Option<&Tensor>,
 ) -> Result<(), GpuError> {
     const WG: u32 = 128;
     let (heads, hd, tokens) = (p.heads as usize, p.head_dim as usize, p.tokens as usize);
-    let ok = attention_inputs_fit(&p, p.qkv_stride as usize, [kc, vc], qk_norm)
+    p.page = kv.page;
+    let ok = attention_inputs_fit(&p, p.qkv_stride as usize, kv, qk_norm)
         && tokens > 0
         && tokens <= p.n_keys as usize
         && elems(qkv) >= tokens * p.qkv_stride as usize
@@ -152,11 +155,12 @@ pub fn attention_prefill(
         && p.tokens <= gpu.limits().max_compute_workgroups_per_dimension;
     if !ok {
         return Err(GpuError::Shape(format!(
-            "prefill attention {p:?} with q/k/v {:?}, caches {:?}, {:?}, queries {:?}, output \
-             {:?}, norm weights {:?}",
+            "prefill attention {p:?} with q/k/v {:?}, caches {:?}, {:?}, page table {:?}, \
+             queries {:?}, output {:?}, norm weights {:?}",
             qkv.shape,
-            kc.shape,
-            vc.shape,
+            kv.k.shape,
+            kv.v.shape,
+            kv.pages.shape,
             q.shape,
             out.map(|o| &o.shape),
             qk_norm.map(|w| &w.shape)
@@ -167,7 +171,7 @@ pub fn attention_prefill(
         rec,
         &attention::prep_spec(WG, reduction(gpu), neox),
         &p,
-        &[qkv, kc, vc, q, qk_norm.unwrap_or(qkv)],
+        &[qkv, kv.k, kv.v, q, qk_norm.unwrap_or(qkv), kv.pages],
         (p.heads + p.kv_heads, p.tokens),
     )?;
     let Some(out) = out else {
@@ -179,7 +183,7 @@ pub fn attention_prefill(
         rec,
         &attention::prefill_spec(WG, kb, reduction(gpu)),
         &p,
-        &[q, kc, vc, out],
+        &[q, kv.k, kv.v, out, kv.pages],
         (p.heads, p.tokens),
     )
 }

@@ -1,6 +1,6 @@
 //! Launches of the row and elementwise kernels (`gpuport_kernels::rowops`).
 
-use gpuport_kernels::attention::{self, DecodeAttnParams, KvStoreParams};
+use gpuport_kernels::attention::{self, DecodeAttnParams};
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
 use gpuport_kernels::{Reduction, grid_2d};
 
@@ -208,20 +208,36 @@ pub fn argmax(
 /// Threads per workgroup of both decode-attention passes.
 const ATTENTION_WG: u32 = 128;
 
+/// One layer of a paged KV cache as the attention kernels see it: pools of keys and values
+/// (`[pages, page, kv_heads, head_dim]` f32) and the sequence's page table (u32, logical page
+/// → pool page; `attn_pages.wgsl`).
+#[derive(Clone, Copy)]
+pub struct KvLayer<'a> {
+    /// The key pool.
+    pub k: &'a Tensor,
+    /// The value pool.
+    pub v: &'a Tensor,
+    /// The page table.
+    pub pages: &'a Tensor,
+    /// Positions per page (a multiple of [`attention::PAGE_MULTIPLE`]).
+    pub page: u32,
+}
+
 /// Decode attention for a new token (both passes): its queries, keys and values are read from
 /// `qkv` at `p.q_src`, `p.k_src`, `p.v_src`, normalized per head when `p.norm` is set (weights
 /// `qk_norm`: query norm then key norm) and rotated (RoPE, `neox` pair layout) in the kernel;
-/// the key and value are appended to the caches `kc`, `vc` at position `p.n_keys - 1`, and the
-/// attention output of every head lands in `out`. Tensors `[qkv, kc, vc, part, out]`.
+/// the key and value are appended to the cache `kv` at position `p.n_keys - 1`, and the
+/// attention output of every head lands in `out`. Tensors `[qkv, part, out]`.
 pub fn attention_decode(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     p: DecodeAttnParams,
     neox: bool,
-    [qkv, kc, vc, part, out]: [&Tensor; 5],
+    [qkv, part, out]: [&Tensor; 3],
+    kv: KvLayer<'_>,
     qk_norm: Option<&Tensor>,
 ) -> Result<(), GpuError> {
-    let p = attention_split(gpu, rec, p, neox, [qkv, kc, vc, part], qk_norm)?;
+    let p = attention_split(gpu, rec, p, neox, [qkv, part], kv, qk_norm)?;
     attention_combine(gpu, rec, &p, [part, out])
 }
 
@@ -252,29 +268,33 @@ pub fn attention_combine(
 
 /// The first pass of [`attention_decode`] alone: the per-block partials land in `part` (for a
 /// GEMV with the [`gpuport_kernels::gemv::GemvInput::AttnCombine`] input to combine); returns the
-/// parameters with `blocks` set. Tensors `[qkv, kc, vc, part]`.
+/// parameters with `blocks` and `page` set. Tensors `[qkv, part]`.
 pub fn attention_split(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     mut p: DecodeAttnParams,
     neox: bool,
-    [qkv, kc, vc, part]: [&Tensor; 4],
+    [qkv, part]: [&Tensor; 2],
+    kv: KvLayer<'_>,
     qk_norm: Option<&Tensor>,
 ) -> Result<DecodeAttnParams, GpuError> {
     let kb = attention::keys_per_block(p.head_dim);
     let (heads, hd) = (p.heads as usize, p.head_dim as usize);
     p.blocks = p.n_keys.div_ceil(kb).max(1);
-    let ok = attention_inputs_fit(&p, elems(qkv), [kc, vc], qk_norm)
+    p.page = kv.page;
+    let ok = attention_inputs_fit(&p, elems(qkv), kv, qk_norm)
         && p.n_keys > 0
         && hd <= 4 * ATTENTION_WG as usize
         && elems(part) >= heads * p.blocks as usize * attention::part_stride(p.head_dim)
         && p.blocks <= gpu.limits().max_compute_workgroups_per_dimension;
     if !ok {
         return Err(GpuError::Shape(format!(
-            "decode attention {p:?} with q/k/v {:?}, caches {:?}, {:?}, norm weights {:?}",
+            "decode attention {p:?} with q/k/v {:?}, caches {:?}, {:?}, page table {:?}, norm \
+             weights {:?}",
             qkv.shape,
-            kc.shape,
-            vc.shape,
+            kv.k.shape,
+            kv.v.shape,
+            kv.pages.shape,
             qk_norm.map(|w| &w.shape)
         )));
     }
@@ -283,7 +303,7 @@ pub fn attention_split(
         rec,
         &attention::decode_spec(ATTENTION_WG, kb, reduction(gpu), neox),
         &p,
-        &[qkv, kc, vc, part, qk_norm.unwrap_or(qkv)],
+        &[qkv, kv.k, kv.v, part, qk_norm.unwrap_or(qkv), kv.pages],
         (p.heads, p.blocks),
     )?;
     Ok(p)
@@ -292,11 +312,12 @@ pub fn attention_split(
 /// Whether attention `p` fits its inputs: a head shape the kernels take (head_dim a multiple
 /// of 4, at most 256; an even RoPE width within it; whole GQA groups), q, k and v within the
 /// first `row_len` elements of a projections row, norm weights exactly when a norm is set
-/// (query then key: `2 head_dim`), caches of `max_ctx` positions holding `n_keys`.
+/// (query then key: `2 head_dim`), a cache of whole pages whose table covers `max_ctx`
+/// positions holding `n_keys`, and `p.page` the cache's page.
 pub(super) fn attention_inputs_fit(
     p: &DecodeAttnParams,
     row_len: usize,
-    [kc, vc]: [&Tensor; 2],
+    kv: KvLayer<'_>,
     qk_norm: Option<&Tensor>,
 ) -> bool {
     let (heads, kv_heads, hd, ctx) = (
@@ -306,6 +327,8 @@ pub(super) fn attention_inputs_fit(
         p.max_ctx as usize,
     );
     let within = |at: u32, n: usize| at as usize + n <= row_len;
+    let page_elems = kv.page as usize * kv_heads * hd;
+    let pool = |t: &Tensor| elems(t) >= page_elems && elems(t).is_multiple_of(page_elems.max(1));
     kv_heads > 0
         && hd.is_multiple_of(4)
         && hd <= 256
@@ -318,50 +341,18 @@ pub(super) fn attention_inputs_fit(
         && within(p.v_src, kv_heads * hd)
         && (p.norm == 0) == qk_norm.is_none()
         && qk_norm.is_none_or(|w| elems(w) == 2 * hd)
-        && elems(kc) >= ctx * kv_heads * hd
-        && elems(vc) >= ctx * kv_heads * hd
+        && p.page == kv.page
+        && kv.page > 0
+        && kv.page.is_multiple_of(attention::PAGE_MULTIPLE)
+        && elems(kv.pages) * kv.page as usize >= ctx
+        && pool(kv.k)
+        && elems(kv.v) == elems(kv.k)
 }
 
 /// Scratch elements [`attention_decode`] needs for a cache of `max_ctx` positions.
 pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
     let blocks = max_ctx.div_ceil(attention::keys_per_block(head_dim)).max(1);
     heads as usize * blocks as usize * attention::part_stride(head_dim)
-}
-
-/// Appends `k` and `v` (`tokens * kv_heads * head_dim` f32 each) to the caches `kc`, `vc` at
-/// element offset `dst`.
-pub fn kv_store(
-    gpu: &Gpu,
-    rec: &mut Recorder<'_>,
-    dst: usize,
-    [k, v, kc, vc]: [&Tensor; 4],
-) -> Result<(), GpuError> {
-    let n = elems(k);
-    if elems(v) != n || elems(kc) < dst + n || elems(vc) < dst + n {
-        return Err(GpuError::Shape(format!(
-            "storing {:?} keys at {dst} into a cache of {:?}",
-            k.shape, kc.shape
-        )));
-    }
-    let wg = 256;
-    let grid = grid_2d(
-        (n as u32).div_ceil(wg),
-        gpu.limits().max_compute_workgroups_per_dimension,
-    );
-    let p = KvStoreParams {
-        n: n as u32,
-        dst: dst as u32,
-        grid_x: grid.0,
-        pad: 0,
-    };
-    launch(
-        gpu,
-        rec,
-        &attention::kv_store_spec(wg),
-        &p,
-        &[k, v, kc, vc],
-        grid,
-    )
 }
 
 /// Samples one token from `logits` (modified in place by the penalty): the id goes to
