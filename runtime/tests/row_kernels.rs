@@ -48,7 +48,7 @@ impl PagedCache {
         pool
     }
 
-    fn from_pool(&self, pool: &[f32], positions: usize) -> Vec<f32> {
+    fn logical(&self, pool: &[f32], positions: usize) -> Vec<f32> {
         (0..positions)
             .flat_map(|j| {
                 let at = attention::cache_row(&self.table, PAGE, j) * self.row;
@@ -302,9 +302,9 @@ fn decode_attention_matches() {
         // RoPE angles are f32 on the GPU (as in llama.cpp): ~1e-7 relative error times the
         // position.
         let positions = max_ctx as usize;
-        let got_k = paged.from_pool(&gpu.readback_f32(&kt).unwrap(), positions);
+        let got_k = paged.logical(&gpu.readback_f32(&kt).unwrap(), positions);
         close(&got_k, &k, 1e-4, &what);
-        let got_v = paged.from_pool(&gpu.readback_f32(&vt).unwrap(), positions);
+        let got_v = paged.logical(&gpu.readback_f32(&vt).unwrap(), positions);
         assert_eq!(got_v, v, "{what}");
         close(
             &gpu.readback_f32(&out).unwrap(),
@@ -420,9 +420,9 @@ fn prefill_attention_matches() {
         // f32 RoPE angles (as in llama.cpp): ~1e-7 relative error times positions up to 524,
         // on normed heads of magnitude up to ~3.
         let positions = max_ctx as usize;
-        let got_k = paged.from_pool(&gpu.readback_f32(&kt).unwrap(), positions);
+        let got_k = paged.logical(&gpu.readback_f32(&kt).unwrap(), positions);
         close(&got_k, &k, 5e-4, &what);
-        let got_v = paged.from_pool(&gpu.readback_f32(&vt).unwrap(), positions);
+        let got_v = paged.logical(&gpu.readback_f32(&vt).unwrap(), positions);
         assert_eq!(got_v, v, "{what}");
         close(&gpu.readback_f32(&qt).unwrap(), &q, 5e-4, &what);
         close(
