@@ -7,6 +7,7 @@ mod generate;
 mod hash;
 mod host;
 mod inspect;
+mod inspect_gguf;
 mod llm;
 mod output;
 mod preprocess;
@@ -58,8 +59,12 @@ enum Command {
     /// Summarize a bundle or package: task, variants (and which one this machine would choose),
     /// inputs, outputs, files and sizes.
     Inspect {
-        /// Bundle folder, manifest file, MLC package folder, or program document.
+        /// Bundle folder, manifest file, MLC package folder, program document, or GGUF model.
         path: PathBuf,
+        /// For a GGUF model: print the `mlc.compiled-program` document gpuport's LLM executor
+        /// satisfies for it (JSON) instead of the summary.
+        #[arg(long)]
+        program: bool,
         /// Pretend these runtimes have executors (repeatable), to see which variant another
         /// host would choose. Default: the runtimes this build of gpuport executes.
         #[arg(long = "runtime", value_name = "RUNTIME")]
@@ -195,9 +200,19 @@ fn main() -> ExitCode {
         } => validate::run(&path, json, !no_files, program),
         Command::Inspect {
             path,
+            program,
             runtimes,
             ram_mb,
-        } => inspect::run(&path, &runtimes, ram_mb),
+        } => {
+            if inspect_gguf::is_gguf(&path) {
+                inspect_gguf::run(&path, program)
+            } else if program {
+                eprintln!("error: --program takes a GGUF model");
+                EXIT_USAGE
+            } else {
+                inspect::run(&path, &runtimes, ram_mb)
+            }
+        }
         Command::Hash { what, path } => hash::run(what, &path),
         Command::Probe { json, bench } => probe::run(json, bench),
         Command::Generate {

@@ -152,3 +152,78 @@ fn bad_model_files_are_typed_errors() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// `gpuport inspect MODEL.gguf --program` on both real models: the document parses as an
+/// `mlc.compiled-program`, matches a package declaring the tasks the file implies (its
+/// `interface_id` recomputed by the package reader from that tasks object, spelled out here)
+/// and the parameter list read from the GGUF, declares the embeddings roles and a paged KV
+/// cache, and its resources are `can-run`'s figures.
+#[test]
+fn inspect_program_matches_the_gguf() {
+    use gpuport_manifest_core::hash::{ParamSchema, parameter_schema_id};
+    use gpuport_manifest_core::mlc::{Role, match_package_program, parse_package, parse_program};
+    use gpuport_runtime::gguf::Gguf;
+    use gpuport_runtime::llm::{ModelConfig, weights};
+    for (file, task, tensors) in [
+        ("SmolLM2-135M-Instruct.Q4_1.gguf", "chat.completions", 30 * 9 + 2),
+        ("gemma-3-270m-q4_k_m.gguf", "text.completions", 18 * 13 + 2),
+    ] {
+        let Some(model) = references::model(file) else {
+            continue;
+        };
+        let m = model.to_str().unwrap();
+        let out = gpuport(&["inspect", m, "--program"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let program = parse_program(&text(&out.stdout)).unwrap().document;
+        let exports = &program.programs["generation"].exports;
+        assert_eq!(exports[&Role::CreateKvCache], "create_paged_kv_cache");
+        for role in [Role::EmbedTokens, Role::PrefillEmbeds, Role::DecodeEmbeds] {
+            assert!(exports.contains_key(&role), "{file}: {role:?}");
+        }
+
+        let g = Gguf::open(&model).unwrap();
+        let cfg = ModelConfig::from_gguf(&g).unwrap();
+        let params: Vec<ParamSchema> = weights::parameters(&cfg, &g)
+            .iter()
+            .map(|t| ParamSchema {
+                name: t.name.clone(),
+                shape: t.dims.iter().rev().copied().collect(),
+                dtype: t.type_name(),
+            })
+            .collect();
+        assert_eq!(params.len(), tensors, "{file}");
+        let package = serde_json::json!({
+            "schema": "mlc.model-package",
+            "schema_version": 1,
+            "chat_config": "mlc-chat-config.json",
+            "interface_id": program.interface_id,
+            "weights": {
+                "manifest": "tensor-cache.json",
+                "parameter_schema_id": parameter_schema_id(&params).unwrap()
+            },
+            "tasks": {
+                task: {
+                    "executor": "generation",
+                    "inputs": {"text": {"processor": "tokenizer"}},
+                    "output": "text"
+                }
+            }
+        });
+        let package = parse_package(&package.to_string())
+            .unwrap_or_else(|p| panic!("{file}: {p:?}"))
+            .document;
+        let problems = match_package_program(&package, &program);
+        assert!(problems.is_empty(), "{file}: {problems:?}");
+
+        let out = gpuport(&["can-run", m, "--json"]);
+        if text(&out.stderr).contains("NO_GPU") {
+            assert!(std::env::var_os("GPUPORT_REQUIRE_GPU").is_none());
+            continue;
+        }
+        let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = &program.resources;
+        assert_eq!(plan["weight_bytes"], r.estimated_device_memory_bytes, "{file}");
+        assert_eq!(plan["largest_tensor_bytes"], r.max_storage_buffer_binding_size);
+        assert!(r.required_features.is_empty());
+    }
+}
