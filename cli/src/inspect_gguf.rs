@@ -35,10 +35,12 @@ pub fn is_gguf(path: &Path) -> bool {
 
 /// Runs `gpuport inspect` on a GGUF file.
 pub fn run(path: &Path, as_program: bool) -> u8 {
-    let opened = Gguf::open(path).map_err(|e| (e.code(), e.to_string())).and_then(|g| {
-        let cfg = ModelConfig::from_gguf(&g).map_err(|e| (e.code(), e.to_string()))?;
-        Ok((g, cfg))
-    });
+    let opened = Gguf::open(path)
+        .map_err(|e| (e.code(), e.to_string()))
+        .and_then(|g| {
+            let cfg = ModelConfig::from_gguf(&g).map_err(|e| (e.code(), e.to_string()))?;
+            Ok((g, cfg))
+        });
     let (g, cfg) = match opened {
         Ok(v) => v,
         Err((code, e)) => {

@@ -165,7 +165,11 @@ fn inspect_program_matches_the_gguf() {
     use gpuport_runtime::gguf::Gguf;
     use gpuport_runtime::llm::{ModelConfig, weights};
     for (file, task, tensors) in [
-        ("SmolLM2-135M-Instruct.Q4_1.gguf", "chat.completions", 30 * 9 + 2),
+        (
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "chat.completions",
+            30 * 9 + 2,
+        ),
         ("gemma-3-270m-q4_k_m.gguf", "text.completions", 18 * 13 + 2),
     ] {
         let Some(model) = references::model(file) else {
@@ -222,8 +226,14 @@ fn inspect_program_matches_the_gguf() {
         }
         let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let r = &program.resources;
-        assert_eq!(plan["weight_bytes"], r.estimated_device_memory_bytes, "{file}");
-        assert_eq!(plan["largest_tensor_bytes"], r.max_storage_buffer_binding_size);
+        assert_eq!(
+            plan["weight_bytes"], r.estimated_device_memory_bytes,
+            "{file}"
+        );
+        assert_eq!(
+            plan["largest_tensor_bytes"],
+            r.max_storage_buffer_binding_size
+        );
         assert!(r.required_features.is_empty());
     }
 }

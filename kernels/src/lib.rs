@@ -83,7 +83,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
     }
     out.extend(stream::WG_VALUES.map(stream::spec));
     out.extend(rowops::all_specs());
-    out.extend(sample::WG_VALUES.map(sample::spec));
+    out.extend(sample::Stage::ALL.map(sample::spec));
     for wg in attention::WG_VALUES {
         for kb in attention::KB_VALUES.into_iter().filter(|kb| wg % kb == 0) {
             for neox in [false, true] {

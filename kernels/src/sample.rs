@@ -1,6 +1,7 @@
 //! GPU token sampling (`sample.wgsl`): repetition penalty, temperature, top-k, top-p and an
-//! inverse-CDF draw with a Philox4x32-10 uniform, in one dispatch; greedy at temperature 0.
-//! The CPU side holds the reference RNG and the reference filters.
+//! inverse-CDF draw with a Philox4x32-10 uniform, as a chain of stages over slices of the
+//! vocabulary ([`stages`]); greedy at temperature 0. The CPU side holds the reference RNG and
+//! the reference filters.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -32,21 +33,98 @@ pub struct SampleParams {
     pub recent_start: u32,
     /// Index in `tokens` that receives the chosen id.
     pub out_index: u32,
-    /// Padding.
-    pub pad: u32,
+    /// The radix stages: the round (0-3), plus [`TOP_P_ROUND`] for the top-p select (set per
+    /// stage by [`stages`]).
+    pub round: u32,
 }
 
-/// Allowed workgroup sizes of the sampler.
-pub const WG_VALUES: [u32; 2] = [256, 1024];
+/// Logits per slice (one workgroup each in the slice stages).
+pub const SLICE: usize = 1024;
 
-/// The sampler with `wg` threads (one of [`WG_VALUES`]; the radix histograms have 256 bins
-/// whatever the size).
-pub fn spec(wg: u32) -> KernelSpec {
+/// Added to [`SampleParams::round`] in the top-p select's rounds.
+pub const TOP_P_ROUND: u32 = 16;
+
+/// One stage of the sampler (`STAGE` in `sample.wgsl`, which describes them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stage {
+    /// Repetition penalty (one workgroup).
+    Penalty = 0,
+    /// Each slice's largest logit.
+    Max = 1,
+    /// The largest logit; greedy ends here.
+    MaxCombine = 2,
+    /// Each slice's radix histogram.
+    Hist = 3,
+    /// The next 8 bits of a threshold (one workgroup).
+    Select = 4,
+    /// Probabilities and their slice sums.
+    Probs = 5,
+    /// Top-p cut; each slice's kept mass.
+    Mass = 6,
+    /// The draw (one workgroup).
+    Draw = 7,
+}
+
+impl Stage {
+    /// Every stage.
+    pub const ALL: [Stage; 8] = [
+        Stage::Penalty,
+        Stage::Max,
+        Stage::MaxCombine,
+        Stage::Hist,
+        Stage::Select,
+        Stage::Probs,
+        Stage::Mass,
+        Stage::Draw,
+    ];
+
+    /// Whether the stage runs one workgroup per slice (else one workgroup).
+    pub fn per_slice(self) -> bool {
+        matches!(self, Stage::Max | Stage::Hist | Stage::Probs | Stage::Mass)
+    }
+}
+
+/// The sampler's stages for `p`, in order, each with the `round` its parameters carry: the
+/// penalty when set, the maximum, then for temperature > 0 the top-k select (when on), the
+/// probabilities, the top-p select (when on), the mass and the draw.
+pub fn stages(p: &SampleParams) -> Vec<(Stage, u32)> {
+    let mut out = Vec::new();
+    if p.penalty != 1.0 && p.n_recent > 0 {
+        out.push((Stage::Penalty, 0));
+    }
+    out.extend([(Stage::Max, 0), (Stage::MaxCombine, 0)]);
+    if p.temperature <= 0.0 {
+        return out;
+    }
+    let radix = |out: &mut Vec<(Stage, u32)>, base: u32| {
+        for round in 0..4 {
+            out.extend([(Stage::Hist, base + round), (Stage::Select, base + round)]);
+        }
+    };
+    if p.top_k > 0 && p.top_k < p.vocab {
+        radix(&mut out, 0);
+    }
+    out.push((Stage::Probs, 0));
+    if p.top_p < 1.0 {
+        radix(&mut out, TOP_P_ROUND);
+    }
+    out.extend([(Stage::Mass, 0), (Stage::Draw, 0)]);
+    out
+}
+
+/// Words of the partials-and-state scratch for a vocabulary of `vocab`: per slice a 256-bin
+/// histogram and five partial words, then the state.
+pub fn scratch_words(vocab: usize) -> usize {
+    vocab.div_ceil(SLICE) * 261 + 8
+}
+
+/// The variant of `stage`.
+pub fn spec(stage: Stage) -> KernelSpec {
     KernelSpec {
         family: Family::Sample,
         quant: None,
         reduction: None,
-        constants: vec![("WG", wg)],
+        constants: vec![("STAGE", stage as u32)],
     }
 }
 

@@ -34,7 +34,7 @@ fn params(vocab: usize) -> SampleParams {
         seed_hi: 0,
         recent_start: 0,
         out_index: 0,
-        pad: 0,
+        round: 0,
     }
 }
 
@@ -66,8 +66,10 @@ fn run(
         )
         .unwrap();
     let out: Tensor = gpu.upload(&[0xFF; 8], Elem::U32, &[2], "out").unwrap();
+    let words = gpuport_kernels::sample::scratch_words(n);
+    let part = gpu.zeros_f32(&[words], "sampler partials").unwrap();
     let mut rec = Recorder::new(gpu);
-    ops::sample(gpu, &mut rec, p, [&lt, &pt, &rt, &out]).unwrap();
+    ops::sample(gpu, &mut rec, p, [&lt, &pt, &rt, &out, &part]).unwrap();
     rec.submit().unwrap();
     let o = gpu.readback(&out).unwrap();
     let word = |i: usize| u32::from_le_bytes(o[4 * i..4 * i + 4].try_into().unwrap());
@@ -135,34 +137,50 @@ fn top_k_and_top_p_keep_exactly_the_reference_set() {
     }
 }
 
+/// 64 draws each from one slice (300 logits, top-k 20) and across 5 slices (5,000 flat
+/// logits, top-p 0.99): every draw is the CPU's inverse CDF of the kernel's uniform over the
+/// kept probabilities in id order.
 #[test]
 fn every_draw_follows_the_philox_stream() {
     let Some(gpu) = support::gpu() else { return };
-    let vocab = 300;
-    let logits = ramp(vocab, 3);
-    let mut counts = vec![0u32; vocab];
-    for step in 0..64u32 {
-        let p = SampleParams {
-            step,
-            top_k: 20,
-            seed_lo: 0xDEAD_BEEF,
-            seed_hi: 1,
-            ..params(vocab)
-        };
-        let (token, _, probs, _) = run(&gpu, &logits, &[], p);
-        // Reproduce the draw: the kernel's uniform times the kept mass, inverse CDF in id order.
-        let grand: f64 = probs.iter().map(|v| f64::from(*v)).sum();
-        let u = f64::from(uniform(0x1_DEAD_BEEF, step)) * grand;
-        let mut acc = 0.0;
-        let want = probs.iter().position(|v| {
-            acc += f64::from(*v);
-            *v > 0.0 && u < acc
-        });
-        assert_eq!(Some(token as usize), want, "step {step}");
-        counts[token as usize] += 1;
+    for (vocab, top_k, top_p, temperature) in [(300, 20, 1.0, 1.0), (5000, 0, 0.99, 3.0)] {
+        let logits = ramp(vocab, 3);
+        let mut counts = vec![0u32; vocab];
+        for step in 0..64u32 {
+            let p = SampleParams {
+                step,
+                top_k,
+                top_p,
+                temperature,
+                seed_lo: 0xDEAD_BEEF,
+                seed_hi: 1,
+                ..params(vocab)
+            };
+            let (token, _, probs, _) = run(&gpu, &logits, &[], p);
+            // The kernel's uniform times the kept mass, inverse CDF in id order.
+            let grand: f64 = probs.iter().map(|v| f64::from(*v)).sum();
+            let u = f64::from(uniform(0x1_DEAD_BEEF, step)) * grand;
+            let mut acc = 0.0;
+            let want = probs.iter().position(|v| {
+                acc += f64::from(*v);
+                *v > 0.0 && u < acc
+            });
+            assert_eq!(Some(token as usize), want, "vocab {vocab} step {step}");
+            counts[token as usize] += 1;
+        }
+        // More than one token was drawn: the counter really advances the stream.
+        assert!(counts.iter().filter(|c| **c > 0).count() > 3);
+        if vocab > 1024 {
+            // Draws landed in more than one slice.
+            let slices: std::collections::BTreeSet<usize> = counts
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, _)| i / gpuport_kernels::sample::SLICE)
+                .collect();
+            assert!(slices.len() > 1, "{slices:?}");
+        }
     }
-    // More than one token was drawn: the counter really advances the stream.
-    assert!(counts.iter().filter(|c| **c > 0).count() > 3);
 }
 
 #[test]

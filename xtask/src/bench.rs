@@ -485,18 +485,31 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             seed_hi: 0,
             recent_start: 0,
             out_index: 64,
-            pad: 0,
+            round: 0,
         };
+        let words = gpuport_kernels::sample::scratch_words(vocab);
+        let part = gpu.zeros_f32(&[words], "sampler partials")?;
+        let t = [&logits, &probs, &recent, &outp, &part];
         time(
             format!("sample top-k 40 top-p 0.95, vocab {vocab}"),
-            &mut |rec| ops::sample(gpu, rec, p, [&logits, &probs, &recent, &outp]),
+            &mut |rec| ops::sample(gpu, rec, p, t),
         )?;
+        let top_p = SampleParams {
+            top_k: 0,
+            penalty: 1.0,
+            top_p: 0.9,
+            temperature: 0.7,
+            ..p
+        };
+        time(format!("sample top-p 0.9, vocab {vocab}"), &mut |rec| {
+            ops::sample(gpu, rec, top_p, t)
+        })?;
         let g = SampleParams {
             temperature: 0.0,
             ..p
         };
         time(format!("sample greedy, vocab {vocab}"), &mut |rec| {
-            ops::sample(gpu, rec, g, [&logits, &probs, &recent, &outp])
+            ops::sample(gpu, rec, g, t)
         })?;
     }
     Ok(out)

@@ -1,18 +1,32 @@
-// Token sampling in one workgroup over the whole vocabulary, so the chosen id stays on the GPU
-// and feeds the next embedding lookup:
-// 1. repetition penalty on the distinct recent ids (llama.cpp's rule: positive logits divided
-//    by the penalty, negative multiplied), in place;
-// 2. the largest logit and its first index; temperature <= 0 is greedy and stops here;
-// 3. top-k: radix select (4 passes of 8 bits, parallel 256-bin histograms) of the k-th largest
-//    logit key; ties at the threshold are kept;
-// 4. p = exp((logit - max) / temperature) for the survivors, written to `probs`;
-// 5. top-p: the same radix select over probability keys, each bin weighted by its mass in
-//    fixed point (2^24 per whole), keeping the smallest head whose mass reaches top_p;
-// 6. an inverse-CDF draw with a Philox4x32-10 uniform keyed by (seed_lo, seed_hi), counter
-//    (step, 0, 0, 0), over contiguous per-lane chunks.
-// The recent ids are tokens[recent_start .. recent_start + n_recent]; the chosen id is written
-// to tokens[out_index] (the sequence buffer the next embedding reads) and to out[0], with how
-// many tokens had non-zero probability in out[1].
+// Token sampling over the whole GPU, so the chosen id stays on the GPU and feeds the next
+// embedding lookup. The vocabulary is cut into slices of SLICE logits, one workgroup each
+// (G = ceil(vocab / SLICE) of them); the work runs as a chain of stages (STAGE, one dispatch
+// each), the per-slice ones writing partials into `part` and one-workgroup ones combining
+// them into the state words at ST:
+// 0 PENALTY (one workgroup, when a penalty is set): repetition penalty on the distinct recent
+//   ids (llama.cpp's rule: positive logits divided by the penalty, negative multiplied);
+// 1 MAX (slices): each slice's largest logit and its first index;
+// 2 MAX_COMBINE (one): the largest logit and its first index; temperature <= 0 is greedy and
+//   writes the id here (the chain stops);
+// 3 HIST (slices) and 4 SELECT (one), four rounds of each: radix select, 8 bits a round from
+//   the top, of the k-th largest logit key (top-k, count weights; ties at the threshold kept)
+//   or of the probability key where the mass from the top reaches top_p (weights in fixed
+//   point, 2^24 per whole, so the sums are exact integers): HIST builds each slice's 256-bin
+//   histogram of the keys that match the bits chosen so far, SELECT adds the slices' bins and
+//   picks the next 8 bits;
+// 5 PROBS (slices): p = exp((logit - max) / temperature) for logits at or above the top-k
+//   threshold (0 otherwise) into `probs`, and each slice's sum;
+// 6 MASS (slices): probabilities below the top-p threshold zeroed; each slice's kept mass
+//   and count;
+// 7 DRAW (one): an inverse-CDF draw with a Philox4x32-10 uniform keyed by (seed_lo, seed_hi),
+//   counter (step, 0, 0, 0): the slice whose running mass passes u, then the element within
+//   it. The id goes to tokens[out_index] (the sequence buffer) and out[0], the kept count to
+//   out[1].
+// The recent ids are tokens[recent_start .. recent_start + n_recent]. Sums over slices are
+// taken in slice order by one workgroup's fixed tree, so every workgroup that needs a total
+// computes the same bits. One workgroup used to do all of this (0.9 ms at 262,144 logits on
+// an H200: it reads the vocabulary seven times on one compute unit); the slices spread those
+// reads over the GPU.
 
 struct Params {
     vocab: u32,
@@ -26,23 +40,48 @@ struct Params {
     seed_hi: u32,
     recent_start: u32,
     out_index: u32,
-    _pad0: u32,
+    round: u32,        // HIST, SELECT: the round (0-3), plus 16 for the top-p select
 }
 
-// Threads (256 or 1024): one workgroup walks the whole vocabulary several times, so more
-// threads mean more loads in flight on its one compute unit.
-override WG: u32 = 256u;
+const WG: u32 = 256u;
+// Logits per slice: four per thread.
+const SLICE: u32 = 1024u;
+override STAGE: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> logits: array<f32>;
 @group(0) @binding(2) var<storage, read_write> probs: array<f32>;
 @group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
+// Partials and state (`sample::scratch_words`): histograms [G, 256], then per slice (max bits,
+// index), sum bits, (kept mass bits, kept count), then the state words.
+@group(0) @binding(5) var<storage, read_write> part: array<u32>;
 
 var<workgroup> hist: array<atomic<u32>, 256>;
 var<workgroup> redf: array<f32, WG>;
 var<workgroup> redu: array<u32, WG>;
-var<workgroup> bcast: array<u32, 4>;
+var<workgroup> bcast: array<u32, 2>;
+
+fn groups() -> u32 {
+    return (p.vocab + SLICE - 1u) / SLICE;
+}
+fn hist_at(g: u32) -> u32 {
+    return g * 256u;
+}
+fn max_at(g: u32) -> u32 {
+    return groups() * 256u + 2u * g;
+}
+fn sum_at(g: u32) -> u32 {
+    return groups() * 258u + g;
+}
+fn mass_at(g: u32) -> u32 {
+    return groups() * 259u + 2u * g;
+}
+// State: 0 max bits, 1 its index, 2 top-k prefix, 3 top-k weight above it, 4 top-p prefix,
+// 5 top-p weight above it.
+fn st(i: u32) -> u32 {
+    return groups() * 261u + i;
+}
 
 // Order-preserving map of f32 to u32: a larger float has a larger key.
 fn key(v: f32) -> u32 {
@@ -80,84 +119,48 @@ fn philox(counter: vec4<u32>, k0: u32, k1: u32) -> vec4<u32> {
     return c;
 }
 
-// Radix select: the largest key t such that the weight of elements with key >= t reaches
-// `goal`. Weights are 1 per element (top-k, keys of logits) or fixed-point masses (top-p,
-// keys of probabilities); elements with weight 0 never count.
-fn radix_select(lid: u32, goal: u32, on_probs: bool, total: f32) -> u32 {
-    var prefix = 0u;
-    var above = 0u;
-    for (var pass_ = 0u; pass_ < 4u; pass_++) {
-        let shift = 24u - 8u * pass_;
-        if lid < 256u {
-            atomicStore(&hist[lid], 0u);
+// The workgroup's sum of v in a fixed order (the same bits in every workgroup).
+fn wg_sum_f(lid: u32, v: f32) -> f32 {
+    redf[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if lid < s {
+            redf[lid] += redf[lid + s];
         }
-        workgroupBarrier();
-        for (var i = lid; i < p.vocab; i += WG) {
-            var k = key(logits[i]);
-            var wgt = 1u;
-            if on_probs {
-                let e = probs[i];
-                k = key(e);
-                wgt = u32(e / total * 16777216.0);
-            }
-            // Only elements matching the bits chosen so far (all of them in the first pass).
-            let matches = pass_ == 0u || (k >> (shift + 8u)) == (prefix >> (shift + 8u));
-            if matches && wgt > 0u {
-                atomicAdd(&hist[(k >> shift) & 0xFFu], wgt);
-            }
-        }
-        workgroupBarrier();
-        if lid == 0u {
-            var b = 255u;
-            var sum = above;
-            loop {
-                let next = sum + atomicLoad(&hist[b]);
-                if next >= goal || b == 0u {
-                    break;
-                }
-                sum = next;
-                b -= 1u;
-            }
-            bcast[0] = prefix | (b << shift);
-            bcast[1] = sum;
-        }
-        workgroupBarrier();
-        prefix = bcast[0];
-        above = bcast[1];
         workgroupBarrier();
     }
-    return prefix;
+    let total = redf[0];
+    workgroupBarrier();
+    return total;
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32) {
-    // 1. Penalty, once per distinct id (one lane: the recent window is short).
-    if lid == 0u && p.penalty != 1.0 {
-        for (var r = 0u; r < p.n_recent; r++) {
-            let id = tokens[p.recent_start + r];
-            var seen = id >= p.vocab;
-            for (var s = 0u; s < r && !seen; s++) {
-                seen = tokens[p.recent_start + s] == id;
-            }
-            if !seen {
-                let l = logits[id];
-                logits[id] = select(l * p.penalty, l / p.penalty, l > 0.0);
-            }
-        }
-    }
-    storageBarrier();
+fn wg_sum_u(lid: u32, v: u32) -> u32 {
+    redu[lid] = v;
     workgroupBarrier();
-    // 2. Max and its first index.
-    var m = -3.4e38;
-    var mi = 0xFFFFFFFFu;
-    for (var i = lid; i < p.vocab; i += WG) {
-        if logits[i] > m {
-            m = logits[i];
-            mi = i;
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if lid < s {
+            redu[lid] += redu[lid + s];
         }
+        workgroupBarrier();
     }
-    redf[lid] = m;
-    redu[lid] = mi;
+    let total = redu[0];
+    workgroupBarrier();
+    return total;
+}
+
+// The sum of the slices' probability sums (PROBS), in slice order per thread then the tree.
+fn total_mass(lid: u32) -> f32 {
+    var z = 0.0;
+    for (var g = lid; g < groups(); g += WG) {
+        z += bitcast<f32>(part[sum_at(g)]);
+    }
+    return wg_sum_f(lid, z);
+}
+
+// (max, first index) of (v, i) over the workgroup.
+fn wg_argmax(lid: u32, v: f32, i: u32) -> vec2<u32> {
+    redf[lid] = v;
+    redu[lid] = i;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if lid < s {
@@ -170,106 +173,293 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         }
         workgroupBarrier();
     }
-    let maxv = redf[0];
-    let argmax = redu[0];
-    workgroupBarrier();
-    if p.temperature <= 0.0 {
-        if lid == 0u {
-            out[0] = argmax;
+    return vec2<u32>(bitcast<u32>(redf[0]), redu[0]);
+}
+
+fn penalty(lid: u32) {
+    // Once per distinct id (one lane: the recent window is short).
+    if lid == 0u {
+        for (var r = 0u; r < p.n_recent; r++) {
+            let id = tokens[p.recent_start + r];
+            var seen = id >= p.vocab;
+            for (var s = 0u; s < r && !seen; s++) {
+                seen = tokens[p.recent_start + s] == id;
+            }
+            if !seen {
+                let l = logits[id];
+                logits[id] = select(l * p.penalty, l / p.penalty, l > 0.0);
+            }
+        }
+    }
+}
+
+fn slice_max(lid: u32, g: u32) {
+    var m = -3.4e38;
+    var mi = 0xFFFFFFFFu;
+    for (var k = 0u; k < 4u; k++) {
+        let i = g * SLICE + k * WG + lid;
+        if i < p.vocab && logits[i] > m {
+            m = logits[i];
+            mi = i;
+        }
+    }
+    let best = wg_argmax(lid, m, mi);
+    if lid == 0u {
+        part[max_at(g)] = best.x;
+        part[max_at(g) + 1u] = best.y;
+    }
+}
+
+fn max_combine(lid: u32) {
+    var m = -3.4e38;
+    var mi = 0xFFFFFFFFu;
+    for (var g = lid; g < groups(); g += WG) {
+        let v = bitcast<f32>(part[max_at(g)]);
+        let i = part[max_at(g) + 1u];
+        if v > m || (v == m && i < mi) {
+            m = v;
+            mi = i;
+        }
+    }
+    let best = wg_argmax(lid, m, mi);
+    if lid == 0u {
+        part[st(0u)] = best.x;
+        part[st(1u)] = best.y;
+        for (var s = 2u; s < 6u; s++) {
+            part[st(s)] = 0u;
+        }
+        if p.temperature <= 0.0 {
+            out[0] = best.y;
             out[1] = 1u;
-            tokens[p.out_index] = argmax;
+            tokens[p.out_index] = best.y;
         }
-        return;
     }
-    // 3. Top-k threshold.
-    var limit = 0u;
-    if p.top_k > 0u && p.top_k < p.vocab {
-        limit = radix_select(lid, p.top_k, false, 1.0);
+}
+
+// The key and weight of element i in a select: logit keys with weight 1 (top-k), or
+// probability keys weighted in fixed point against `total` (top-p).
+fn keyed(i: u32, on_probs: bool, total: f32) -> vec2<u32> {
+    if on_probs {
+        let e = probs[i];
+        return vec2<u32>(key(e), u32(e / total * 16777216.0));
     }
-    // 4. Probabilities of the survivors.
+    return vec2<u32>(key(logits[i]), 1u);
+}
+
+fn slice_hist(lid: u32, g: u32) {
+    let on_probs = p.round >= 16u;
+    let pass_ = p.round & 3u;
+    let shift = 24u - 8u * pass_;
+    let prefix = part[st(select(2u, 4u, on_probs))];
+    var total = 1.0;
+    if on_probs {
+        total = total_mass(lid);
+    }
+    atomicStore(&hist[lid], 0u);
+    workgroupBarrier();
+    for (var k = 0u; k < 4u; k++) {
+        let i = g * SLICE + k * WG + lid;
+        if i < p.vocab {
+            let kw = keyed(i, on_probs, total);
+            // Only elements matching the bits chosen so far (all of them in the first round).
+            let matches = pass_ == 0u || (kw.x >> (shift + 8u)) == (prefix >> (shift + 8u));
+            if matches && kw.y > 0u {
+                atomicAdd(&hist[(kw.x >> shift) & 0xFFu], kw.y);
+            }
+        }
+    }
+    workgroupBarrier();
+    part[hist_at(g) + lid] = atomicLoad(&hist[lid]);
+}
+
+fn select_bits(lid: u32) {
+    let on_probs = p.round >= 16u;
+    let shift = 24u - 8u * (p.round & 3u);
+    let at = select(2u, 4u, on_probs);
+    var n = 0u;
+    for (var g = 0u; g < groups(); g++) {
+        n += part[hist_at(g) + lid];
+    }
+    atomicStore(&hist[lid], n);
+    workgroupBarrier();
+    if lid == 0u {
+        var goal = p.top_k;
+        if on_probs {
+            goal = max(u32(p.top_p * 16777216.0), 1u);
+        }
+        let prefix = part[st(at)];
+        var sum = part[st(at + 1u)];
+        var b = 255u;
+        loop {
+            let next = sum + atomicLoad(&hist[b]);
+            if next >= goal || b == 0u {
+                break;
+            }
+            sum = next;
+            b -= 1u;
+        }
+        part[st(at)] = prefix | (b << shift);
+        part[st(at + 1u)] = sum;
+    }
+}
+
+fn slice_probs(lid: u32, g: u32) {
+    let maxv = bitcast<f32>(part[st(0u)]);
+    let limit = select(0u, part[st(2u)], p.top_k > 0u && p.top_k < p.vocab);
     var z = 0.0;
-    for (var i = lid; i < p.vocab; i += WG) {
-        var e = 0.0;
-        if key(logits[i]) >= limit {
-            e = exp((logits[i] - maxv) / p.temperature);
+    for (var k = 0u; k < 4u; k++) {
+        let i = g * SLICE + k * WG + lid;
+        if i < p.vocab {
+            var e = 0.0;
+            if key(logits[i]) >= limit {
+                e = exp((logits[i] - maxv) / p.temperature);
+            }
+            probs[i] = e;
+            z += e;
         }
-        probs[i] = e;
-        z += e;
     }
-    storageBarrier();
-    redf[lid] = z;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s {
-            redf[lid] += redf[lid + s];
-        }
-        workgroupBarrier();
+    let total = wg_sum_f(lid, z);
+    if lid == 0u {
+        part[sum_at(g)] = bitcast<u32>(total);
     }
-    let total = redf[0];
-    workgroupBarrier();
-    // 5. Top-p threshold on probability keys.
-    var pcut = 0u;
-    if p.top_p < 1.0 {
-        pcut = radix_select(lid, max(u32(p.top_p * 16777216.0), 1u), true, total);
-    }
-    // 6. Per-lane chunks: drop what top-p cut, sum the rest, scan, draw.
-    let chunk = (p.vocab + WG - 1u) / WG;
-    let start = min(lid * chunk, p.vocab);
-    let end = min(start + chunk, p.vocab);
+}
+
+fn slice_mass(lid: u32, g: u32) {
+    let pcut = select(0u, part[st(4u)], p.top_p < 1.0);
+    // Contiguous chunks per thread, so that DRAW can walk them in id order.
     var mass = 0.0;
     var kept = 0u;
-    for (var i = start; i < end; i++) {
-        var e = probs[i];
-        if e > 0.0 && key(e) < pcut {
-            e = 0.0;
-            probs[i] = 0.0;
+    for (var k = 0u; k < 4u; k++) {
+        let i = g * SLICE + 4u * lid + k;
+        if i < p.vocab {
+            var e = probs[i];
+            if e > 0.0 && key(e) < pcut {
+                e = 0.0;
+                probs[i] = 0.0;
+            }
+            mass += e;
+            kept += select(0u, 1u, e > 0.0);
         }
-        mass += e;
-        kept += select(0u, 1u, e > 0.0);
     }
-    storageBarrier();
-    redf[lid] = mass;
-    redu[lid] = kept;
+    let m = wg_sum_f(lid, mass);
+    let c = wg_sum_u(lid, kept);
+    if lid == 0u {
+        part[mass_at(g)] = bitcast<u32>(m);
+        part[mass_at(g) + 1u] = c;
+    }
+}
+
+// Inclusive prefix sum of v over the workgroup (Hillis-Steele).
+fn wg_scan(lid: u32, v: f32) -> f32 {
+    redf[lid] = v;
     workgroupBarrier();
     for (var o = 1u; o < WG; o <<= 1u) {
-        var v = redf[lid];
-        var c = redu[lid];
+        var s = redf[lid];
         if lid >= o {
-            v += redf[lid - o];
-            c += redu[lid - o];
+            s += redf[lid - o];
         }
         workgroupBarrier();
-        redf[lid] = v;
-        redu[lid] = c;
+        redf[lid] = s;
         workgroupBarrier();
     }
+    let r = redf[lid];
+    workgroupBarrier();
+    return r;
+}
+
+fn draw(lid: u32) {
+    // Slice masses in slice order: per-thread runs of consecutive slices, then a scan.
+    let per = (groups() + WG - 1u) / WG;
+    let first = min(lid * per, groups());
+    let last = min(first + per, groups());
+    var run = 0.0;
+    var kept = 0u;
+    for (var g = first; g < last; g++) {
+        run += bitcast<f32>(part[mass_at(g)]);
+        kept += part[mass_at(g) + 1u];
+    }
+    let upto = wg_scan(lid, run);
+    let count = wg_sum_u(lid, kept);
     let grand = redf[WG - 1u];
     let r = philox(vec4<u32>(p.step, 0u, 0u, 0u), p.seed_lo, p.seed_hi);
     let u = f32(r.x >> 8u) * (1.0 / 16777216.0) * grand;
-    let before = select(0.0, redf[max(lid, 1u) - 1u], lid > 0u);
     if lid == 0u {
-        bcast[2] = argmax;
+        bcast[0] = 0xFFFFFFFFu;
+        bcast[1] = 0u;
     }
     workgroupBarrier();
-    if mass > 0.0 && u >= before && u < redf[lid] {
-        var acc = before;
-        var chosen = 0xFFFFFFFFu;
-        for (var i = start; i < end; i++) {
-            let e = probs[i];
-            if e > 0.0 {
-                chosen = i;
-                acc += e;
-                if u < acc {
+    // The slice where the running mass passes u.
+    if run > 0.0 && u >= upto - run && u < upto {
+        var acc = upto - run;
+        for (var g = first; g < last; g++) {
+            let m = bitcast<f32>(part[mass_at(g)]);
+            if m > 0.0 {
+                if u < acc + m {
+                    bcast[0] = g;
+                    bcast[1] = bitcast<u32>(acc);
                     break;
                 }
+                acc += m;
             }
         }
-        bcast[2] = chosen;
     }
-    workgroupBarrier();
+    let g = workgroupUniformLoad(&bcast[0]);
+    var chosen = part[st(1u)];
+    if g != 0xFFFFFFFFu {
+        let before = bitcast<f32>(workgroupUniformLoad(&bcast[1]));
+        // Within the slice: each thread's four elements, scanned; u placed in the scan's
+        // total as it sits in the slice's mass (the two sums differ in their last bits).
+        var mine = 0.0;
+        for (var k = 0u; k < 4u; k++) {
+            let i = g * SLICE + 4u * lid + k;
+            if i < p.vocab {
+                mine += probs[i];
+            }
+        }
+        let end = wg_scan(lid, mine);
+        let scanned = redf[WG - 1u];
+        let slice_mass = bitcast<f32>(part[mass_at(g)]);
+        let v = min((u - before) * (scanned / slice_mass), scanned * 0.99999994);
+        workgroupBarrier();
+        if lid == 0u {
+            bcast[0] = part[st(1u)];
+        }
+        workgroupBarrier();
+        if mine > 0.0 && v >= end - mine && v < end {
+            var acc = end - mine;
+            var pick = 0xFFFFFFFFu;
+            for (var k = 0u; k < 4u; k++) {
+                let i = g * SLICE + 4u * lid + k;
+                if i < p.vocab && probs[i] > 0.0 {
+                    pick = i;
+                    acc += probs[i];
+                    if v < acc {
+                        break;
+                    }
+                }
+            }
+            bcast[0] = pick;
+        }
+        workgroupBarrier();
+        chosen = bcast[0];
+    }
     if lid == 0u {
-        out[0] = bcast[2];
-        out[1] = redu[WG - 1u];
-        tokens[p.out_index] = bcast[2];
+        out[0] = chosen;
+        out[1] = count;
+        tokens[p.out_index] = chosen;
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>) {
+    switch STAGE {
+        case 0u: { penalty(lid); }
+        case 1u: { slice_max(lid, wg.x); }
+        case 2u: { max_combine(lid); }
+        case 3u: { slice_hist(lid, wg.x); }
+        case 4u: { select_bits(lid); }
+        case 5u: { slice_probs(lid, wg.x); }
+        case 6u: { slice_mass(lid, wg.x); }
+        default: { draw(lid); }
     }
 }

@@ -8,6 +8,7 @@ use gpuport_kernels::attention::{DecodeAttnParams, QkNorm};
 use gpuport_kernels::gemv::{self, GemvInput, GemvTunables};
 use gpuport_kernels::quant::GgmlType;
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
+use gpuport_kernels::sample;
 
 use super::config::ModelConfig;
 use super::error::LlmError;
@@ -64,6 +65,8 @@ pub(crate) struct Scratch {
     gate: Tensor,
     pub(crate) logits: Tensor,
     pub(crate) probs: Tensor,
+    /// The sampler's partials and state.
+    pub(crate) sample_part: Tensor,
     part: Tensor,
     pub(crate) argmax_part: Tensor,
     pub(crate) sampled: Tensor,
@@ -86,6 +89,7 @@ impl Scratch {
             gate: f(2 * cfg.ff, "gate, up")?,
             logits: f(cfg.vocab, "logits")?,
             probs: f(cfg.vocab, "probabilities")?,
+            sample_part: f(sample::scratch_words(cfg.vocab), "sampler partials")?,
             part: f(
                 ops::attention_scratch(cfg.heads as u32, cfg.head_dim as u32, ctx as u32),
                 "attention blocks",

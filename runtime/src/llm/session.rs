@@ -279,7 +279,7 @@ impl<'m> Session<'m> {
             seed_hi: (s.seed >> 32) as u32,
             recent_start: (pos + 1 - n_recent) as u32,
             out_index: pos as u32 + 1,
-            pad: 0,
+            round: 0,
         };
         let sc = &self.scratch;
         if s.temperature <= 0.0 && s.repeat_penalty == 1.0 {
@@ -287,7 +287,13 @@ impl<'m> Session<'m> {
             let t = [&sc.logits, &sc.argmax_part, &sc.tokens, &sc.sampled];
             ops::argmax(self.gpu, rec, t, pos + 1)?;
         } else {
-            let t = [&sc.logits, &sc.probs, &sc.tokens, &sc.sampled];
+            let t = [
+                &sc.logits,
+                &sc.probs,
+                &sc.tokens,
+                &sc.sampled,
+                &sc.sample_part,
+            ];
             ops::sample(self.gpu, rec, p, t)?;
         }
         Ok(())

@@ -357,44 +357,45 @@ pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
 
 /// Samples one token from `logits` (modified in place by the penalty): the id goes to
 /// `tokens[p.out_index]` and `out[0]`, with the count of tokens that kept a probability in
-/// `out[1]`; `probs` is `[vocab]` f32 scratch; the ids to penalize are
-/// `tokens[p.recent_start..][..p.n_recent]`.
+/// `out[1]`; `probs` is `[vocab]` f32 scratch, `part` the stages' partials and state
+/// ([`gpuport_kernels::sample::scratch_words`] u32); the ids to penalize are
+/// `tokens[p.recent_start..][..p.n_recent]`. Records the chain of stages `p` needs
+/// ([`gpuport_kernels::sample::stages`]: 3 dispatches greedy, 13 with top-p, 21 with top-k
+/// too).
 pub fn sample(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     p: gpuport_kernels::sample::SampleParams,
-    [logits, probs, tokens, out]: [&Tensor; 4],
+    [logits, probs, tokens, out, part]: [&Tensor; 5],
 ) -> Result<(), GpuError> {
+    use gpuport_kernels::sample;
     let v = p.vocab as usize;
+    let slices = v.div_ceil(sample::SLICE) as u32;
     if elems(logits) != v
         || elems(probs) < v
+        || elems(part) < sample::scratch_words(v)
         || elems(tokens) < (p.recent_start + p.n_recent) as usize
         || elems(tokens) <= p.out_index as usize
         || elems(out) < 2
         || v == 0
+        || slices > gpu.limits().max_compute_workgroups_per_dimension
     {
         return Err(GpuError::Shape(format!(
-            "sampling {p:?} with logits {:?} and tokens {:?}",
-            logits.shape, tokens.shape
+            "sampling {p:?} with logits {:?}, scratch {:?} and tokens {:?}",
+            logits.shape, part.shape, tokens.shape
         )));
     }
-    // The largest workgroup the adapter runs: the sampler is one workgroup, so its threads are
-    // its only parallelism.
-    let limits = gpu.limits();
-    let wg = gpuport_kernels::sample::WG_VALUES
-        .into_iter()
-        .filter(|wg| {
-            *wg <= limits.max_compute_invocations_per_workgroup
-                && *wg <= limits.max_compute_workgroup_size_x
-        })
-        .max()
-        .unwrap_or(256);
-    launch(
-        gpu,
-        rec,
-        &gpuport_kernels::sample::spec(wg),
-        &p,
-        &[logits, probs, tokens, out],
-        (1, 1),
-    )
+    for (stage, round) in sample::stages(&p) {
+        let groups = if stage.per_slice() { slices } else { 1 };
+        let params = sample::SampleParams { round, ..p };
+        launch(
+            gpu,
+            rec,
+            &sample::spec(stage),
+            &params,
+            &[logits, probs, tokens, out, part],
+            (groups, 1),
+        )?;
+    }
+    Ok(())
 }
