@@ -416,6 +416,9 @@ pub fn input_only_spec(
     let mut spec = spec_with(ty, t, input, cols);
     spec.constants
         .push(("INPUT_ONLY", if quantized { 2 } else { 1 }));
+    if quantized {
+        spec.constants.push(("QV", t.wg));
+    }
     spec
 }
 

@@ -112,10 +112,10 @@ pub fn stages(p: &SampleParams) -> Vec<(Stage, u32)> {
     out
 }
 
-/// Words of the partials-and-state scratch for a vocabulary of `vocab`: per slice a 256-bin
-/// histogram and five partial words, then the state.
+/// Words of the partials-and-state scratch for a vocabulary of `vocab`: eight rounds' 256-bin
+/// histograms, five partial words per slice, then the state.
 pub fn scratch_words(vocab: usize) -> usize {
-    vocab.div_ceil(SLICE) * 261 + 8
+    8 * 256 + vocab.div_ceil(SLICE) * 5 + 8
 }
 
 /// The variant of `stage`.

@@ -88,6 +88,10 @@ var<private> p_rstd: f32;
 // The staged input vector, and XFORM 6's (head, block) weights exp(m_b - M) / denom.
 var<workgroup> xs: array<vec4<f32>, XS4>;
 var<workgroup> bw: array<f32, BW>;
+// INPUT_ONLY 2: each thread's vec4 max, then its quants' sum (QV = WG there; 1 otherwise, so
+// the other variants reserve no workgroup memory for it).
+override QV: u32 = 1u;
+var<workgroup> qv: array<f32, QV>;
 
 fn act4(v: vec4<f32>) -> vec4<f32> {
     if XFORM == 3u {
@@ -234,26 +238,45 @@ fn main(l: Lanes) {
         return;
     }
     if INPUT_ONLY == 2u {
-        for (var b = id; b < x_cols4() / 8u; b += WG) {
-            let first = p.x_offset + 8u * b;
+        // One vec4 per thread (a pass of WG at a time): a block's eight threads meet in
+        // workgroup memory for its max and its sum.
+        for (var i0 = 0u; i0 < x_cols4(); i0 += WG) {
+            let i = i0 + id;
+            let live = i < x_cols4();
+            var v = vec4<f32>(0.0);
+            if live {
+                v = xin(p.x_offset + i);
+            }
+            let a = abs(v);
+            qv[id] = max(max(a.x, a.y), max(a.z, a.w));
+            workgroupBarrier();
+            let lead = id - id % 8u;
             var amax = 0.0;
             for (var k = 0u; k < 8u; k++) {
-                let a = abs(xin(first + k));
-                amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+                amax = max(amax, qv[lead + k]);
             }
             let d = amax / 127.0;
             let inv = select(0.0, 1.0 / d, d > 0.0);
-            var sum = 0;
-            for (var k = 0u; k < 8u; k++) {
-                let v = xin(first + k) * inv;
-                let q = vec4<i32>(sign(v) * floor(abs(v) + 0.5));
-                sum += q.x + q.y + q.z + q.w;
-                y[12u * b + k] = pack4xI8Clamp(q);
+            let s = v * inv;
+            let q = vec4<i32>(sign(s) * floor(abs(s) + 0.5));
+            workgroupBarrier();
+            qv[id] = f32(q.x + q.y + q.z + q.w);
+            workgroupBarrier();
+            if live {
+                let b = i / 8u;
+                y[12u * b + i % 8u] = pack4xI8Clamp(q);
+                if i % 8u == 0u {
+                    var sum = 0.0;
+                    for (var k = 0u; k < 8u; k++) {
+                        sum += qv[id + k];
+                    }
+                    y[12u * b + 8u] = bitcast<u32>(d);
+                    y[12u * b + 9u] = bitcast<u32>(d * sum);
+                    y[12u * b + 10u] = 0u;
+                    y[12u * b + 11u] = 0u;
+                }
             }
-            y[12u * b + 8u] = bitcast<u32>(d);
-            y[12u * b + 9u] = bitcast<u32>(d * f32(sum));
-            y[12u * b + 10u] = 0u;
-            y[12u * b + 11u] = 0u;
+            workgroupBarrier();
         }
         return;
     }

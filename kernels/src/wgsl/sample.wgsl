@@ -12,8 +12,9 @@
 //   the top, of the k-th largest logit key (top-k, count weights; ties at the threshold kept)
 //   or of the probability key where the mass from the top reaches top_p (weights in fixed
 //   point, 2^24 per whole, so the sums are exact integers): HIST builds each slice's 256-bin
-//   histogram of the keys that match the bits chosen so far, SELECT adds the slices' bins and
-//   picks the next 8 bits;
+//   histogram of the keys that match the bits chosen so far and adds it to the round's global
+//   bins (atomics: one-workgroup adding of every slice's bins was a chain of dependent loads,
+//   ~70 µs a round at 256 slices on an H200), SELECT picks the next 8 bits from them;
 // 5 PROBS (slices): p = exp((logit - max) / temperature) for logits at or above the top-k
 //   threshold (0 otherwise) into `probs`, and each slice's sum;
 // 6 MASS (slices): probabilities below the top-p threshold zeroed; each slice's kept mass
@@ -53,34 +54,47 @@ override STAGE: u32 = 0u;
 @group(0) @binding(2) var<storage, read_write> probs: array<f32>;
 @group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
-// Partials and state (`sample::scratch_words`): histograms [G, 256], then per slice (max bits,
-// index), sum bits, (kept mass bits, kept count), then the state words.
-@group(0) @binding(5) var<storage, read_write> part: array<u32>;
+// Partials and state (`sample::scratch_words`): the rounds' global histograms [8, 256], then per
+// slice (max bits, index), sum bits, (kept mass bits, kept count), then the state words. Atomic
+// for the histograms; everything else goes through pget/pset.
+@group(0) @binding(5) var<storage, read_write> part: array<atomic<u32>>;
 
 var<workgroup> hist: array<atomic<u32>, 256>;
 var<workgroup> redf: array<f32, WG>;
 var<workgroup> redu: array<u32, WG>;
 var<workgroup> bcast: array<u32, 2>;
 
+// The radix rounds: 4 of top-k, then 4 of top-p.
+const ROUNDS: u32 = 8u;
+const HISTS: u32 = ROUNDS * 256u;
+
 fn groups() -> u32 {
     return (p.vocab + SLICE - 1u) / SLICE;
 }
-fn hist_at(g: u32) -> u32 {
-    return g * 256u;
+// The global bins of this dispatch's round.
+fn hist_at() -> u32 {
+    return ((p.round & 3u) + select(0u, 4u, p.round >= 16u)) * 256u;
 }
 fn max_at(g: u32) -> u32 {
-    return groups() * 256u + 2u * g;
+    return HISTS + 2u * g;
 }
 fn sum_at(g: u32) -> u32 {
-    return groups() * 258u + g;
+    return HISTS + groups() * 2u + g;
 }
 fn mass_at(g: u32) -> u32 {
-    return groups() * 259u + 2u * g;
+    return HISTS + groups() * 3u + 2u * g;
 }
 // State: 0 max bits, 1 its index, 2 top-k prefix, 3 top-k weight above it, 4 top-p prefix,
 // 5 top-p weight above it.
 fn st(i: u32) -> u32 {
-    return groups() * 261u + i;
+    return HISTS + groups() * 5u + i;
+}
+
+fn pget(i: u32) -> u32 {
+    return atomicLoad(&part[i]);
+}
+fn pset(i: u32, v: u32) {
+    atomicStore(&part[i], v);
 }
 
 // Order-preserving map of f32 to u32: a larger float has a larger key.
@@ -152,7 +166,7 @@ fn wg_sum_u(lid: u32, v: u32) -> u32 {
 fn total_mass(lid: u32) -> f32 {
     var z = 0.0;
     for (var g = lid; g < groups(); g += WG) {
-        z += bitcast<f32>(part[sum_at(g)]);
+        z += bitcast<f32>(pget(sum_at(g)));
     }
     return wg_sum_f(lid, z);
 }
@@ -205,8 +219,8 @@ fn slice_max(lid: u32, g: u32) {
     }
     let best = wg_argmax(lid, m, mi);
     if lid == 0u {
-        part[max_at(g)] = best.x;
-        part[max_at(g) + 1u] = best.y;
+        pset(max_at(g), best.x);
+        pset(max_at(g) + 1u, best.y);
     }
 }
 
@@ -214,19 +228,23 @@ fn max_combine(lid: u32) {
     var m = -3.4e38;
     var mi = 0xFFFFFFFFu;
     for (var g = lid; g < groups(); g += WG) {
-        let v = bitcast<f32>(part[max_at(g)]);
-        let i = part[max_at(g) + 1u];
+        let v = bitcast<f32>(pget(max_at(g)));
+        let i = pget(max_at(g) + 1u);
         if v > m || (v == m && i < mi) {
             m = v;
             mi = i;
         }
     }
     let best = wg_argmax(lid, m, mi);
+    // Clear the rounds' bins for the HIST stages that follow.
+    for (var i = lid; i < HISTS; i += WG) {
+        pset(i, 0u);
+    }
     if lid == 0u {
-        part[st(0u)] = best.x;
-        part[st(1u)] = best.y;
+        pset(st(0u), best.x);
+        pset(st(1u), best.y);
         for (var s = 2u; s < 6u; s++) {
-            part[st(s)] = 0u;
+            pset(st(s), 0u);
         }
         if p.temperature <= 0.0 {
             out[0] = best.y;
@@ -250,7 +268,7 @@ fn slice_hist(lid: u32, g: u32) {
     let on_probs = p.round >= 16u;
     let pass_ = p.round & 3u;
     let shift = 24u - 8u * pass_;
-    let prefix = part[st(select(2u, 4u, on_probs))];
+    let prefix = pget(st(select(2u, 4u, on_probs)));
     var total = 1.0;
     if on_probs {
         total = total_mass(lid);
@@ -269,26 +287,25 @@ fn slice_hist(lid: u32, g: u32) {
         }
     }
     workgroupBarrier();
-    part[hist_at(g) + lid] = atomicLoad(&hist[lid]);
+    let n = atomicLoad(&hist[lid]);
+    if n > 0u {
+        atomicAdd(&part[hist_at() + lid], n);
+    }
 }
 
 fn select_bits(lid: u32) {
     let on_probs = p.round >= 16u;
     let shift = 24u - 8u * (p.round & 3u);
     let at = select(2u, 4u, on_probs);
-    var n = 0u;
-    for (var g = 0u; g < groups(); g++) {
-        n += part[hist_at(g) + lid];
-    }
-    atomicStore(&hist[lid], n);
+    atomicStore(&hist[lid], pget(hist_at() + lid));
     workgroupBarrier();
     if lid == 0u {
         var goal = p.top_k;
         if on_probs {
             goal = max(u32(p.top_p * 16777216.0), 1u);
         }
-        let prefix = part[st(at)];
-        var sum = part[st(at + 1u)];
+        let prefix = pget(st(at));
+        var sum = pget(st(at + 1u));
         var b = 255u;
         loop {
             let next = sum + atomicLoad(&hist[b]);
@@ -298,14 +315,14 @@ fn select_bits(lid: u32) {
             sum = next;
             b -= 1u;
         }
-        part[st(at)] = prefix | (b << shift);
-        part[st(at + 1u)] = sum;
+        pset(st(at), prefix | (b << shift));
+        pset(st(at + 1u), sum);
     }
 }
 
 fn slice_probs(lid: u32, g: u32) {
-    let maxv = bitcast<f32>(part[st(0u)]);
-    let limit = select(0u, part[st(2u)], p.top_k > 0u && p.top_k < p.vocab);
+    let maxv = bitcast<f32>(pget(st(0u)));
+    let limit = select(0u, pget(st(2u)), p.top_k > 0u && p.top_k < p.vocab);
     var z = 0.0;
     for (var k = 0u; k < 4u; k++) {
         let i = g * SLICE + k * WG + lid;
@@ -320,12 +337,12 @@ fn slice_probs(lid: u32, g: u32) {
     }
     let total = wg_sum_f(lid, z);
     if lid == 0u {
-        part[sum_at(g)] = bitcast<u32>(total);
+        pset(sum_at(g), bitcast<u32>(total));
     }
 }
 
 fn slice_mass(lid: u32, g: u32) {
-    let pcut = select(0u, part[st(4u)], p.top_p < 1.0);
+    let pcut = select(0u, pget(st(4u)), p.top_p < 1.0);
     // Contiguous chunks per thread, so that DRAW can walk them in id order.
     var mass = 0.0;
     var kept = 0u;
@@ -344,8 +361,8 @@ fn slice_mass(lid: u32, g: u32) {
     let m = wg_sum_f(lid, mass);
     let c = wg_sum_u(lid, kept);
     if lid == 0u {
-        part[mass_at(g)] = bitcast<u32>(m);
-        part[mass_at(g) + 1u] = c;
+        pset(mass_at(g), bitcast<u32>(m));
+        pset(mass_at(g) + 1u, c);
     }
 }
 
@@ -375,8 +392,8 @@ fn draw(lid: u32) {
     var run = 0.0;
     var kept = 0u;
     for (var g = first; g < last; g++) {
-        run += bitcast<f32>(part[mass_at(g)]);
-        kept += part[mass_at(g) + 1u];
+        run += bitcast<f32>(pget(mass_at(g)));
+        kept += pget(mass_at(g) + 1u);
     }
     let upto = wg_scan(lid, run);
     let count = wg_sum_u(lid, kept);
@@ -392,7 +409,7 @@ fn draw(lid: u32) {
     if run > 0.0 && u >= upto - run && u < upto {
         var acc = upto - run;
         for (var g = first; g < last; g++) {
-            let m = bitcast<f32>(part[mass_at(g)]);
+            let m = bitcast<f32>(pget(mass_at(g)));
             if m > 0.0 {
                 if u < acc + m {
                     bcast[0] = g;
@@ -404,7 +421,7 @@ fn draw(lid: u32) {
         }
     }
     let g = workgroupUniformLoad(&bcast[0]);
-    var chosen = part[st(1u)];
+    var chosen = pget(st(1u));
     if g != 0xFFFFFFFFu {
         let before = bitcast<f32>(workgroupUniformLoad(&bcast[1]));
         // Within the slice: each thread's four elements, scanned; u placed in the scan's
@@ -418,11 +435,11 @@ fn draw(lid: u32) {
         }
         let end = wg_scan(lid, mine);
         let scanned = redf[WG - 1u];
-        let slice_mass = bitcast<f32>(part[mass_at(g)]);
+        let slice_mass = bitcast<f32>(pget(mass_at(g)));
         let v = min((u - before) * (scanned / slice_mass), scanned * 0.99999994);
         workgroupBarrier();
         if lid == 0u {
-            bcast[0] = part[st(1u)];
+            bcast[0] = pget(st(1u));
         }
         workgroupBarrier();
         if mine > 0.0 && v >= end - mine && v < end {
