@@ -197,12 +197,8 @@ impl Gpu {
         table: &crate::tuning::TuningTable,
         ty: gpuport_kernels::quant::GgmlType,
     ) -> gpuport_kernels::gemv::GemvTunables {
-        table
-            .gemv(&self.info, ty)
-            .filter(|t| t.reduction == gpuport_kernels::Reduction::Shared || self.has_subgroups())
-            .unwrap_or_else(|| {
-                gpuport_kernels::gemv::GemvTunables::default_for(self.has_subgroups())
-            })
+        let default = gpuport_kernels::gemv::GemvTunables::default_for(self.has_subgroups());
+        self.table_entry(table, &crate::tuning::gemv_key(ty), default)
     }
 
     /// The int8-input GEMV's tunables for `ty` here (`gemv_q8.wgsl`): the table's entry,
@@ -212,12 +208,22 @@ impl Gpu {
         table: &crate::tuning::TuningTable,
         ty: gpuport_kernels::quant::GgmlType,
     ) -> gpuport_kernels::gemv::GemvTunables {
+        let default = gpuport_kernels::gemv::GemvTunables::q8_default(self.has_subgroups());
+        self.table_entry(table, &crate::tuning::gemv_q8_key(ty), default)
+    }
+
+    /// The table's entry under `key` for this adapter when this device can run it (a
+    /// subgroup reduction needs subgroups), else `default`.
+    fn table_entry(
+        &self,
+        table: &crate::tuning::TuningTable,
+        key: &str,
+        default: gpuport_kernels::gemv::GemvTunables,
+    ) -> gpuport_kernels::gemv::GemvTunables {
         table
-            .entry(&self.info, &crate::tuning::gemv_q8_key(ty))
+            .entry(&self.info, key)
             .filter(|t| t.reduction == gpuport_kernels::Reduction::Shared || self.has_subgroups())
-            .unwrap_or_else(|| {
-                gpuport_kernels::gemv::GemvTunables::q8_default(self.has_subgroups())
-            })
+            .unwrap_or(default)
     }
 
     /// Whether passes can carry timestamps.

@@ -133,11 +133,6 @@ impl TuningTable {
         self.adapters.push(entry);
     }
 
-    /// The GEMV tunables for `ty` on `info`, if the table has them.
-    pub fn gemv(&self, info: &wgpu::AdapterInfo, ty: GgmlType) -> Option<GemvTunables> {
-        self.entry(info, &gemv_key(ty))
-    }
-
     /// The tunables under `key` ([`gemv_key`], [`gemv_q8_key`]) on `info`, if the table has
     /// them.
     pub fn entry(&self, info: &wgpu::AdapterInfo, key: &str) -> Option<GemvTunables> {

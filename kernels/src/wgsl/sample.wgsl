@@ -148,20 +148,6 @@ fn wg_sum_f(lid: u32, v: f32) -> f32 {
     return total;
 }
 
-fn wg_sum_u(lid: u32, v: u32) -> u32 {
-    redu[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s {
-            redu[lid] += redu[lid + s];
-        }
-        workgroupBarrier();
-    }
-    let total = redu[0];
-    workgroupBarrier();
-    return total;
-}
-
 // The sum of the slices' probability sums (PROBS), in slice order per thread then the tree.
 fn total_mass(lid: u32) -> f32 {
     var z = 0.0;
@@ -359,7 +345,8 @@ fn slice_mass(lid: u32, g: u32) {
         }
     }
     let m = wg_sum_f(lid, mass);
-    let c = wg_sum_u(lid, kept);
+    // Counts are exact in f32 (at most 2^24).
+    let c = u32(wg_sum_f(lid, f32(kept)));
     if lid == 0u {
         pset(mass_at(g), bitcast<u32>(m));
         pset(mass_at(g) + 1u, c);
@@ -395,8 +382,9 @@ fn draw(lid: u32) {
         run += bitcast<f32>(pget(mass_at(g)));
         kept += pget(mass_at(g) + 1u);
     }
+    let count = u32(wg_sum_f(lid, f32(kept)));
     let upto = wg_scan(lid, run);
-    let count = wg_sum_u(lid, kept);
+    // The scan's total, still in workgroup memory.
     let grand = redf[WG - 1u];
     let r = philox(vec4<u32>(p.step, 0u, 0u, 0u), p.seed_lo, p.seed_hi);
     let u = f32(r.x >> 8u) * (1.0 / 16777216.0) * grand;
