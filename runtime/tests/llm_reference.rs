@@ -59,7 +59,10 @@ fn check(file: &str, fixture: &str, logit_tol: f32) {
     let mut session = Session::new(&gpu, &model, 128).unwrap();
     let (prompts, steps) = scope();
     let mut identical = 0;
-    for case in fixture.cases.iter().take(prompts) {
+    for (i, case) in fixture.cases.iter().take(prompts).enumerate() {
+        // Both prompt paths against llama.cpp: batches (the GPU default) and token by token
+        // (the CPU adapters' default).
+        session.batched_prefill = Some(i % 2 == 0);
         let logits = session.logits(&case.prompt).unwrap();
         for (id, want) in &case.top10 {
             let got = logits[*id as usize];

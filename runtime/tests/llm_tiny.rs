@@ -233,13 +233,18 @@ fn tiny_llama_matches_the_cpu_forward_pass_and_decodes_exactly() {
     let mut session = Session::new(&gpu, &model, ctx).unwrap();
     let prompt = [5u32, 77, 123, 9, 250];
 
-    // Logits after each prefix, on the GPU and on the CPU.
+    // Logits after each prefix, on the GPU and on the CPU, with the prompt in batches and
+    // token by token.
     let cpu = cpu_logits(&values, &prompt);
-    for n in 1..=prompt.len() {
-        session.reset();
-        let got = session.logits(&prompt[..n]).unwrap();
-        assert_logits_close(&got, &cpu[n - 1], &format!("prefix {n}"));
+    for batched in [true, false] {
+        session.batched_prefill = Some(batched);
+        for n in 1..=prompt.len() {
+            session.reset();
+            let got = session.logits(&prompt[..n]).unwrap();
+            assert_logits_close(&got, &cpu[n - 1], &format!("prefix {n}, batched {batched}"));
+        }
     }
+    session.batched_prefill = None;
 
     // Greedy continuation: the CPU's argmax chain (checked for clear margins), for every
     // number of steps per submit.
@@ -364,6 +369,8 @@ fn tiny_llama_long_context_matches_on_both_sides_of_the_fused_combine() {
     let ctx = 600;
     let model = Model::load(&gpu, &g, ctx).unwrap();
     let mut session = Session::new(&gpu, &model, ctx).unwrap();
+    // Batches whatever the adapter: the test is about them.
+    session.batched_prefill = Some(true);
     let prompt: Vec<u32> = support::random_f32(560, 31)
         .iter()
         .map(|v| ((v + 1.0) * 0.5 * VOCAB as f32) as u32 % VOCAB as u32)
@@ -388,6 +395,7 @@ fn tiny_llama_roles_match_the_cpu_forward_pass() {
     let ctx = 200;
     let model = Model::load(&gpu, &g, ctx).unwrap();
     let mut program = Program::new(&gpu, &model, ctx).unwrap();
+    program.batched_prefill = Some(true);
 
     // embed_tokens: the dequantized table rows (Q8_0, no embedding scale for llama).
     let ids: Vec<u32> = (0..140).map(|i| (i * 37 + 11) % VOCAB as u32).collect();
@@ -428,6 +436,8 @@ fn tiny_llama_roles_match_the_cpu_forward_pass() {
     rows.extend(mixed.iter().cloned());
     let cpu = cpu_logits_of_rows(&values, &rows);
     kv.truncate(0);
+    // Token by token this time (the embeddings rows are views either way).
+    program.batched_prefill = Some(false);
     let first: Vec<f32> = rows[..140].concat();
     let first = gpu.upload_f32(&first, &[1, 140, EMBD], "rows").unwrap();
     let logits = program.prefill_embeds(&first, &mut kv).unwrap();

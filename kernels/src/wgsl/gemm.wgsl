@@ -65,11 +65,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let m0 = wg.y * TM;
     let tx = lid % 16u;
     let ty = lid / 16u;
-    const MT: u32 = 4u;
-    // Outputs per thread: RT rows × TT tokens (at most 4 × 4: TM, TN at most 64).
+    // Outputs per thread: RT rows × TT tokens (at most 4 × 4: TM, TN at most 64), in four
+    // vec4 accumulators (token a, rows as lanes), named rather than an array: an indexed
+    // private array is kept in memory by some compilers (NVIDIA's, llvmpipe's).
     let rt = TN / 16u;
     let tt = TM / 16u;
-    var acc: array<array<f32, 4>, 4>;
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
     for (var k0 = 0u; k0 < p.cols; k0 += KC) {
         for (var i = lid; i < TN * KC; i += 256u) {
             let r = i / KC;
@@ -94,26 +98,39 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         workgroupBarrier();
         for (var e = 0u; e < KC; e++) {
-            for (var a = 0u; a < MT; a++) {
-                if a < tt {
-                    let xv = xs[(ty + 16u * a) * KP + e];
-                    for (var b = 0u; b < MT; b++) {
-                        if b < rt {
-                            acc[a][b] += xv * ws[(tx + 16u * b) * KP + e];
-                        }
-                    }
-                }
+            var wv = vec4<f32>(ws[tx * KP + e], 0.0, 0.0, 0.0);
+            if rt > 1u {
+                wv.y = ws[(tx + 16u) * KP + e];
+            }
+            if rt > 2u {
+                wv.z = ws[(tx + 32u) * KP + e];
+                wv.w = ws[(tx + 48u) * KP + e];
+            }
+            acc0 += xs[ty * KP + e] * wv;
+            if tt > 1u {
+                acc1 += xs[(ty + 16u) * KP + e] * wv;
+            }
+            if tt > 2u {
+                acc2 += xs[(ty + 32u) * KP + e] * wv;
+                acc3 += xs[(ty + 48u) * KP + e] * wv;
             }
         }
         workgroupBarrier();
     }
     for (var a = 0u; a < tt; a++) {
         let t = m0 + ty + 16u * a;
+        var v4 = acc0;
+        switch a {
+            case 1u: { v4 = acc1; }
+            case 2u: { v4 = acc2; }
+            case 3u: { v4 = acc3; }
+            default: {}
+        }
         for (var b = 0u; b < rt; b++) {
             let row = n0 + tx + 16u * b;
             if t < p.tokens && row < p.rows {
                 let i = p.y_offset + t * p.y_stride + row;
-                var v = acc[a][b];
+                var v = v4[b];
                 if p.residual == 1u {
                     v += res[i];
                 }

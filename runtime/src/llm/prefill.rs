@@ -63,7 +63,64 @@ impl BatchScratch {
     }
 }
 
+/// Whether prompts run as batches (tiled GEMMs) on `gpu` unless a session says otherwise, else
+/// one decode step per token. A CPU adapter (lavapipe) runs the GEMM tiles far below its GEMV
+/// speed: a 42-token prompt of SmolLM2 took 32 s batched and 22 s token by token there
+/// (2026-11-30, 2 cores), while on the H200 batches are 5× faster (docs/performance.md, LLM
+/// v11).
+pub fn batched_prefill_default(gpu: &Gpu) -> bool {
+    gpu.info().device_type != wgpu::DeviceType::Cpu
+}
+
 impl Model {
+    /// Records a prompt's positions `start..start + n` (rows from `input`: ids indexed by
+    /// position, or embeddings whose row 0 is position `start`), their keys and values into
+    /// `kv`, and the logits after the last into `s.logits`: with `batched`, all but the last in
+    /// batches (the scratch made at first use), the last as a decode step; else every
+    /// position as a decode step.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_prompt(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        input: Rows<'_>,
+        (s, batch, batched): (&super::model::Scratch, &mut Option<BatchScratch>, bool),
+        kv: &KvCache,
+        start: usize,
+        n: usize,
+    ) -> Result<(), GpuError> {
+        let e = self.cfg.embd;
+        // The embeddings of positions p..p + m as their own rows (ids stay indexed by position).
+        let rows = |p: usize, m: usize| match input {
+            Rows::Embeds(t) => Some(t.view((p - start) * e, m * e)),
+            Rows::Ids(_) => None,
+        };
+        let last = start + n.max(1) - 1;
+        let mut pos = start;
+        if batched && last > start {
+            if batch.is_none() {
+                *batch = Some(BatchScratch::new(
+                    gpu,
+                    self,
+                    PREFILL_BATCH.min(kv.capacity()),
+                )?);
+            }
+            while let Some(b) = batch.as_ref().filter(|_| pos < last) {
+                let m = (last - pos).min(b.tokens());
+                let view = rows(pos, m);
+                let part = view.as_ref().map_or(input, Rows::Embeds);
+                self.record_batch(gpu, rec, part, b, kv, pos, m)?;
+                pos += m;
+            }
+        }
+        for q in pos..=last {
+            let view = rows(q, 1);
+            let part = view.as_ref().map_or(input, Rows::Embeds);
+            self.record_token(gpu, rec, s, part, kv, q, q == last)?;
+        }
+        Ok(())
+    }
+
     /// Records the tokens at positions `pos..pos + n` (their rows from `input`) through every
     /// layer as one batch, appending their keys and values to `kv`. The last layer stops after
     /// its keys and values: no later position of this batch reads the rest.

@@ -23,7 +23,7 @@
 use super::error::LlmError;
 use super::kv_cache::{DEFAULT_PAGE, KvCache};
 use super::model::{Model, Rows, Scratch};
-use super::prefill::{BatchScratch, PREFILL_BATCH};
+use super::prefill::BatchScratch;
 use crate::device::Gpu;
 use crate::recorder::Recorder;
 use crate::tensor::{Elem, Tensor};
@@ -45,6 +45,9 @@ pub struct Program<'m> {
     scratch: Scratch,
     batch: Option<BatchScratch>,
     capacity: usize,
+    /// Prompts in batches (`Some(true)`), token by token (`Some(false)`), or as suits the
+    /// adapter (`None`: [`super::prefill::batched_prefill_default`]).
+    pub batched_prefill: Option<bool>,
 }
 
 impl<'m> Program<'m> {
@@ -59,6 +62,7 @@ impl<'m> Program<'m> {
             scratch: Scratch::new(gpu, &model.cfg, capacity)?,
             batch: None,
             capacity,
+            batched_prefill: None,
         })
     }
 
@@ -119,42 +123,16 @@ impl<'m> Program<'m> {
             return Err(LlmError::Request("no embeddings to prefill".into()));
         }
         self.check_fits(kv, n)?;
-        let (gpu, model, e) = (self.gpu, self.model, self.model.cfg.embd);
         let start = kv.len();
-        kv.extend(gpu, n)?;
-        let mut rec = Recorder::new(gpu);
-        let last = n - 1;
-        if last > 0 && self.batch.is_none() {
-            let tokens = PREFILL_BATCH.min(self.capacity);
-            self.batch = Some(BatchScratch::new(gpu, model, tokens)?);
-        }
-        let mut row = 0;
-        while row < last {
-            let Some(batch) = &self.batch else { break };
-            let m = (last - row).min(batch.tokens());
-            let rows = embeddings.view(row * e, m * e);
-            model.record_batch(
-                gpu,
-                &mut rec,
-                Rows::Embeds(&rows),
-                batch,
-                kv,
-                start + row,
-                m,
-            )?;
-            row += m;
-        }
-        let rows = embeddings.view(last * e, e);
-        let s = &self.scratch;
-        model.record_token(
-            gpu,
-            &mut rec,
-            s,
-            Rows::Embeds(&rows),
-            kv,
-            start + last,
-            true,
-        )?;
+        kv.extend(self.gpu, n)?;
+        let mut rec = Recorder::new(self.gpu);
+        let batched = self
+            .batched_prefill
+            .unwrap_or_else(|| super::prefill::batched_prefill_default(self.gpu));
+        let scratch = (&self.scratch, &mut self.batch, batched);
+        let rows = Rows::Embeds(embeddings);
+        self.model
+            .record_prompt(self.gpu, &mut rec, rows, scratch, kv, start, n)?;
         self.finish(rec, kv, start)
     }
 

@@ -8,7 +8,7 @@ use gpuport_kernels::sample::SampleParams;
 use super::error::LlmError;
 use super::kv_cache::{DEFAULT_PAGE, KvCache};
 use super::model::{Model, Rows, Scratch};
-use super::prefill::{BatchScratch, PREFILL_BATCH};
+use super::prefill::BatchScratch;
 use crate::device::Gpu;
 use crate::ops;
 use crate::recorder::Recorder;
@@ -114,6 +114,9 @@ pub struct Session<'m> {
     cached: Vec<u32>,
     /// Decode steps recorded per submit.
     pub steps_per_submit: usize,
+    /// Prompts in batches (`Some(true)`), token by token (`Some(false)`), or as suits the
+    /// adapter (`None`: [`super::prefill::batched_prefill_default`]).
+    pub batched_prefill: Option<bool>,
     /// Timestamp every submit's pass (needs TIMESTAMP_QUERY) and add it to `gpu_seconds`.
     pub profile: bool,
     /// GPU time of the submits so far, when profiling.
@@ -144,6 +147,7 @@ impl<'m> Session<'m> {
             batch: None,
             cached: Vec::new(),
             steps_per_submit: DEFAULT_STEPS_PER_SUBMIT,
+            batched_prefill: None,
             profile: false,
             gpu_seconds: 0.0,
             profile_dispatches: false,
@@ -233,25 +237,14 @@ impl<'m> Session<'m> {
         self.cached.truncate(start);
         self.kv.truncate(start);
         self.kv.extend(self.gpu, prompt.len() - start)?;
-        // All but the last token in batches (keys and values only), the last as a decode step
-        // (its logits).
-        let last = prompt.len() - 1;
-        if last > start && self.batch.is_none() {
-            let tokens = PREFILL_BATCH.min(self.kv.capacity());
-            self.batch = Some(BatchScratch::new(self.gpu, self.model, tokens)?);
-        }
-        let mut pos = start;
-        while pos < last {
-            let Some(batch) = &self.batch else { break };
-            let n = (last - pos).min(batch.tokens());
-            let ids = Rows::Ids(&self.scratch.tokens);
-            self.model
-                .record_batch(self.gpu, rec, ids, batch, &self.kv, pos, n)?;
-            pos += n;
-        }
         let ids = Rows::Ids(&self.scratch.tokens);
+        let batched = self
+            .batched_prefill
+            .unwrap_or_else(|| super::prefill::batched_prefill_default(self.gpu));
+        let scratch = (&self.scratch, &mut self.batch, batched);
+        let n = prompt.len() - start;
         self.model
-            .record_token(self.gpu, rec, &self.scratch, ids, &self.kv, last, true)?;
+            .record_prompt(self.gpu, rec, ids, scratch, &self.kv, start, n)?;
         self.cached.extend_from_slice(&prompt[start..]);
         Ok((start, prompt.len() - start))
     }
