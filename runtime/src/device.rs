@@ -212,6 +212,19 @@ impl Gpu {
         self.table_entry(table, &crate::tuning::gemv_q8_key(ty), default)
     }
 
+    /// The prefill GEMM's tile for weights of `ty` here: the table's when this device's
+    /// workgroup memory holds it, else the default.
+    pub fn gemm_tile_in(
+        &self,
+        table: &crate::tuning::TuningTable,
+        ty: gpuport_kernels::quant::GgmlType,
+    ) -> gpuport_kernels::gemm::GemmTile {
+        table
+            .gemm_tile(&self.info, ty)
+            .filter(|t| t.workgroup_bytes() <= self.limits.max_compute_workgroup_storage_size)
+            .unwrap_or(gpuport_kernels::gemm::GemmTile::DEFAULT)
+    }
+
     /// The table's entry under `key` for this adapter when this device can run it (a
     /// subgroup reduction needs subgroups), else `default`.
     fn table_entry(

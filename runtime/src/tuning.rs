@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use gpuport_kernels::Reduction;
+use gpuport_kernels::gemm::GemmTile;
 use gpuport_kernels::gemv::GemvTunables;
 use gpuport_kernels::quant::GgmlType;
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,23 @@ pub struct AdapterTuning {
     pub name: String,
     /// `gemv.<quant>` → tunables.
     pub gemv: BTreeMap<String, TunedGemv>,
+    /// `gemm.<quant>` → the prefill GEMM's tile.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gemm: BTreeMap<String, TunedGemm>,
+}
+
+/// A GEMM tile as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TunedGemm {
+    /// Tokens per tile.
+    pub tm: u32,
+    /// Weight rows per tile.
+    pub tn: u32,
+}
+
+/// The key of a GEMM entry.
+pub fn gemm_key(ty: GgmlType) -> String {
+    format!("gemm.{}", ty.name())
 }
 
 /// GEMV tunables as stored.
@@ -136,13 +154,19 @@ impl TuningTable {
     /// The tunables under `key` ([`gemv_key`], [`gemv_q8_key`]) on `info`, if the table has
     /// them.
     pub fn entry(&self, info: &wgpu::AdapterInfo, key: &str) -> Option<GemvTunables> {
+        self.adapter(info)?.gemv.get(key)?.tunables()
+    }
+
+    /// The GEMM tile for weights of `ty` on `info`, if the table has one (a valid one).
+    pub fn gemm_tile(&self, info: &wgpu::AdapterInfo, ty: GgmlType) -> Option<GemmTile> {
+        let t = self.adapter(info)?.gemm.get(&gemm_key(ty))?;
+        let tile = GemmTile { tm: t.tm, tn: t.tn };
+        GemmTile::all().contains(&tile).then_some(tile)
+    }
+
+    fn adapter(&self, info: &wgpu::AdapterInfo) -> Option<&AdapterTuning> {
         self.adapters
             .iter()
-            .find(|a| {
-                a.vendor == info.vendor && a.device == info.device && a.driver == info.driver
-            })?
-            .gemv
-            .get(key)?
-            .tunables()
+            .find(|a| a.vendor == info.vendor && a.device == info.device && a.driver == info.driver)
     }
 }

@@ -8,10 +8,13 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use gpuport_kernels::Reduction;
+use gpuport_kernels::gemm;
 use gpuport_kernels::gemv::{self, GemvTunables};
 use gpuport_kernels::quant::{GgmlType, random_blocks};
 use gpuport_runtime::bench::{stream_ceiling, time_reps};
-use gpuport_runtime::tuning::{AdapterTuning, TuningTable, gemv_key, gemv_q8_key};
+use gpuport_runtime::tuning::{
+    AdapterTuning, TunedGemm, TuningTable, gemm_key, gemv_key, gemv_q8_key,
+};
 use gpuport_runtime::{Elem, Gpu, GpuOptions, ops};
 use gpuport_runtime::{GpuError, Recorder};
 use serde::Serialize;
@@ -193,13 +196,31 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         gpu.recycle(x);
         gpu.recycle(y);
     }
+    // The prefill GEMM at the model shapes (the output projections never run batched), or
+    // one small shape when quick.
+    let gemm_shapes: Vec<&Shape> = shapes
+        .iter()
+        .filter(|s| !s.name.ends_with("lm_head") && !s.name.starts_with("large"))
+        .collect();
+    let quick_shape = Shape {
+        name: "quick".into(),
+        ty: GgmlType::Q4K,
+        rows: 64,
+        cols: 256,
+    };
+    let gemm_shapes = if opts.quick {
+        vec![&quick_shape]
+    } else {
+        gemm_shapes
+    };
+    let (gemm_rows, gemm_best) = gemm_sweep(&gpu, &gemm_shapes, opts.quick)?;
     let others = if opts.quick {
         Vec::new()
     } else {
         other_kernels(&gpu)?
     };
     if let Some(path) = &opts.json {
-        let doc = serde_json::json!({ "adapter": report, "ceiling": ceiling, "results": rows, "other_kernels": others });
+        let doc = serde_json::json!({ "adapter": report, "ceiling": ceiling, "results": rows, "gemm": gemm_rows, "other_kernels": others });
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
         eprintln!("wrote {}", path.display());
     }
@@ -210,6 +231,10 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             driver: gpu.info().driver.clone(),
             name: gpu.info().name.clone(),
             gemv: Default::default(),
+            gemm: gemm_best
+                .iter()
+                .map(|(ty, t)| (gemm_key(*ty), TunedGemm { tm: t.tm, tn: t.tn }))
+                .collect(),
         };
         for ty in GgmlType::ALL {
             for kernel in [Kernel::Float, Kernel::Q8] {
@@ -374,6 +399,132 @@ impl Sweep<'_> {
         }
         Ok(best)
     }
+}
+
+/// Per weight type, the GEMM tile that measured fastest.
+type BestTiles = Vec<(GgmlType, gemm::GemmTile)>;
+
+/// Tokens per GEMM measurement: a full prefill batch.
+const GEMM_TOKENS: usize = 256;
+
+#[derive(Serialize, Clone)]
+struct GemmRow {
+    shape: String,
+    quant: &'static str,
+    rows: usize,
+    cols: usize,
+    tokens: usize,
+    tile: String,
+    seconds: f64,
+    tflops: f64,
+    clock: String,
+}
+
+/// Times the prefill GEMM at every tile the adapter's workgroup memory holds on each shape
+/// (`GEMM_TOKENS` tokens); prints the best per shape and returns every measurement and, per
+/// weight type, the tile with the least total time over that type's shapes.
+fn gemm_sweep(
+    gpu: &Gpu,
+    shapes: &[&Shape],
+    quick: bool,
+) -> anyhow::Result<(Vec<GemmRow>, BestTiles)> {
+    let storage = gpu.limits().max_compute_workgroup_storage_size;
+    let tiles: Vec<gemm::GemmTile> = gemm::GemmTile::all()
+        .into_iter()
+        .filter(|t| t.workgroup_bytes() <= storage)
+        .filter(|t| !quick || *t == gemm::GemmTile::DEFAULT)
+        .collect();
+    let mut rows = Vec::new();
+    let mut totals: std::collections::BTreeMap<(GgmlType, gemm::GemmTile), f64> =
+        Default::default();
+    let tokens = if quick { 8 } else { GEMM_TOKENS };
+    for shape in shapes {
+        let raw = random_blocks(
+            shape.ty,
+            shape.rows * shape.cols / shape.ty.block_elems(),
+            2,
+        );
+        let w = gpu.upload(
+            &raw,
+            Elem::Ggml(shape.ty),
+            &[shape.rows, shape.cols],
+            "gemm w",
+        )?;
+        let x = gpu.upload_f32(
+            &vec![0.5; tokens * shape.cols],
+            &[tokens * shape.cols],
+            "gemm x",
+        )?;
+        let y = gpu.zeros_f32(&[tokens * shape.rows], "gemm y")?;
+        let call = ops::GemmCall {
+            w: &w,
+            x: &x,
+            y: &y,
+            tokens,
+            x_stride: shape.cols,
+            y_stride: shape.rows,
+            y_first: 0,
+            residual: None,
+            input: gemv::GemvInput::Plain,
+        };
+        let mut best: Option<GemmRow> = None;
+        for &tile in &tiles {
+            let timing = time_reps(
+                gpu,
+                if quick { 1 } else { 10 },
+                if quick { 1 } else { 3 },
+                |rec| ops::gemm(gpu, rec, call, tile),
+            )?;
+            *totals.entry((shape.ty, tile)).or_default() += timing.seconds;
+            let flops = 2.0 * (shape.rows * shape.cols * tokens) as f64;
+            let row = GemmRow {
+                shape: shape.name.clone(),
+                quant: shape.ty.name(),
+                rows: shape.rows,
+                cols: shape.cols,
+                tokens,
+                tile: format!("TM={} TN={}", tile.tm, tile.tn),
+                seconds: timing.seconds,
+                tflops: flops / timing.seconds / 1e12,
+                clock: format!("{:?}", timing.clock),
+            };
+            if best.as_ref().is_none_or(|b| row.seconds < b.seconds) {
+                best = Some(row.clone());
+            }
+            rows.push(row);
+        }
+        if let Some(b) = best {
+            println!(
+                "gemm {:<20} {:<6} {:>6} x {:>5} x {:>3} tokens {:>9.1} µs {:>7.2} TFLOP/s  {}",
+                b.shape,
+                b.quant,
+                b.rows,
+                b.cols,
+                b.tokens,
+                b.seconds * 1e6,
+                b.tflops,
+                b.tile
+            );
+        }
+        gpu.recycle(w);
+        gpu.recycle(x);
+        gpu.recycle(y);
+    }
+    let mut best: BestTiles = Vec::new();
+    for ty in GgmlType::ALL {
+        let shapes_of = shapes.iter().filter(|s| s.ty == ty).count();
+        if shapes_of == 0 {
+            continue;
+        }
+        if let Some(((_, tile), _)) = totals
+            .iter()
+            .filter(|((t, _), _)| *t == ty)
+            .min_by(|a, b| a.1.total_cmp(b.1))
+        {
+            best.push((ty, *tile));
+        }
+    }
+    Ok((rows, best))
 }
 
 #[derive(Serialize)]

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use gpuport_kernels::attention::{DecodeAttnParams, QkNorm};
+use gpuport_kernels::gemm::GemmTile;
 use gpuport_kernels::gemv::{self, GemvInput, GemvTunables};
 use gpuport_kernels::quant::GgmlType;
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
@@ -48,6 +49,8 @@ pub struct Model {
     tunables: HashMap<GgmlType, GemvTunables>,
     /// The int8-input GEMV's, for the types that have it.
     q8_tunables: HashMap<GgmlType, GemvTunables>,
+    /// The prefill GEMM's tile per weight type.
+    gemm_tiles: HashMap<GgmlType, GemmTile>,
 }
 
 /// Activations of one token, reused by every layer and step.
@@ -167,11 +170,16 @@ impl Model {
             .filter(|ty| gemv::takes_q8_input(*ty))
             .map(|ty| (ty, gpu.gemv_q8_tunables_in(&table, ty)))
             .collect();
+        let gemm_tiles = GgmlType::ALL
+            .into_iter()
+            .map(|ty| (ty, gpu.gemm_tile_in(&table, ty)))
+            .collect();
         Ok(Model {
             cfg,
             weights,
             tunables,
             q8_tunables,
+            gemm_tiles,
         })
     }
 
@@ -202,6 +210,15 @@ impl Model {
             .copied()
             .unwrap_or_else(|| GemvTunables::default_for(gpu.has_subgroups()))
             .fit_rows(w.shape[0], min_gemv_groups(gpu))
+    }
+
+    /// The prefill GEMM's tile for weight `w` here.
+    pub(super) fn gemm_tile(&self, w: &Tensor) -> GemmTile {
+        let ty = ops::ggml_type(w).unwrap_or(GgmlType::F32);
+        self.gemm_tiles
+            .get(&ty)
+            .copied()
+            .unwrap_or(GemmTile::DEFAULT)
     }
 
     fn gemv(&self, gpu: &Gpu, rec: &mut Recorder<'_>, call: GemvCall<'_>) -> Result<(), GpuError> {

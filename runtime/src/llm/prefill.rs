@@ -3,7 +3,6 @@
 //! is causal over the batch, and what stays is the batch's keys and values in the cache: the
 //! session runs the prompt's last token as a decode step, which gives the logits.
 
-use gpuport_kernels::gemm::GemmTile;
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::rowops::ElementOp;
 
@@ -237,7 +236,7 @@ impl Model {
                 residual: None,
                 input: GemvInput::Plain,
             };
-            ops::gemm(gpu, rec, call, GemmTile::DEFAULT)?;
+            ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
             y_first += w.shape[0];
         }
         Ok(())
@@ -266,7 +265,7 @@ impl Model {
             residual: (!post_norms).then_some(x),
             input,
         };
-        ops::gemm(gpu, rec, call, GemmTile::DEFAULT)?;
+        ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
         Ok(!post_norms)
     }
 }
