@@ -170,3 +170,39 @@ impl TuningTable {
             .find(|a| a.vendor == info.vendor && a.device == info.device && a.driver == info.driver)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The committed table parses (a bad file would silently fall back to defaults), and every
+    /// entry names a variant the kernels have: GEMV tunables from `GemvTunables::all()` (the
+    /// int8 GEMV's with one row per lane group), GEMM tiles from `GemmTile::all()`, keys of
+    /// known types.
+    #[test]
+    fn committed_table_is_valid() {
+        let table: TuningTable =
+            serde_json::from_str(include_str!("../tuning/default.json")).unwrap();
+        assert!(!table.adapters.is_empty());
+        let all = GemvTunables::all();
+        for a in &table.adapters {
+            for (key, t) in &a.gemv {
+                let known = GgmlType::ALL
+                    .into_iter()
+                    .any(|ty| *key == gemv_key(ty) || *key == gemv_q8_key(ty));
+                assert!(known, "{}: {key}", a.name);
+                let t = t.tunables().unwrap();
+                assert!(all.contains(&t), "{}: {key} {t:?}", a.name);
+                if key.starts_with("gemv_q8.") {
+                    assert_eq!(t.rpt, 1, "{}: {key}", a.name);
+                }
+            }
+            for (key, t) in &a.gemm {
+                assert!(GgmlType::ALL.into_iter().any(|ty| *key == gemm_key(ty)), "{key}");
+                let tile = GemmTile { tm: t.tm, tn: t.tn };
+                assert!(GemmTile::all().contains(&tile), "{}: {key}", a.name);
+            }
+        }
+    }
+}
