@@ -233,9 +233,15 @@ impl Gpu {
         key: &str,
         default: gpuport_kernels::gemv::GemvTunables,
     ) -> gpuport_kernels::gemv::GemvTunables {
+        // A user's file can name anything: only variants the kernels define (the int8 GEMV's
+        // with one row per lane group, whose lanes per row WG / ROWS must be at least one).
+        let q8 = key.starts_with("gemv_q8.");
         table
             .entry(&self.info, key)
             .filter(|t| t.reduction == gpuport_kernels::Reduction::Shared || self.has_subgroups())
+            .filter(|t| gpuport_kernels::gemv::GemvTunables::all().contains(t))
+            .filter(|t| !q8 || (t.rpt == 1 && t.rows <= t.wg))
+            .filter(|t| t.wg <= self.limits.max_compute_invocations_per_workgroup)
             .unwrap_or(default)
     }
 

@@ -199,7 +199,10 @@ mod tests {
                 }
             }
             for (key, t) in &a.gemm {
-                assert!(GgmlType::ALL.into_iter().any(|ty| *key == gemm_key(ty)), "{key}");
+                assert!(
+                    GgmlType::ALL.into_iter().any(|ty| *key == gemm_key(ty)),
+                    "{key}"
+                );
                 let tile = GemmTile { tm: t.tm, tn: t.tn };
                 assert!(GemmTile::all().contains(&tile), "{}: {key}", a.name);
             }

@@ -735,4 +735,9 @@ fn gemm_empty_edges_and_bad_shapes() {
     };
     let err = ops::gemm(&gpu, &mut rec, in_place, GemmTile::DEFAULT).unwrap_err();
     assert_eq!(err.code(), "BAD_REQUEST");
+    // Tile sides the kernel does not have (its accumulators cover 16, 32 and 64).
+    for (tm, tn) in [(32, 48), (8, 16), (0, 16), (16, 0)] {
+        let err = ops::gemm(&gpu, &mut rec, call(&w, 2, 32), GemmTile { tm, tn }).unwrap_err();
+        assert_eq!(err.code(), "BAD_REQUEST", "{tm} x {tn}");
+    }
 }

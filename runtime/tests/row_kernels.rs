@@ -312,6 +312,23 @@ fn decode_attention_matches() {
             1e-4,
             &what,
         );
+        // Refused: a page that is not a multiple of 64, and a pool with fewer pages than
+        // the table has entries.
+        let odd = ops::KvLayer { page: 32, ..kv };
+        let mut rec = Recorder::new(&gpu);
+        let err = ops::attention_decode(&gpu, &mut rec, p, neox, [&qkvt, &st, &out], odd, weights);
+        assert_eq!(err.unwrap_err().code(), "BAD_REQUEST", "{what}");
+        if paged.table.len() > 1 {
+            let one = gpu.zeros_f32(&[PAGE * kvn], "one page").unwrap();
+            let short = ops::KvLayer {
+                k: &one,
+                v: &one,
+                ..kv
+            };
+            let err =
+                ops::attention_decode(&gpu, &mut rec, p, neox, [&qkvt, &st, &out], short, weights);
+            assert_eq!(err.unwrap_err().code(), "BAD_REQUEST", "{what}");
+        }
     }
 }
 

@@ -29,7 +29,8 @@ struct Params {
     _pad: u32,
 }
 
-// Tokens and rows per tile (multiples of 16); WG = 256 threads as 16 × 16.
+// Tokens and rows per tile (16, 32 or 64; the launcher refuses others); WG = 256 threads as
+// 16 × 16.
 override TM: u32 = 32u;
 override TN: u32 = 64u;
 override XFORM: u32 = 0u;

@@ -1,5 +1,5 @@
 // GEMV with fused dequantization: y[r] = sum_k W[r, k] * x[k] for a row-major GGUF weight
-// matrix W (rows of whole blocks, packed in `w`), f32 x and y.
+// matrix W (rows of whole blocks, packed in `w`), f32 x and y (y stored as the f32 bits).
 //
 // Tunables (override constants):
 // - WG: threads per workgroup;
@@ -257,8 +257,10 @@ fn main(l: Lanes) {
             }
             let d = amax / 127.0;
             let inv = select(0.0, 1.0 / d, d > 0.0);
+            // Round half away from zero, exactly (adding 0.5 first would round 0.49999997 up).
             let s = v * inv;
-            let q = vec4<i32>(sign(s) * floor(abs(s) + 0.5));
+            let f = floor(abs(s));
+            let q = vec4<i32>(sign(s) * (f + select(vec4<f32>(0.0), vec4<f32>(1.0), abs(s) - f >= vec4<f32>(0.5))));
             workgroupBarrier();
             qv[id] = f32(q.x + q.y + q.z + q.w);
             workgroupBarrier();

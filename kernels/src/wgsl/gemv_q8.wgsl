@@ -27,8 +27,7 @@ override UNROLL: u32 = 1u;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> xq: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
-// The residual (same indexing as y); bound to y's binding range, and unread, when `residual`
-// is 0.
+// The residual (same indexing as y); bound to x, and unread, when `residual` is 0.
 @group(0) @binding(4) var<storage, read> res: array<f32>;
 
 //!include reduce

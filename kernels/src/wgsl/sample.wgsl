@@ -353,8 +353,10 @@ fn slice_mass(lid: u32, g: u32) {
     }
 }
 
-// Inclusive prefix sum of v over the workgroup (Hillis-Steele).
-fn wg_scan(lid: u32, v: f32) -> f32 {
+// (exclusive, inclusive) prefix sums of v over the workgroup (Hillis-Steele). The exclusive
+// sum is the previous thread's inclusive one, so the ranges [exclusive, inclusive) tile
+// [0, total) exactly: a value falls in one range, never between or in two.
+fn wg_scan(lid: u32, v: f32) -> vec2<f32> {
     redf[lid] = v;
     workgroupBarrier();
     for (var o = 1u; o < WG; o <<= 1u) {
@@ -366,7 +368,7 @@ fn wg_scan(lid: u32, v: f32) -> f32 {
         redf[lid] = s;
         workgroupBarrier();
     }
-    let r = redf[lid];
+    let r = vec2<f32>(select(0.0, redf[max(lid, 1u) - 1u], lid > 0u), redf[lid]);
     workgroupBarrier();
     return r;
 }
@@ -383,7 +385,7 @@ fn draw(lid: u32) {
         kept += pget(mass_at(g) + 1u);
     }
     let count = u32(wg_sum_f(lid, f32(kept)));
-    let upto = wg_scan(lid, run);
+    let range = wg_scan(lid, run);
     // The scan's total, still in workgroup memory.
     let grand = redf[WG - 1u];
     let r = philox(vec4<u32>(p.step, 0u, 0u, 0u), p.seed_lo, p.seed_hi);
@@ -393,20 +395,25 @@ fn draw(lid: u32) {
         bcast[1] = 0u;
     }
     workgroupBarrier();
-    // The slice where the running mass passes u.
-    if run > 0.0 && u >= upto - run && u < upto {
-        var acc = upto - run;
+    // The slice where the running mass passes u (the thread's last slice with mass when its
+    // own running sum falls short of its range's end by a rounding).
+    if run > 0.0 && u >= range.x && u < range.y {
+        var acc = range.x;
+        var pick = 0xFFFFFFFFu;
+        var pick_before = acc;
         for (var g = first; g < last; g++) {
             let m = bitcast<f32>(pget(mass_at(g)));
             if m > 0.0 {
+                pick = g;
+                pick_before = acc;
                 if u < acc + m {
-                    bcast[0] = g;
-                    bcast[1] = bitcast<u32>(acc);
                     break;
                 }
                 acc += m;
             }
         }
+        bcast[0] = pick;
+        bcast[1] = bitcast<u32>(pick_before);
     }
     let g = workgroupUniformLoad(&bcast[0]);
     var chosen = pget(st(1u));
@@ -421,7 +428,7 @@ fn draw(lid: u32) {
                 mine += probs[i];
             }
         }
-        let end = wg_scan(lid, mine);
+        let own = wg_scan(lid, mine);
         let scanned = redf[WG - 1u];
         let slice_mass = bitcast<f32>(pget(mass_at(g)));
         let v = min((u - before) * (scanned / slice_mass), scanned * 0.99999994);
@@ -430,8 +437,8 @@ fn draw(lid: u32) {
             bcast[0] = pget(st(1u));
         }
         workgroupBarrier();
-        if mine > 0.0 && v >= end - mine && v < end {
-            var acc = end - mine;
+        if mine > 0.0 && v >= own.x && v < own.y {
+            var acc = own.x;
             var pick = 0xFFFFFFFFu;
             for (var k = 0u; k < 4u; k++) {
                 let i = g * SLICE + 4u * lid + k;

@@ -261,7 +261,9 @@ impl Model {
         let rows: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
         let separate = rows > SEPARATE_INPUT_ROWS && input != GemvInput::Plain;
         // A separate input vector goes to `s.h`, as int8 blocks where every part has the
-        // int8-input GEMV (the tied Q8_0 output projections; docs/performance.md, LLM v12).
+        // int8-input GEMV (any stack past SEPARATE_INPUT_ROWS of Q8_0 parts: the test models'
+        // tied output projections, a large model's Q8_0 FFN too; llama.cpp quantizes the
+        // input of Q8_0 weights to 8 bits the same way; docs/performance.md, LLM v12).
         let q8 = separate
             && c.embd.is_multiple_of(32)
             && parts

@@ -123,17 +123,16 @@ impl<'m> Program<'m> {
             return Err(LlmError::Request("no embeddings to prefill".into()));
         }
         self.check_fits(kv, n)?;
-        let start = kv.len();
-        kv.extend(self.gpu, n)?;
-        let mut rec = Recorder::new(self.gpu);
         let batched = self
             .batched_prefill
             .unwrap_or_else(|| super::prefill::batched_prefill_default(self.gpu));
-        let scratch = (&self.scratch, &mut self.batch, batched);
-        let rows = Rows::Embeds(embeddings);
-        self.model
-            .record_prompt(self.gpu, &mut rec, rows, scratch, kv, start, n)?;
-        self.finish(rec, kv, start)
+        let (gpu, model) = (self.gpu, self.model);
+        let (scratch, batch) = (&self.scratch, &mut self.batch);
+        Self::run(gpu, kv, n, |rec, kv, start| {
+            let rows = Rows::Embeds(embeddings);
+            model.record_prompt(gpu, rec, rows, (scratch, batch, batched), kv, start, n)
+        })?;
+        Ok(self.scratch.logits.clone())
     }
 
     /// `decode_embeds`: runs one row (`[1, hidden]` or `[1, 1, hidden]`) at the cache's next
@@ -150,27 +149,30 @@ impl<'m> Program<'m> {
             )));
         }
         self.check_fits(kv, 1)?;
-        let start = kv.len();
-        kv.extend(self.gpu, 1)?;
-        let mut rec = Recorder::new(self.gpu);
-        let rows = Rows::Embeds(embedding);
-        self.model
-            .record_token(self.gpu, &mut rec, &self.scratch, rows, kv, start, true)?;
-        self.finish(rec, kv, start)
+        let (gpu, model, scratch) = (self.gpu, self.model, &self.scratch);
+        Self::run(gpu, kv, 1, |rec, kv, start| {
+            let rows = Rows::Embeds(embedding);
+            model.record_token(gpu, rec, scratch, rows, kv, start, true)
+        })?;
+        Ok(self.scratch.logits.clone())
     }
 
-    /// Submits, and on failure leaves the cache as it was.
-    fn finish(
-        &self,
-        mut rec: Recorder<'_>,
+    /// Backs `n` more positions of `kv`, records them with `record` (given the first) and
+    /// submits; on any failure the cache is left as it was.
+    fn run(
+        gpu: &Gpu,
         kv: &mut KvCache,
-        start: usize,
-    ) -> Result<Tensor, LlmError> {
-        if let Err(e) = rec.submit() {
+        n: usize,
+        record: impl FnOnce(&mut Recorder<'_>, &KvCache, usize) -> Result<(), crate::error::GpuError>,
+    ) -> Result<(), LlmError> {
+        let start = kv.len();
+        kv.extend(gpu, n)?;
+        let mut rec = Recorder::new(gpu);
+        let done = record(&mut rec, kv, start).and_then(|()| rec.submit());
+        if done.is_err() {
             kv.truncate(start);
-            return Err(e.into());
         }
-        Ok(self.scratch.logits.clone())
+        Ok(done?)
     }
 
     /// Rows of an embeddings tensor: f32, `[.., n, hidden]` with leading dimensions of 1.

@@ -173,10 +173,23 @@ impl<'m> Session<'m> {
 
     /// Runs `prompt` (reusing the cache) and returns the logits of the token after it.
     pub fn logits(&mut self, prompt: &[u32]) -> Result<Vec<f32>, LlmError> {
-        let mut rec = self.recorder()?;
-        self.prefill(&mut rec, prompt)?;
-        self.submit(&mut rec)?;
-        Ok(self.gpu.readback_f32(&self.scratch.logits)?)
+        let out = (|| {
+            let mut rec = self.recorder()?;
+            self.prefill(&mut rec, prompt)?;
+            self.submit(&mut rec)?;
+            Ok(self.gpu.readback_f32(&self.scratch.logits)?)
+        })();
+        self.forget_on_failure(&out);
+        out
+    }
+
+    /// After a failure past the request checks, the cache holds positions nothing (or
+    /// something half-recorded) filled: forget it all.
+    fn forget_on_failure<T>(&mut self, out: &Result<T, LlmError>) {
+        if matches!(out, Err(e) if !matches!(e, LlmError::Request(_))) {
+            self.cached.clear();
+        }
+        self.kv.truncate(self.cached.len());
     }
 
     fn recorder(&self) -> Result<Recorder<'m>, LlmError> {
@@ -348,10 +361,7 @@ impl<'m> Session<'m> {
         let out = self.generate_unsynced(req, on_token);
         // The cache keeps exactly the accepted tokens (whatever ran speculatively past a stop,
         // or before an error, is dropped).
-        if matches!(out, Err(ref e) if !matches!(e, LlmError::Request(_))) {
-            self.cached.clear();
-        }
-        self.kv.truncate(self.cached.len());
+        self.forget_on_failure(&out);
         out
     }
 

@@ -69,6 +69,12 @@ pub fn gemm(
         )));
     }
     let limits = gpu.limits();
+    if !GemmTile::all().contains(&tile) {
+        return Err(GpuError::Shape(format!(
+            "GEMM tile {tile:?}: sides must be among {:?}",
+            gemm::TILE_VALUES
+        )));
+    }
     if tile.workgroup_bytes() > limits.max_compute_workgroup_storage_size {
         return Err(GpuError::Shape(format!(
             "GEMM tile {tile:?} takes {} bytes of workgroup memory, the adapter allows {}",

@@ -327,8 +327,13 @@ pub(super) fn attention_inputs_fit(
         p.max_ctx as usize,
     );
     let within = |at: u32, n: usize| at as usize + n <= row_len;
+    // The table's entries cannot be checked here (they live on the GPU): the caller keeps them
+    // below the pool's page count (`KvCache` does); a pool with fewer pages than the table
+    // has entries is refused.
     let page_elems = kv.page as usize * kv_heads * hd;
-    let pool = |t: &Tensor| elems(t) >= page_elems && elems(t).is_multiple_of(page_elems.max(1));
+    let pool = |t: &Tensor| {
+        elems(t) >= page_elems * elems(kv.pages) && elems(t).is_multiple_of(page_elems.max(1))
+    };
     kv_heads > 0
         && hd.is_multiple_of(4)
         && hd <= 256
@@ -360,8 +365,8 @@ pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
 /// `out[1]`; `probs` is `[vocab]` f32 scratch, `part` the stages' partials and state
 /// ([`gpuport_kernels::sample::scratch_words`] u32); the ids to penalize are
 /// `tokens[p.recent_start..][..p.n_recent]`. Records the chain of stages `p` needs
-/// ([`gpuport_kernels::sample::stages`]: 3 dispatches greedy, 13 with top-p, 21 with top-k
-/// too).
+/// ([`gpuport_kernels::sample::stages`]: 2 dispatches greedy, 12 with top-p, 20 with top-k
+/// too, one more with a penalty).
 pub fn sample(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
@@ -374,7 +379,7 @@ pub fn sample(
     if elems(logits) != v
         || elems(probs) < v
         || elems(part) < sample::scratch_words(v)
-        || elems(tokens) < (p.recent_start + p.n_recent) as usize
+        || elems(tokens) < p.recent_start as usize + p.n_recent as usize
         || elems(tokens) <= p.out_index as usize
         || elems(out) < 2
         || v == 0
