@@ -27,6 +27,20 @@ struct Shape {
     cols: usize,
 }
 
+impl Shape {
+    /// A matrix of this shape and type with random blocks (speed does not depend on the
+    /// values).
+    fn random_weights(&self, gpu: &Gpu, seed: u64) -> Result<gpuport_runtime::Tensor, GpuError> {
+        let raw = random_blocks(self.ty, self.rows * self.cols / self.ty.block_elems(), seed);
+        gpu.upload(
+            &raw,
+            Elem::Ggml(self.ty),
+            &[self.rows, self.cols],
+            &self.name,
+        )
+    }
+}
+
 /// The decode GEMVs of SmolLM2-135M (Q4_1, Q8_0 tied head) and Gemma 3 270M (Q5_0, Q8_0, Q4_K,
 /// Q6_K, Q8_0 tied head), rows × cols as the kernel sees them.
 fn model_shapes() -> Vec<Shape> {
@@ -153,17 +167,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         "shape", "kernel", "quant", "rows", "cols", "MB", "GB/s", "ratio", "µs"
     );
     for shape in &shapes {
-        let raw = random_blocks(
-            shape.ty,
-            shape.rows * shape.cols / shape.ty.block_elems(),
-            1,
-        );
-        let w = gpu.upload(
-            &raw,
-            Elem::Ggml(shape.ty),
-            &[shape.rows, shape.cols],
-            "bench weights",
-        )?;
+        let w = shape.random_weights(&gpu, 1)?;
         let x = gpu.upload_f32(&vec![0.5; shape.cols], &[shape.cols], "bench x")?;
         let y = gpu.zeros_f32(&[shape.rows], "bench y")?;
         let sweep = Sweep {
@@ -439,17 +443,7 @@ fn gemm_sweep(
         Default::default();
     let tokens = if quick { 8 } else { GEMM_TOKENS };
     for shape in shapes {
-        let raw = random_blocks(
-            shape.ty,
-            shape.rows * shape.cols / shape.ty.block_elems(),
-            2,
-        );
-        let w = gpu.upload(
-            &raw,
-            Elem::Ggml(shape.ty),
-            &[shape.rows, shape.cols],
-            "gemm w",
-        )?;
+        let w = shape.random_weights(gpu, 2)?;
         let x = gpu.upload_f32(
             &vec![0.5; tokens * shape.cols],
             &[tokens * shape.cols],
