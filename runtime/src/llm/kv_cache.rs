@@ -116,12 +116,6 @@ impl KvCache {
         &self.backed
     }
 
-    /// GPU bytes of the pools and the table.
-    pub fn bytes(&self) -> u64 {
-        let pools: u64 = self.layers.iter().map(|(k, v)| k.bytes + v.bytes).sum();
-        pools + self.table.bytes
-    }
-
     /// Layer `i` as the attention kernels bind it.
     pub(crate) fn layer(&self, i: usize) -> KvLayer<'_> {
         let (k, v) = &self.layers[i];

@@ -74,16 +74,20 @@ pub fn batched_prefill_default(gpu: &Gpu) -> bool {
 impl Model {
     /// Records a prompt's positions `start..start + n` (rows from `input`: ids indexed by
     /// position, or embeddings whose row 0 is position `start`), their keys and values into
-    /// `kv`, and the logits after the last into `s.logits`: with `batched`, all but the last in
-    /// batches (the scratch made at first use), the last as a decode step; else every
-    /// position as a decode step.
+    /// `kv`, and the logits after the last into `s.logits`: batched (`batched`, else
+    /// [`batched_prefill_default`]), all but the last in batches (the scratch made at first
+    /// use) and the last as a decode step; else every position as a decode step.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_prompt(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         input: Rows<'_>,
-        (s, batch, batched): (&super::model::Scratch, &mut Option<BatchScratch>, bool),
+        (s, batch, batched): (
+            &super::model::Scratch,
+            &mut Option<BatchScratch>,
+            Option<bool>,
+        ),
         kv: &KvCache,
         start: usize,
         n: usize,
@@ -96,6 +100,7 @@ impl Model {
         };
         let last = start + n.max(1) - 1;
         let mut pos = start;
+        let batched = batched.unwrap_or_else(|| batched_prefill_default(gpu));
         if batched && last > start {
             if batch.is_none() {
                 *batch = Some(BatchScratch::new(

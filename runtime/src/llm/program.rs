@@ -123,10 +123,7 @@ impl<'m> Program<'m> {
             return Err(LlmError::Request("no embeddings to prefill".into()));
         }
         self.check_fits(kv, n)?;
-        let batched = self
-            .batched_prefill
-            .unwrap_or_else(|| super::prefill::batched_prefill_default(self.gpu));
-        let (gpu, model) = (self.gpu, self.model);
+        let (gpu, model, batched) = (self.gpu, self.model, self.batched_prefill);
         let (scratch, batch) = (&self.scratch, &mut self.batch);
         Self::run(gpu, kv, n, |rec, kv, start| {
             let rows = Rows::Embeds(embeddings);

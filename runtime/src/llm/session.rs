@@ -160,11 +160,6 @@ impl<'m> Session<'m> {
         self.kv.capacity()
     }
 
-    /// The KV cache (its pages, its size).
-    pub fn kv_cache(&self) -> &KvCache {
-        &self.kv
-    }
-
     /// Forgets the cache (its pages go back to the free list).
     pub fn reset(&mut self) {
         self.cached.clear();
@@ -251,10 +246,7 @@ impl<'m> Session<'m> {
         self.kv.truncate(start);
         self.kv.extend(self.gpu, prompt.len() - start)?;
         let ids = Rows::Ids(&self.scratch.tokens);
-        let batched = self
-            .batched_prefill
-            .unwrap_or_else(|| super::prefill::batched_prefill_default(self.gpu));
-        let scratch = (&self.scratch, &mut self.batch, batched);
+        let scratch = (&self.scratch, &mut self.batch, self.batched_prefill);
         let n = prompt.len() - start;
         self.model
             .record_prompt(self.gpu, rec, ids, scratch, &self.kv, start, n)?;
