@@ -26,11 +26,7 @@ use crate::{EXIT_INVALID, EXIT_OK};
 
 /// Whether `path` names a GGUF file (by its magic, whatever its extension).
 pub fn is_gguf(path: &Path) -> bool {
-    use std::io::Read;
-    let mut magic = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| &magic == b"GGUF")
+    gpuport_runtime::gguf::has_magic(path).unwrap_or(false)
 }
 
 /// Runs `gpuport inspect` on a GGUF file.

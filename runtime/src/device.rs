@@ -220,8 +220,7 @@ impl Gpu {
         ty: gpuport_kernels::quant::GgmlType,
     ) -> gpuport_kernels::gemm::GemmTile {
         table
-            .gemm_tile(&self.info, ty)
-            .filter(|t| t.workgroup_bytes() <= self.limits.max_compute_workgroup_storage_size)
+            .gemm_variant(&self.info, ty, self.caps())
             .unwrap_or(gpuport_kernels::gemm::GemmTile::DEFAULT)
     }
 
@@ -233,16 +232,18 @@ impl Gpu {
         key: &str,
         default: gpuport_kernels::gemv::GemvTunables,
     ) -> gpuport_kernels::gemv::GemvTunables {
-        // A user's file can name anything: only variants the kernels define (the int8 GEMV's
-        // with one row per lane group, whose lanes per row WG / ROWS must be at least one).
-        let q8 = key.starts_with("gemv_q8.");
         table
-            .entry(&self.info, key)
-            .filter(|t| t.reduction == gpuport_kernels::Reduction::Shared || self.has_subgroups())
-            .filter(|t| gpuport_kernels::gemv::GemvTunables::all().contains(t))
-            .filter(|t| !q8 || (t.rpt == 1 && t.rows <= t.wg))
-            .filter(|t| t.wg <= self.limits.max_compute_invocations_per_workgroup)
+            .gemv_variant(&self.info, key, self.caps())
             .unwrap_or(default)
+    }
+
+    /// What the tuning table's entries are checked against.
+    fn caps(&self) -> crate::tuning::DeviceCaps {
+        crate::tuning::DeviceCaps {
+            subgroups: self.has_subgroups(),
+            max_invocations: self.limits.max_compute_invocations_per_workgroup,
+            max_workgroup_bytes: self.limits.max_compute_workgroup_storage_size,
+        }
     }
 
     /// Whether passes can carry timestamps.

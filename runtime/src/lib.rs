@@ -23,7 +23,6 @@
 pub mod bench;
 pub mod device;
 pub mod error;
-pub mod gguf;
 pub mod llm;
 pub mod ops;
 pub mod pipeline;
@@ -31,6 +30,10 @@ pub mod pool;
 pub mod recorder;
 pub mod tensor;
 pub mod tuning;
+
+/// The GGUF reader and writer ([`gpuport_gguf`]), re-exported for the executors built on this
+/// crate.
+pub use gpuport_gguf as gguf;
 
 pub use device::{AdapterReport, Gpu, GpuOptions};
 pub use error::GpuError;

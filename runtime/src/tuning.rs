@@ -112,10 +112,57 @@ pub fn gemv_q8_key(ty: GgmlType) -> String {
     format!("gemv_q8.{}", ty.name())
 }
 
+/// What a device offers that decides whether a table entry can run on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceCaps {
+    /// Subgroup operations are available.
+    pub subgroups: bool,
+    /// `max_compute_invocations_per_workgroup`.
+    pub max_invocations: u32,
+    /// `max_compute_workgroup_storage_size` in bytes.
+    pub max_workgroup_bytes: u32,
+}
+
 impl TuningTable {
+    /// Parses a table (the committed file or a user's).
+    pub fn parse(text: &str) -> Result<TuningTable, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The GEMV tunables under `key` ([`gemv_key`], [`gemv_q8_key`]) for `info`, when the
+    /// table has an entry the kernels define and `caps` can run. A user's file can name
+    /// anything: only variants of [`GemvTunables::all`] pass (the int8 GEMV's with one row per
+    /// lane group, whose lanes per row `wg / rows` must be at least one), a subgroup reduction
+    /// only with subgroups, a workgroup no larger than the device allows.
+    pub fn gemv_variant(
+        &self,
+        info: &wgpu::AdapterInfo,
+        key: &str,
+        caps: DeviceCaps,
+    ) -> Option<GemvTunables> {
+        let q8 = key.starts_with("gemv_q8.");
+        self.entry(info, key)
+            .filter(|t| t.reduction == Reduction::Shared || caps.subgroups)
+            .filter(|t| GemvTunables::all().contains(t))
+            .filter(|t| !q8 || (t.rpt == 1 && t.rows <= t.wg))
+            .filter(|t| t.wg <= caps.max_invocations)
+    }
+
+    /// The GEMM tile for weights of `ty` on `info` when the table has a valid one that fits
+    /// the device's workgroup memory.
+    pub fn gemm_variant(
+        &self,
+        info: &wgpu::AdapterInfo,
+        ty: GgmlType,
+        caps: DeviceCaps,
+    ) -> Option<GemmTile> {
+        self.gemm_tile(info, ty)
+            .filter(|t| t.workgroup_bytes() <= caps.max_workgroup_bytes)
+    }
+
     /// The table compiled into the binary.
     pub fn committed() -> TuningTable {
-        serde_json::from_str(include_str!("../tuning/default.json")).unwrap_or_default()
+        Self::parse(include_str!("../tuning/default.json")).unwrap_or_default()
     }
 
     /// The committed table with the user's file (if any) laid over it.
@@ -134,7 +181,7 @@ impl TuningTable {
             });
         if let Some(user) = path
             .and_then(|p| std::fs::read_to_string(p).ok())
-            .and_then(|t| serde_json::from_str::<TuningTable>(&t).ok())
+            .and_then(|t| Self::parse(&t).ok())
         {
             for entry in user.adapters {
                 table.upsert(entry);

@@ -136,17 +136,37 @@ impl Store {
         let source = Source::Local {
             path: source_path.display().to_string(),
         };
-        match kind {
-            LocalKind::Modelport(dir) => {
-                let plan = local::plan_modelport(&dir)?;
-                self.import_plan(plan, source, options, progress)
-            }
-            LocalKind::Mlc(dir) => {
-                let plan = local::plan_mlc(&dir)?;
-                self.import_plan(plan, source, options, progress)
-            }
-            LocalKind::Gguf(file) => self.import_gguf(&file, source, options, progress),
+        let mut added = blobs::Added::new();
+        let imported = match kind {
+            LocalKind::Modelport(dir) => local::plan_modelport(&dir)
+                .and_then(|plan| self.import_plan(plan, source, options, progress, &mut added)),
+            LocalKind::Mlc(dir) => local::plan_mlc(&dir)
+                .and_then(|plan| self.import_plan(plan, source, options, progress, &mut added)),
+            LocalKind::Gguf(file) => self.import_gguf(&file, source, options, progress, &mut added),
+        };
+        if imported.is_err() {
+            // The import's locks are released by now; the refusal is what the caller needs to
+            // see, so a failure to take the blobs back (gc would) does not replace it.
+            let _ = self.take_back(&added);
         }
+        imported
+    }
+
+    /// Removes the blobs a refused import created that no record references, under the
+    /// exclusive store lock (as `gc` does), so `blobs/` is exactly as it was before the import.
+    /// A blob another import stored meanwhile is referenced by its record once that import
+    /// finishes — the exclusive lock waits for it — and stays.
+    fn take_back(&self, added: &blobs::Added) -> Result<()> {
+        if added.is_empty() {
+            return Ok(());
+        }
+        let _store = lock::store(&self.layout, Access::Exclusive)?;
+        let records = self.all_records_or_refuse("rolling back the import")?;
+        let wanted = crate::maintain::wanted_digests(&records, None);
+        for digest in added.iter().filter(|d| !wanted.contains(*d)) {
+            remove_durably(&self.layout.blob_path(digest))?;
+        }
+        Ok(())
     }
 
     fn import_plan(
@@ -155,6 +175,7 @@ impl Store {
         source: Source,
         options: &ImportOptions,
         progress: &dyn Progress,
+        added: &mut blobs::Added,
     ) -> Result<ModelRecord> {
         let id = options.id.clone().unwrap_or(plan.default_id.clone());
         check_id(&id)?;
@@ -166,7 +187,7 @@ impl Store {
         )?;
         let _store = lock::store(&self.layout, Access::Shared)?;
         let _model = lock::model(&self.layout, &id)?;
-        let manifest_sha = blobs::store_bytes(&self.layout, &plan.manifest_bytes)?;
+        let manifest_sha = blobs::store_bytes(&self.layout, &plan.manifest_bytes, added)?;
         let mut files = BTreeMap::new();
         files.insert(
             plan.manifest_path.clone(),
@@ -195,7 +216,8 @@ impl Store {
                 size: f.size,
                 sha256: f.sha256.as_deref(),
             };
-            let stored = blobs::store_file(&self.layout, &f.source, path, expected, progress);
+            let stored =
+                blobs::store_file(&self.layout, &f.source, path, expected, progress, added);
             let sha256 = match stored {
                 Ok(sha256) => sha256,
                 Err(e) => {
@@ -260,8 +282,9 @@ impl Store {
         source: Source,
         options: &ImportOptions,
         progress: &dyn Progress,
+        added: &mut blobs::Added,
     ) -> Result<ModelRecord> {
-        gguf::check_magic(file)?;
+        let facts = gguf::read_facts(file)?;
         let name = file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -269,15 +292,15 @@ impl Store {
         let id = options
             .id
             .clone()
-            .unwrap_or_else(|| gguf::default_id(&name));
+            .unwrap_or_else(|| gguf::default_id(&name, &facts));
         check_id(&id)?;
         let size = std::fs::metadata(file).at(file)?.len();
         let _store = lock::store(&self.layout, Access::Shared)?;
         let _model = lock::model(&self.layout, &id)?;
         let expected = Expected { size, sha256: None };
-        let sha256 = blobs::store_file(&self.layout, file, &name, expected, progress)?;
-        let manifest = gguf::manifest(&id, &name, size, &sha256, &options.gguf);
-        let manifest_sha = blobs::store_bytes(&self.layout, &manifest)?;
+        let sha256 = blobs::store_file(&self.layout, file, &name, expected, progress, added)?;
+        let manifest = gguf::manifest(&id, &name, &facts, (size, &sha256), &options.gguf);
+        let manifest_sha = blobs::store_bytes(&self.layout, &manifest, added)?;
         let files = BTreeMap::from([
             (
                 MANIFEST_FILE_NAME.to_owned(),
@@ -418,7 +441,9 @@ impl Store {
         }
         let _store = lock::store(&self.layout, Access::Shared)?;
         let _model = lock::model(&self.layout, &id)?;
-        let manifest_sha = blobs::store_bytes(&self.layout, manifest_bytes)?;
+        // A pull keeps what it fetched for a later resume (`gc` collects it if none comes).
+        let manifest_sha =
+            blobs::store_bytes(&self.layout, manifest_bytes, &mut blobs::Added::new())?;
         files.insert(
             MANIFEST_FILE_NAME.to_owned(),
             RecordFile {

@@ -90,7 +90,12 @@ pub struct Expected<'a> {
     pub sha256: Option<&'a str>,
 }
 
-/// Copies the local file `src` into the store; returns its digest.
+/// Blobs an operation created (rather than found already stored), so a refused import can
+/// take back exactly what it added.
+pub type Added = Vec<String>;
+
+/// Copies the local file `src` into the store; returns its digest, pushed onto `added` when
+/// this call created the blob.
 ///
 /// With a declared digest the blob lock is taken first and an existing blob is reused without
 /// reading `src`. Without one the file is copied and hashed, then renamed in unless a blob of
@@ -102,6 +107,7 @@ pub fn store_file(
     label: &str,
     expected: Expected<'_>,
     progress: &dyn Progress,
+    added: &mut Added,
 ) -> Result<String> {
     let _held = match expected.sha256 {
         Some(digest) => {
@@ -148,15 +154,18 @@ pub fn store_file(
         }
     };
     persist(temp, &layout.blob_path(&digest))?;
+    added.push(digest.clone());
     Ok(digest)
 }
 
-/// Stores `bytes` (a manifest) as a blob; returns its digest.
-pub fn store_bytes(layout: &Layout, bytes: &[u8]) -> Result<String> {
+/// Stores `bytes` (a manifest) as a blob; returns its digest, pushed onto `added` when this
+/// call created the blob.
+pub fn store_bytes(layout: &Layout, bytes: &[u8], added: &mut Added) -> Result<String> {
     let digest = sha256_hex(bytes);
     let _held = lock::blob(layout, &digest)?;
     if !present(layout, &digest, bytes.len() as u64) {
         crate::layout::write_atomic(layout, &layout.blob_path(&digest), bytes)?;
+        added.push(digest.clone());
     }
     Ok(digest)
 }

@@ -165,6 +165,15 @@ pub enum StoreError {
     /// A file that is not a GGUF file was given as one.
     #[error("{0}: not a GGUF file (no `GGUF` magic)")]
     NotGguf(PathBuf),
+    /// A GGUF file whose header or tensor table does not parse, or that holds no model (no
+    /// `general.architecture`, no tensors).
+    #[error("{path}: not a usable GGUF model: {reason}")]
+    InvalidGguf {
+        /// The file.
+        path: PathBuf,
+        /// What the reader found.
+        reason: String,
+    },
     /// A model's bytes are not all in the store (partial or evicted).
     #[error(
         "model `{id}` is not fully in the store ({missing} file(s) missing): run `gpuport {hint}`"
@@ -209,6 +218,7 @@ impl StoreError {
                 | StoreError::Oversize { .. }
                 | StoreError::SizeOverflow { .. }
                 | StoreError::NotGguf(_)
+                | StoreError::InvalidGguf { .. }
                 | StoreError::Incomplete { .. }
                 | StoreError::CorruptBlob { .. }
                 | StoreError::UnknownSource(_)

@@ -3,15 +3,16 @@
 //! file `gguf-<quant>/model.gguf` with its real size and SHA-256, `min_ram_mb` from the same
 //! estimate, context 4096, template `from_gguf`, the default sampling settings.
 //!
-//! Differences, by design: the GGUF header is not parsed here (the store sits below the
-//! runtime), so the id and name come from the file name rather than `general.name`, the
-//! context is not clamped to the trained length, and the license is the caller's
-//! ([`GgufOptions::license`]).
+//! The file is parsed (header and tensor table, [`gpuport_gguf`]) before anything is stored,
+//! and one without `general.architecture` or without tensors is refused. As `modelport`
+//! does, the id and name come from `general.name` and the context is clamped to the trained
+//! `<arch>.context_length`. Differences, by design: a file without `general.name` takes its
+//! file stem (`modelport` names it `unknown`, so two such files would collide), and the
+//! license is the caller's ([`GgufOptions::license`]).
 
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
+use gpuport_gguf::{Gguf, Metadata};
 use serde_json::json;
 
 use crate::error::{IoContext, Result, StoreError};
@@ -35,17 +36,54 @@ impl Default for GgufOptions {
     }
 }
 
+/// What the store takes from a GGUF header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GgufFacts {
+    /// `general.architecture`.
+    pub architecture: String,
+    /// `general.name`, when present.
+    pub name: Option<String>,
+    /// `<arch>.context_length`, when present.
+    pub trained_context: Option<u64>,
+}
+
+/// Parses the header and tensor table of the GGUF at `path` (memory-mapped: no tensor byte is
+/// read) and refuses a file that is not a model.
+pub fn read_facts(path: &Path) -> Result<GgufFacts> {
+    check_magic(path)?;
+    let invalid = |reason: String| StoreError::InvalidGguf {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file = Gguf::open(path).map_err(|e| match e {
+        gpuport_gguf::GgufError::Io { source, .. } => StoreError::io(path, source),
+        e => invalid(e.to_string()),
+    })?;
+    let architecture = file
+        .str("general.architecture")
+        .map_err(|e| invalid(e.to_string()))?
+        .to_owned();
+    if file.tensors.is_empty() {
+        return Err(invalid("it holds no tensors".into()));
+    }
+    let name = file.str("general.name").ok().map(str::to_owned);
+    let trained_context = file
+        .value(&format!("{architecture}.context_length"))
+        .and_then(|v| v.as_i128())
+        .and_then(|v| u64::try_from(v).ok());
+    Ok(GgufFacts {
+        architecture,
+        name,
+        trained_context,
+    })
+}
+
 /// Refuses a file that does not start with the `GGUF` magic.
 pub fn check_magic(path: &Path) -> Result<()> {
-    let mut magic = [0u8; 4];
-    let mut file = File::open(path).at(path)?;
-    match file.read_exact(&mut magic) {
-        Ok(()) if &magic == b"GGUF" => Ok(()),
-        Ok(()) => Err(StoreError::NotGguf(path.to_path_buf())),
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-            Err(StoreError::NotGguf(path.to_path_buf()))
-        }
-        Err(e) => Err(StoreError::io(path, e)),
+    if gpuport_gguf::has_magic(path).at(path)? {
+        Ok(())
+    } else {
+        Err(StoreError::NotGguf(path.to_path_buf()))
     }
 }
 
@@ -82,33 +120,47 @@ pub fn bundle_path(file_name: &str) -> String {
     format!("gguf-{quant}/model.gguf")
 }
 
-/// The id a bare GGUF gets: its file stem, by the ModelPort id rule, without a `-gguf` tail.
-pub fn default_id(file_name: &str) -> String {
-    let stem = file_name
+/// A file name without its `.gguf` extension.
+fn stem(file_name: &str) -> &str {
+    file_name
         .strip_suffix(".gguf")
         .or_else(|| file_name.strip_suffix(".GGUF"))
-        .unwrap_or(file_name);
-    let id = id_from_name(stem);
+        .unwrap_or(file_name)
+}
+
+/// The id a bare GGUF gets: `general.name` (else the file stem), by the ModelPort id rule,
+/// without a `-gguf` tail.
+pub fn default_id(file_name: &str, facts: &GgufFacts) -> String {
+    let id = id_from_name(facts.name.as_deref().unwrap_or(stem(file_name)));
     id.strip_suffix("-gguf").map(str::to_owned).unwrap_or(id)
+}
+
+/// The context the manifest allocates: the requested one, clamped to the trained length.
+pub fn context_length(options: &GgufOptions, facts: &GgufFacts) -> u64 {
+    match facts.trained_context {
+        Some(trained) if trained > 0 => options.context_length.min(trained),
+        _ => options.context_length,
+    }
 }
 
 /// The generated `modelport.json` (pretty JSON, trailing newline).
 pub fn manifest(
     id: &str,
     file_name: &str,
-    size: u64,
-    sha256: &str,
+    facts: &GgufFacts,
+    file: (u64, &str),
     options: &GgufOptions,
 ) -> Vec<u8> {
+    let (size, sha256) = file;
     let quant = quant_of(file_name).unwrap_or_else(|| "unknown".into());
-    let stem = file_name.strip_suffix(".gguf").unwrap_or(file_name);
+    let context = context_length(options, facts);
     let doc = json!({
         "schema": "modelport/0.1",
         "id": id,
         "version": "1.0.0",
         "task": "text-generation",
         "license": options.license,
-        "name": stem,
+        "name": facts.name.as_deref().unwrap_or(stem(file_name)),
         "source": format!("file:{file_name}"),
         "variants": [{
             "id": format!("gguf-{quant}"),
@@ -116,12 +168,12 @@ pub fn manifest(
             "precision": quant,
             "file": {"path": bundle_path(file_name), "size": size, "sha256": sha256},
             "extra_files": [],
-            "min_ram_mb": estimate_min_ram_mb(size, options.context_length),
+            "min_ram_mb": estimate_min_ram_mb(size, context),
         }],
         "inputs": [],
         "outputs": [],
         "llm": {
-            "context_length": options.context_length,
+            "context_length": context,
             "chat_template": "from_gguf",
             "defaults": {"temperature": 0.7, "top_p": 0.9, "max_tokens": 512},
         },
@@ -164,15 +216,41 @@ mod tests {
         assert_eq!(estimate_min_ram_mb(253_113_024, 4096), 768);
     }
 
+    fn facts(name: Option<&str>, trained: Option<u64>) -> GgufFacts {
+        GgufFacts {
+            architecture: "llama".into(),
+            name: name.map(str::to_owned),
+            trained_context: trained,
+        }
+    }
+
     #[test]
     fn the_generated_manifest_is_a_valid_modelport_bundle() {
         let digest = "b".repeat(64);
-        let bytes = manifest("m", "x.Q8_0.gguf", 1000, &digest, &GgufOptions::default());
+        let facts = facts(Some("Tiny Llama"), Some(2048));
+        let bytes = manifest(
+            "m",
+            "x.Q8_0.gguf",
+            &facts,
+            (1000, &digest),
+            &GgufOptions::default(),
+        );
         let parsed = parse_manifest(std::str::from_utf8(&bytes).unwrap())
             .unwrap()
             .document;
         assert_eq!(parsed.variants[0].file.path(), Some("gguf-q8_0/model.gguf"));
         assert_eq!(parsed.variants[0].file.sha256, digest);
-        assert_eq!(parsed.llm.unwrap().context_length, 4096);
+        assert_eq!(parsed.name.as_deref(), Some("Tiny Llama"));
+        // Clamped to the trained length, as `modelport import-gguf` does.
+        assert_eq!(parsed.llm.unwrap().context_length, 2048);
+    }
+
+    #[test]
+    fn ids_come_from_general_name_else_the_file_stem() {
+        let named = facts(Some("SmolLM2 135M Instruct"), None);
+        assert_eq!(default_id("x.gguf", &named), "smollm2-135m-instruct");
+        let unnamed = facts(None, None);
+        assert_eq!(default_id("Tiny-Q8_0-GGUF.gguf", &unnamed), "tiny-q8_0");
+        assert_eq!(context_length(&GgufOptions::default(), &unnamed), 4096);
     }
 }

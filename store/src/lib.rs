@@ -14,13 +14,18 @@
 //!
 //! let dir = tempfile::tempdir()?;
 //! let gguf = dir.path().join("tiny.Q8_0.gguf");
-//! std::fs::write(&gguf, b"GGUF\x03\0\0\0 and the rest of a model")?;
+//! let mut model = gpuport_gguf::GgufWriter::new();
+//! model
+//!     .meta("general.architecture", gpuport_gguf::Value::String("llama".into()))
+//!     .meta("general.name", gpuport_gguf::Value::String("Tiny".into()))
+//!     .tensor("token_embd.weight", &[32, 4], 8, vec![0; 4 * 34]);
+//! std::fs::write(&gguf, model.to_bytes())?;
 //!
 //! let store = Store::open(dir.path().join("store"))?;
 //! let record = store.import(&gguf, &ImportOptions::default(), &NoProgress)?;
-//! assert_eq!(record.id, "tiny.q8_0");
+//! assert_eq!(record.id, "tiny"); // from `general.name`
 //!
-//! let model = store.resolve("tiny.q8_0")?; // every file rehashed against its record
+//! let model = store.resolve("tiny")?; // every file rehashed against its record
 //! assert!(model.files.contains_key("gguf-q8_0/model.gguf"));
 //! let gguf_size = std::fs::metadata(&gguf)?.len();
 //! assert_eq!(store.list()?[0].bytes_total, gguf_size + record.files["modelport.json"].size);

@@ -56,7 +56,7 @@ pub struct GcReport {
 }
 
 /// Digests used by records that want their bytes (not evicted), except `skip`.
-fn wanted_digests(records: &[ModelRecord], skip: Option<&str>) -> BTreeSet<String> {
+pub(crate) fn wanted_digests(records: &[ModelRecord], skip: Option<&str>) -> BTreeSet<String> {
     records
         .iter()
         .filter(|r| r.state != RecordState::Evicted && Some(r.id.as_str()) != skip)
@@ -67,7 +67,7 @@ fn wanted_digests(records: &[ModelRecord], skip: Option<&str>) -> BTreeSet<Strin
 impl Store {
     /// Every record and pending record, or — when any of them cannot be read, since it might
     /// reference any blob — a refusal to delete anything (`what` names the command).
-    fn all_records_or_refuse(&self, what: &str) -> Result<Vec<ModelRecord>> {
+    pub(crate) fn all_records_or_refuse(&self, what: &str) -> Result<Vec<ModelRecord>> {
         let mut all = self.records()?;
         all.extend(self.pending_records()?);
         let mut good = Vec::with_capacity(all.len());

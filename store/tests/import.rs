@@ -240,69 +240,134 @@ fn a_symlinked_folder_out_of_an_mlc_package_is_refused() {
     assert_untouched(&store);
 }
 
+/// A small valid GGUF model file: metadata as a converter writes it and one tensor.
+fn tiny_gguf(name: Option<&str>, context: u32) -> Vec<u8> {
+    use gpuport_gguf::{GgufWriter, Value};
+    let mut w = GgufWriter::new();
+    w.meta("general.architecture", Value::String("llama".into()));
+    if let Some(name) = name {
+        w.meta("general.name", Value::String(name.into()));
+    }
+    w.meta("llama.context_length", Value::U32(context)).tensor(
+        "token_embd.weight",
+        &[32, 150],
+        8,
+        bytes(150 * 34, 9),
+    );
+    w.to_bytes()
+}
+
 #[test]
 fn a_bare_gguf_gets_the_manifest_modelport_import_gguf_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let gguf = dir.path().join("tiny-model-Q8_0.gguf");
-    // A valid GGUF v3 header with no tensors and no metadata, then payload bytes.
-    let mut data = b"GGUF\x03\0\0\0".to_vec();
-    data.extend([0u8; 16]);
-    data.extend(bytes(5000, 9));
-    std::fs::write(&gguf, &data).unwrap();
-    let store = open(dir.path());
-    let options = ImportOptions {
-        gguf: gpuport_store::GgufOptions {
-            license: "MIT".into(),
+    // One file named in its metadata, with a trained context shorter than the default; one
+    // without a name.
+    for (name, context) in [(Some("Tiny Model GGUF"), 2048), (None, 8192)] {
+        let gguf = dir.path().join("tiny-model-Q8_0.gguf");
+        let data = tiny_gguf(name, context);
+        std::fs::write(&gguf, &data).unwrap();
+        let store = open(&dir.path().join(format!("store-{context}")));
+        let options = ImportOptions {
+            gguf: gpuport_store::GgufOptions {
+                license: "MIT".into(),
+                ..Default::default()
+            },
             ..Default::default()
-        },
-        ..Default::default()
-    };
-    let record = store.import(&gguf, &options, &NoProgress).unwrap();
-    assert_eq!(record.id, "tiny-model-q8_0");
-    let model = store.resolve(&record.id).unwrap();
-    assert_eq!(
-        std::fs::read(&model.files["gguf-q8_0/model.gguf"]).unwrap(),
-        data
-    );
-    let ours: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&model.manifest).unwrap()).unwrap();
+        };
+        let record = store.import(&gguf, &options, &NoProgress).unwrap();
+        let expected_id = if name.is_some() {
+            "tiny-model"
+        } else {
+            "tiny-model-q8_0"
+        };
+        assert_eq!(record.id, expected_id);
+        let model = store.resolve(&record.id).unwrap();
+        assert_eq!(
+            std::fs::read(&model.files["gguf-q8_0/model.gguf"]).unwrap(),
+            data
+        );
+        let ours: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&model.manifest).unwrap()).unwrap();
+        assert_eq!(ours["llm"]["context_length"], context.min(4096));
 
-    if !references::modelport_available() {
-        return;
+        if !references::modelport_available() {
+            continue;
+        }
+        let out = dir.path().join(format!("ref-{context}"));
+        let status = std::process::Command::new("modelport")
+            .args(["import-gguf", "--license", "MIT", "-o"])
+            .arg(&out)
+            .arg(&gguf)
+            .output()
+            .unwrap();
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        let bundle = std::fs::read_dir(&out)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut theirs: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(bundle.join("modelport.json")).unwrap()).unwrap();
+        let mut ours = ours;
+        if name.is_none() {
+            // Without `general.name` modelport names the model `unknown`; gpuport takes the
+            // file stem (documented in store/src/gguf.rs). Every other field is identical.
+            assert_eq!(theirs["id"], "unknown");
+            for doc in [&mut ours, &mut theirs] {
+                let obj = doc.as_object_mut().unwrap();
+                obj.remove("id");
+                obj.remove("name");
+            }
+        }
+        assert_eq!(ours, theirs);
+        assert_eq!(
+            std::fs::read(bundle.join("gguf-q8_0/model.gguf")).unwrap(),
+            data
+        );
     }
-    let out = dir.path().join("ref");
-    let status = std::process::Command::new("modelport")
-        .args(["import-gguf", "--license", "MIT", "-o"])
-        .arg(&out)
-        .arg(&gguf)
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-    let bundle = std::fs::read_dir(&out)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let mut theirs: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(bundle.join("modelport.json")).unwrap()).unwrap();
-    // The id and name come from GGUF metadata there (this file has none) and from the file
-    // name here; every other field must be identical.
-    let mut ours = ours;
-    for doc in [&mut ours, &mut theirs] {
-        let obj = doc.as_object_mut().unwrap();
-        obj.remove("id");
-        obj.remove("name");
+}
+
+#[test]
+fn a_gguf_that_is_not_a_model_is_refused_before_anything_is_stored() {
+    use gpuport_gguf::{GgufWriter, Value};
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let mut no_arch = GgufWriter::new();
+    no_arch.tensor("t", &[32], 8, vec![0; 34]);
+    let mut no_tensors = GgufWriter::new();
+    no_tensors.meta("general.architecture", Value::String("llama".into()));
+    // Issue 18's fuzz find: a v2 file with a zero-size tensor whose data section would start
+    // past its end.
+    let mut past_end = GgufWriter::new();
+    past_end
+        .meta("general.architecture", Value::String("llama".into()))
+        .tensor("empty", &[0], 0, Vec::new());
+    let mut past_end = past_end.to_bytes();
+    past_end.truncate(past_end.len() - 1);
+    let mut truncated = tiny_gguf(Some("t"), 2048);
+    truncated.truncate(truncated.len() - 10);
+    for (file, bytes) in [
+        ("no-arch.gguf", no_arch.to_bytes()),
+        ("no-tensors.gguf", no_tensors.to_bytes()),
+        ("past-end.gguf", past_end),
+        ("truncated.gguf", truncated),
+    ] {
+        let path = dir.path().join(file);
+        std::fs::write(&path, bytes).unwrap();
+        let err = import(&store, &path).unwrap_err();
+        assert!(
+            matches!(err, StoreError::InvalidGguf { .. }),
+            "{file}: {err}"
+        );
+        assert!(err.is_invalid_content());
+        assert!(err.to_string().contains(file), "{err}");
+        assert_untouched(&store);
     }
-    assert_eq!(ours, theirs);
-    assert_eq!(
-        std::fs::read(bundle.join("gguf-q8_0/model.gguf")).unwrap(),
-        data
-    );
 }
 
 #[test]
@@ -549,4 +614,71 @@ fn verify_finds_a_complete_model_with_a_missing_blob_inconsistent() {
     // An evicted model is missing its bytes on purpose.
     store.evict("a").unwrap();
     assert!(store.verify(None, false, &NoProgress).unwrap().consistent());
+}
+
+/// Every blob file under the store, with its size.
+fn blob_listing(root: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut out: Vec<_> = files_under(&root.join("blobs"))
+        .into_iter()
+        .map(|p| {
+            let len = std::fs::metadata(&p).unwrap().len();
+            (p, len)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Issue 18: an import refused part-way leaves `blobs/` exactly as it was, whatever the
+/// refusal, in a store that already holds a model sharing one of the files.
+#[test]
+fn every_refused_import_leaves_blobs_exactly_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let shared = bytes(50_000, 31);
+    let existing = write_bundle(&dir.path().join("existing"), "kept", &[("s.bin", &shared)]);
+    import(&store, &existing).unwrap();
+    let before = blob_listing(store.root());
+    let first = bytes(1_300, 32);
+    let second = bytes(70_000, 33);
+    // Each case: a bundle whose first file (sorted) is new and stored before the refusal.
+    type Spoil = fn(&std::path::Path, &[u8]);
+    let cases: [(&str, Spoil); 4] = [
+        ("digest", |b, second| {
+            let mut other = second.to_vec();
+            other[7] ^= 1;
+            std::fs::write(b.join("z.bin"), other).unwrap();
+        }),
+        ("size", |b, second| {
+            std::fs::write(b.join("z.bin"), &second[..100]).unwrap();
+        }),
+        ("missing", |b, _| {
+            std::fs::remove_file(b.join("z.bin")).unwrap()
+        }),
+        ("directory", |b, _| {
+            std::fs::remove_file(b.join("z.bin")).unwrap();
+            std::fs::create_dir(b.join("z.bin")).unwrap();
+        }),
+    ];
+    for (kind, spoil) in cases {
+        let bundle = write_bundle(
+            &dir.path().join(kind),
+            "refused",
+            &[("a.bin", &first), ("s.bin", &shared), ("z.bin", &second)],
+        );
+        spoil(&bundle, &second);
+        let err = import(&store, &bundle).unwrap_err();
+        assert!(
+            err.is_invalid_content() || matches!(err, StoreError::Io { .. }),
+            "{kind}: {err}"
+        );
+        assert_eq!(blob_listing(store.root()), before, "{kind}: {err}");
+        assert!(store.record("refused").is_err(), "{kind}");
+        assert!(files_under(&store.root().join("tmp")).is_empty(), "{kind}");
+    }
+    // The kept model still resolves, and a good import afterwards works.
+    store.resolve("kept").unwrap();
+    let good = write_bundle(&dir.path().join("good"), "refused", &[("a.bin", &first)]);
+    import(&store, &good).unwrap();
+    store.resolve("refused").unwrap();
 }

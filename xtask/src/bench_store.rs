@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
+use gpuport_runtime::gguf;
 use gpuport_store::{ImportOptions, NoProgress, Store};
 
 /// Options of `bench-store`.
@@ -32,17 +33,22 @@ fn median(mut times: Vec<Duration>) -> Duration {
 }
 
 fn generate(path: &Path, mib: u64) -> anyhow::Result<()> {
-    let mut data = Vec::with_capacity((mib << 20) as usize);
-    data.extend_from_slice(b"GGUF\x03\0\0\0");
-    data.extend_from_slice(&[0u8; 16]);
+    // A valid GGUF (the store parses its header before storing it): one i8 tensor of
+    // pseudo-random bytes.
+    let len = (mib << 20) as usize;
+    let mut tensor = Vec::with_capacity(len);
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    while data.len() < (mib << 20) as usize {
+    while tensor.len() < len {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        data.extend_from_slice(&x.to_le_bytes());
+        tensor.extend_from_slice(&x.to_le_bytes());
     }
-    std::fs::write(path, &data).with_context(|| path.display().to_string())
+    tensor.truncate(len);
+    let mut w = gguf::GgufWriter::new();
+    w.meta("general.architecture", gguf::Value::String("llama".into()))
+        .tensor("weights", &[len as u64], 24, tensor);
+    std::fs::write(path, w.to_bytes()).with_context(|| path.display().to_string())
 }
 
 /// Runs the benchmark and prints one line per side and the ratio.

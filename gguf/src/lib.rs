@@ -1,5 +1,23 @@
+//! # gpuport-gguf
+//!
 //! GGUF files (versions 2 and 3, little-endian): header, metadata of every value type, tensor
-//! infos, alignment, and the tensor data — memory-mapped, never copied until upload.
+//! infos, alignment, and the tensor data — memory-mapped, never copied until upload — plus a
+//! small writer and [the one table of ggml types](types). No GPU dependency: the store, the
+//! kernels, the LLM executor and the tools all read GGUF through this crate.
+//!
+//! ```
+//! use gpuport_gguf::{Gguf, GgufWriter, Metadata, Value};
+//!
+//! let mut w = GgufWriter::new();
+//! w.meta("general.architecture", Value::String("llama".into()))
+//!     .tensor("token_embd.weight", &[32, 2], 8, vec![0; 2 * 34]);
+//! let file = Gguf::parse(w.to_bytes())?;
+//! assert_eq!(file.str("general.architecture")?, "llama");
+//! let t = file.require_tensor("token_embd.weight")?;
+//! assert_eq!((t.type_name(), t.shape()), ("q8_0".to_string(), vec![2, 32]));
+//! assert_eq!(file.data(t).len(), 68);
+//! # Ok::<(), gpuport_gguf::GgufError>(())
+//! ```
 //!
 //! Every count, length and offset is checked against the bytes that remain before anything is
 //! allocated, so a hostile file gets a typed [`GgufError`] naming the key, tensor or offset,
@@ -11,17 +29,32 @@
 //! `general.alignment` (default 32), then the data section; tensor offsets are relative to it.
 
 mod error;
+pub mod types;
 mod value;
 pub mod write;
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use gpuport_kernels::quant::GgmlType;
-
 pub use error::GgufError;
+pub use types::{GgmlType, TYPES, TypeInfo, type_info};
 pub use value::{Metadata, Value, type_id_name};
 pub use write::GgufWriter;
+
+/// The four bytes every GGUF file starts with.
+pub const MAGIC: [u8; 4] = *b"GGUF";
+
+/// Whether the file at `path` starts with [`MAGIC`], whatever its extension (a file shorter than
+/// four bytes does not). The one magic check of the workspace.
+pub fn has_magic(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    match std::fs::File::open(path)?.read_exact(&mut magic) {
+        Ok(()) => Ok(magic == MAGIC),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
+}
 
 /// Alignment when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u64 = 32;
@@ -60,36 +93,10 @@ impl TensorInfo {
 
     /// The type's name (gguf-py's spelling), known or not.
     pub fn type_name(&self) -> String {
-        match self.ggml {
-            Some(t) => t.name().to_string(),
-            None => block_size(self.type_id)
-                .map(|b| b.2.to_string())
-                .unwrap_or_else(|| format!("type {}", self.type_id)),
-        }
+        type_info(self.type_id)
+            .map(|t| t.name.to_string())
+            .unwrap_or_else(|| format!("type {}", self.type_id))
     }
-}
-
-/// `(elements per block, bytes per block, name)` of ggml types, including ones gpuport cannot
-/// compute with, so any valid file can be sized and inspected. Facts from ggml's type table.
-fn block_size(type_id: u32) -> Option<(u64, u64, &'static str)> {
-    if let Some(t) = GgmlType::from_ggml_id(type_id) {
-        return Some((t.block_elems() as u64, t.block_bytes() as u64, t.name()));
-    }
-    Some(match type_id {
-        10 => (256, 84, "q2_K"),
-        11 => (256, 110, "q3_K"),
-        15 => (256, 292, "q8_K"),
-        20 => (32, 18, "iq4_nl"),
-        23 => (256, 136, "iq4_xs"),
-        24 => (1, 1, "i8"),
-        25 => (1, 2, "i16"),
-        26 => (1, 4, "i32"),
-        27 => (1, 8, "i64"),
-        28 => (1, 8, "f64"),
-        30 => (1, 2, "bf16"),
-        39 => (32, 17, "mxfp4"),
-        _ => return None,
-    })
 }
 
 /// Where the bytes live.
@@ -162,7 +169,7 @@ impl Gguf {
     fn parse_bytes(bytes: Bytes) -> Result<Gguf, GgufError> {
         let mut r = Cursor { b: &bytes, pos: 0 };
         let magic = r.take(4, "magic")?;
-        if magic != b"GGUF" {
+        if magic != MAGIC {
             let mut m = [0u8; 4];
             m.copy_from_slice(magic);
             return Err(GgufError::BadMagic(m));
@@ -203,8 +210,7 @@ impl Gguf {
             tensors.push(info);
         }
         let data_offset = r.pos.div_ceil(alignment) * alignment;
-        let len = (bytes.len() as u64).saturating_sub(data_offset);
-        check_extents(&tensors, len)?;
+        check_extents(&tensors, data_offset, bytes.len() as u64)?;
         Ok(Gguf {
             version,
             alignment,
@@ -228,10 +234,16 @@ impl Gguf {
             .ok_or_else(|| GgufError::MissingTensor(name.to_string()))
     }
 
-    /// The bytes of a tensor (bounds were checked when the file was parsed).
+    /// The bytes of a tensor of this file. Every tensor's bytes were checked to lie inside the
+    /// file when it was parsed; a [`TensorInfo`] from elsewhere that does not fit gets an empty
+    /// slice rather than a panic.
     pub fn data(&self, t: &TensorInfo) -> &[u8] {
-        let start = (self.data_offset + t.offset) as usize;
-        &self.bytes[start..start + t.bytes as usize]
+        let range = self
+            .data_offset
+            .checked_add(t.offset)
+            .and_then(|start| Some(start..start.checked_add(t.bytes)?))
+            .and_then(|r| Some(usize::try_from(r.start).ok()?..usize::try_from(r.end).ok()?));
+        range.and_then(|r| self.bytes.get(r)).unwrap_or(&[])
     }
 
     /// Size of the whole file in bytes.
@@ -251,11 +263,20 @@ fn map(file: &std::fs::File) -> std::io::Result<Bytes> {
     Ok(Bytes::Mapped(m))
 }
 
-/// Every tensor lies inside the data section and no two share bytes.
-fn check_extents(tensors: &[TensorInfo], len: u64) -> Result<(), GgufError> {
+/// Every tensor — zero-sized ones too — starts and ends inside the file's data section, and no
+/// two share bytes. A file whose data section would start past its end holds no tensor.
+fn check_extents(tensors: &[TensorInfo], data_offset: u64, file_len: u64) -> Result<(), GgufError> {
+    let len = file_len.saturating_sub(data_offset);
     let mut order: Vec<&TensorInfo> = tensors.iter().collect();
     order.sort_by_key(|t| t.offset);
     for (i, t) in order.iter().enumerate() {
+        if data_offset > file_len {
+            return Err(GgufError::DataPastEnd {
+                name: t.name.clone(),
+                data_offset,
+                file_len,
+            });
+        }
         let end = t.offset.saturating_add(t.bytes);
         if end > len {
             return Err(GgufError::OutOfBounds {
@@ -410,7 +431,13 @@ impl<'a> Cursor<'a> {
         let Some(elems) = elems else {
             return Err(GgufError::Dims { name, dims });
         };
-        let Some((block, block_bytes, ty)) = block_size(type_id) else {
+        let Some(&TypeInfo {
+            block_elems: block,
+            block_bytes,
+            name: ty,
+            ..
+        }) = type_info(type_id)
+        else {
             return Err(GgufError::TensorType { name, type_id });
         };
         if !dims[0].is_multiple_of(block) {

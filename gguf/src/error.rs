@@ -109,6 +109,18 @@ pub enum GgufError {
         /// Bytes in the data section.
         len: u64,
     },
+    /// The file has tensors but ends before its (aligned) data section starts.
+    #[error(
+        "tensor `{name}`: the data section would start at byte {data_offset}, past the end of the {file_len}-byte file"
+    )]
+    DataPastEnd {
+        /// A tensor of the file.
+        name: String,
+        /// Where the data section would start.
+        data_offset: u64,
+        /// The file's length.
+        file_len: u64,
+    },
     /// Two tensors share bytes.
     #[error("tensors `{0}` and `{1}` overlap")]
     Overlap(String, String),

@@ -60,7 +60,9 @@ fn every_truncation_is_a_typed_error() {
         assert!(
             matches!(
                 r,
-                Err(GgufError::OutOfBounds { .. } | GgufError::Truncated { .. })
+                Err(GgufError::OutOfBounds { .. }
+                    | GgufError::DataPastEnd { .. }
+                    | GgufError::Truncated { .. })
             ),
             "cut at {cut}: {r:?}"
         );
@@ -186,6 +188,54 @@ fn misaligned_and_overlapping_tensors() {
     assert!(matches!(Gguf::parse(b), Err(GgufError::Overlap(..))));
 }
 
+/// Fuzzing found this (issue 18): a v2 file whose one tensor is zero-sized and whose aligned
+/// data section would start past the end parsed, then `data` panicked.
+#[test]
+fn zero_sized_tensor_past_the_end_is_refused() {
+    let mut w = GgufWriter::new();
+    w.tensor("empty", &[0], 0, Vec::new());
+    let mut b = w.to_bytes();
+    edit(&mut b, 4, &2u32.to_le_bytes());
+    // Drop the padding that would start the data section: the file ends inside it.
+    let unpadded = b.len() - 1;
+    b.truncate(unpadded);
+    assert!(matches!(
+        Gguf::parse(b.clone()),
+        Err(GgufError::DataPastEnd { ref name, .. }) if name == "empty"
+    ));
+    // With its padding the same file is valid and its tensor is empty.
+    let mut padded = b;
+    padded.push(0);
+    let g = Gguf::parse(padded).unwrap();
+    assert!(g.data(&g.tensors[0]).is_empty());
+    // A file with no tensors needs no data section.
+    let mut b = GgufWriter::new().to_bytes();
+    b.truncate(24);
+    assert!(Gguf::parse(b).unwrap().tensors.is_empty());
+}
+
+/// Every tensor of a parsed file has exactly its bytes inside the file.
+fn assert_data_in_bounds(g: &Gguf) {
+    for t in &g.tensors {
+        assert_eq!(g.data(t).len() as u64, t.bytes, "tensor {}", t.name);
+    }
+}
+
+#[test]
+fn fuzz_regressions_replay() {
+    // Inputs libFuzzer found (fuzz/regressions/gguf/), replayed in the ordinary test suite.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/gguf");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in entries {
+        let bytes = std::fs::read(e.unwrap().path()).unwrap();
+        if let Ok(g) = Gguf::parse(bytes) {
+            assert_data_in_bounds(&g);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -193,7 +243,9 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
         let mut b = b"GGUF\x03\x00\x00\x00".to_vec();
         b.extend(bytes);
-        let _ = Gguf::parse(b);
+        if let Ok(g) = Gguf::parse(b) {
+            assert_data_in_bounds(&g);
+        }
     }
 
     #[test]
@@ -204,9 +256,7 @@ proptest! {
             b[at % n] = v;
         }
         if let Ok(g) = Gguf::parse(b) {
-            for t in &g.tensors {
-                let _ = g.data(t);
-            }
+            assert_data_in_bounds(&g);
         }
     }
 }
