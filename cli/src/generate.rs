@@ -85,7 +85,8 @@ struct Report {
     seed: u64,
     time_to_first_token_s: f64,
     prefill_tokens_per_s: f64,
-    decode_tokens_per_s: f64,
+    /// `null` when the reply was too short to measure a steady rate.
+    decode_tokens_per_s: Option<f64>,
     adapter: String,
 }
 
@@ -195,7 +196,6 @@ pub fn run(a: GenerateArgs) -> u8 {
     text.push_str(&stream.finish());
     let first = first_at.unwrap_or(done);
     let ttft = (first - started).as_secs_f64();
-    let decode_s = (done - first).as_secs_f64();
     let decoded = generated.tokens.len().saturating_sub(1);
     let report = Report {
         text: text.clone(),
@@ -205,11 +205,7 @@ pub fn run(a: GenerateArgs) -> u8 {
         seed: sampling.seed,
         time_to_first_token_s: ttft,
         prefill_tokens_per_s: generated.prefilled as f64 / ttft.max(1e-9),
-        decode_tokens_per_s: if decode_s > 0.0 {
-            decoded as f64 / decode_s
-        } else {
-            0.0
-        },
+        decode_tokens_per_s: generated.decode.map(|d| d.tokens_per_s()),
         adapter: loaded.gpu.info().name.clone(),
     };
     if a.json {
@@ -225,14 +221,18 @@ pub fn run(a: GenerateArgs) -> u8 {
             let _ = writeln!(stdout, "ids: {}", ids.join(" "));
         }
     }
+    let decode = match generated.decode {
+        Some(d) => format!("{:.1} tok/s over {} tokens", d.tokens_per_s(), d.tokens),
+        // Fewer than two decode batches: nothing steady to measure (see DecodeTiming).
+        None => "n/a".to_owned(),
+    };
     eprintln!(
         "{} prompt tokens ({} prefilled) · time to first token {:.3} s · prefill {:.1} tok/s · \
-         decode {:.1} tok/s ({decoded} tokens, {} submits) · stop: {}",
+         decode {decode} ({decoded} tokens, {} submits) · stop: {}",
         ids.len(),
         generated.prefilled,
         ttft,
         report.prefill_tokens_per_s,
-        report.decode_tokens_per_s,
         generated.submits,
         report.stop_reason
     );

@@ -74,7 +74,7 @@ fn from_store(model: &Path) -> Result<Source, String> {
     if !is_valid_id(&id) {
         return Err(not_found());
     }
-    let root = default_root(None).map_err(|e| e.to_string())?;
+    let root = default_root(crate::store::store_dir()).map_err(|e| e.to_string())?;
     if !root.join("models").join(format!("{id}.json")).is_file() {
         return Err(not_found());
     }

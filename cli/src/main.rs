@@ -34,6 +34,10 @@ const EXIT_USAGE: u8 = 2;
     about = "Run model bundles on any GPU through WebGPU"
 )]
 struct Cli {
+    /// Store folder, for the store commands and for MODEL given as a store id (default:
+    /// $GPUPORT_STORE, else $XDG_DATA_HOME/gpuport). Accepted before or after the subcommand.
+    #[arg(long, global = true, value_name = "DIR")]
+    store: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -169,10 +173,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print the canonical ids and sizes an MLC package should carry, so a producer can fill
-    /// them in (see docs/spec/hashes.md).
     #[command(flatten)]
     Store(store::StoreCommand),
+    /// Print the canonical ids and sizes an MLC package should carry, so a producer can fill
+    /// them in (see docs/spec/hashes.md).
     Hash {
         /// Which value to compute.
         #[arg(value_enum)]
@@ -189,8 +193,26 @@ fn unreachable_prompt() -> String {
     std::process::exit(i32::from(EXIT_USAGE));
 }
 
+/// Mesa's implicit Vulkan layer `VK_LAYER_MESA_device_select` connects to the window system
+/// to order devices, and on a headless machine libwayland then prints `error: XDG_RUNTIME_DIR
+/// is invalid or not set in the environment.` twice before a successful run. gpuport chooses
+/// its adapter itself (wgpu's power preference, `--adapter`-style options in the runtime), so
+/// the layer is switched off through its documented `NODEVICE_SELECT=1` — unless the user
+/// asked for its choice with `MESA_VK_DEVICE_SELECT` or set `NODEVICE_SELECT` themselves.
+#[allow(unsafe_code)]
+fn quiet_headless_vulkan() {
+    let asked = |v: &str| std::env::var_os(v).is_some();
+    if !asked("MESA_VK_DEVICE_SELECT") && !asked("NODEVICE_SELECT") {
+        // SAFETY: called first thing in `main`, before this process starts any thread, so
+        // nothing can read the environment concurrently.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+    }
+}
+
 fn main() -> ExitCode {
+    quiet_headless_vulkan();
     let cli = Cli::parse();
+    store::set_store_dir(cli.store);
     let code = match cli.command {
         Command::Validate {
             path,

@@ -4,8 +4,9 @@
 use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 use gpuport_store::{
     Catalog, GgufOptions, HttpOptions, ImportOptions, ModelRecord, NoProgress, Progress, Store,
     StoreError, StoreOptions, default_root,
@@ -21,12 +22,21 @@ const CA_FILE_ENV: &str = "GPUPORT_CA_FILE";
 /// Environment variable: extra catalog files, separated like `PATH`.
 const CATALOG_ENV: &str = "GPUPORT_CATALOG";
 
-/// Where the store is.
-#[derive(Args, Debug, Clone)]
-pub struct StoreArg {
-    /// Store folder (default: $GPUPORT_STORE, else $XDG_DATA_HOME/gpuport).
-    #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
+/// The `--store DIR` the command line gave (a global option, before or after the
+/// subcommand), set once by `main`.
+static STORE_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Records the global `--store DIR`.
+pub fn set_store_dir(dir: Option<PathBuf>) {
+    if let Some(dir) = dir {
+        let _ = STORE_DIR.set(dir);
+    }
+}
+
+/// The global `--store DIR`, if given (else the store library's default applies:
+/// `$GPUPORT_STORE`, then the data folder).
+pub fn store_dir() -> Option<&'static std::path::Path> {
+    STORE_DIR.get().map(PathBuf::as_path)
 }
 
 /// The store commands.
@@ -46,8 +56,6 @@ pub enum StoreCommand {
         /// For a .gguf: the context length written into the generated manifest.
         #[arg(long, default_value_t = 4096)]
         context: u64,
-        #[command(flatten)]
-        store: StoreArg,
     },
     /// Pull a ModelPort bundle over HTTPS (a base URL or a modelport.json URL) or a catalog
     /// name; resumes interrupted downloads.
@@ -60,16 +68,12 @@ pub enum StoreCommand {
         /// Extra catalog file (repeatable; also $GPUPORT_CATALOG).
         #[arg(long = "catalog", value_name = "FILE")]
         catalogs: Vec<PathBuf>,
-        #[command(flatten)]
-        store: StoreArg,
     },
     /// List the models in the store: id, state (cached|partial|absent), bytes, source.
     Ls {
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        #[command(flatten)]
-        store: StoreArg,
     },
     /// Rehash stored files; corrupt blobs are moved to quarantine. Exit 1 when something was
     /// corrupt (or ID is not complete).
@@ -82,28 +86,19 @@ pub enum StoreCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        #[command(flatten)]
-        store: StoreArg,
     },
     /// Free a model's bytes but keep its record, so it can be pulled or imported again.
     Evict {
         /// Model id.
         id: String,
-        #[command(flatten)]
-        store: StoreArg,
     },
     /// Forget a model: its record, and the bytes no other model uses.
     Rm {
         /// Model id.
         id: String,
-        #[command(flatten)]
-        store: StoreArg,
     },
     /// Remove blobs no model uses, temp files and stale partial downloads.
-    Gc {
-        #[command(flatten)]
-        store: StoreArg,
-    },
+    Gc,
 }
 
 /// indicatif bars on a terminal; nothing otherwise.
@@ -152,8 +147,8 @@ impl Progress for Bars {
     }
 }
 
-fn open(arg: &StoreArg) -> Result<Store, StoreError> {
-    let root = default_root(arg.store.as_deref())?;
+fn open() -> Result<Store, StoreError> {
+    let root = default_root(store_dir())?;
     let mut http = HttpOptions::default();
     if let Some(ca) = std::env::var_os(CA_FILE_ENV).filter(|v| !v.is_empty()) {
         let path = PathBuf::from(ca);
@@ -216,9 +211,8 @@ fn execute(command: StoreCommand) -> Result<u8, StoreError> {
             id,
             license,
             context,
-            store,
         } => {
-            let store = open(&store)?;
+            let store = open()?;
             let options = ImportOptions {
                 id,
                 gguf: GgufOptions {
@@ -233,9 +227,8 @@ fn execute(command: StoreCommand) -> Result<u8, StoreError> {
             source,
             id,
             catalogs,
-            store,
         } => {
-            let store = open(&store)?;
+            let store = open()?;
             let progress = Bars::for_stderr();
             let record = if source.contains("://") {
                 store.pull(&source, id.as_deref(), progress.as_ref())?
@@ -245,8 +238,8 @@ fn execute(command: StoreCommand) -> Result<u8, StoreError> {
             };
             print_added("pulled", &record);
         }
-        StoreCommand::Ls { json, store } => {
-            let list = open(&store)?.list()?;
+        StoreCommand::Ls { json } => {
+            let list = open()?.list()?;
             if json {
                 println!(
                     "{}",
@@ -267,13 +260,8 @@ fn execute(command: StoreCommand) -> Result<u8, StoreError> {
                 }
             }
         }
-        StoreCommand::Verify {
-            id,
-            repair,
-            json,
-            store,
-        } => {
-            let store = open(&store)?;
+        StoreCommand::Verify { id, repair, json } => {
+            let store = open()?;
             let report = store.verify(id.as_deref(), repair, Bars::for_stderr().as_ref())?;
             let incomplete = id.is_some()
                 && report
@@ -294,16 +282,16 @@ fn execute(command: StoreCommand) -> Result<u8, StoreError> {
                 EXIT_INVALID
             });
         }
-        StoreCommand::Evict { id, store } => {
-            let freed = open(&store)?.evict(&id)?;
+        StoreCommand::Evict { id } => {
+            let freed = open()?.evict(&id)?;
             println!("evicted {id}: freed {} (record kept)", bytes(freed));
         }
-        StoreCommand::Rm { id, store } => {
-            let freed = open(&store)?.remove(&id)?;
+        StoreCommand::Rm { id } => {
+            let freed = open()?.remove(&id)?;
             println!("removed {id}: freed {}", bytes(freed));
         }
-        StoreCommand::Gc { store } => {
-            let r = open(&store)?.gc()?;
+        StoreCommand::Gc => {
+            let r = open()?.gc()?;
             println!(
                 "gc: {} orphan blob(s), {} temp file(s), {} stale partial download(s); freed {}",
                 r.orphan_blobs,

@@ -172,3 +172,42 @@ fn without_flag_or_variable_the_store_is_under_xdg_data_home() {
     assert_eq!(code, 0, "{err}");
     assert!(data_home.join("gpuport/models/tiny.json").is_file());
 }
+
+/// Issue 18: `--store DIR` is a global option, accepted before and after the subcommand (as
+/// cargo's and git's are), and it wins over `GPUPORT_STORE`.
+#[test]
+fn store_is_accepted_before_and_after_the_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpsServer::start();
+    let ca = write_ca(&server, dir.path());
+    let bundle = write_bundle(&dir.path().join("b"), "tiny", &[("w.bin", b"weights")]);
+    let env_store = dir.path().join("env-store");
+    let store = dir.path().join("store");
+    let (code, _, err) = run(gpuport(&env_store, &ca)
+        .arg("--store")
+        .arg(&store)
+        .arg("import")
+        .arg(&bundle));
+    assert_eq!(code, 0, "{err}");
+    for args in [
+        vec![
+            "--store".into(),
+            store.clone().into_os_string(),
+            "ls".into(),
+        ],
+        vec![
+            "ls".into(),
+            "--store".into(),
+            store.clone().into_os_string(),
+        ],
+    ] {
+        let (code, out, err) = run(gpuport(&env_store, &ca).args(&args));
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.contains("tiny"), "{args:?}: {out}");
+    }
+    let (_, out, _) = run(gpuport(&env_store, &ca).arg("ls"));
+    assert!(
+        !out.contains("tiny"),
+        "GPUPORT_STORE's store is another one: {out}"
+    );
+}

@@ -19,6 +19,6 @@ pub use error::LlmError;
 pub use kv_cache::KvCache;
 pub use model::Model;
 pub use program::Program;
-pub use session::{Generated, Request, Sampling, Session, StopReason};
+pub use session::{DecodeTiming, Generated, Request, Sampling, Session, StopReason};
 pub use tokenizer::{Tokenizer, TokenizerError, Utf8Stream};
 pub use weights::LoadPlan;

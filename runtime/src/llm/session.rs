@@ -88,7 +88,7 @@ pub struct Request<'a> {
 }
 
 /// What a generation did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Generated {
     /// Tokens produced, the stop token included.
     pub tokens: Vec<u32>,
@@ -100,6 +100,28 @@ pub struct Generated {
     pub prefilled: usize,
     /// Submits issued.
     pub submits: usize,
+    /// The steady decode rate, when it could be measured: see [`DecodeTiming`].
+    pub decode: Option<DecodeTiming>,
+}
+
+/// The decode rate as measured: tokens delivered by the second and later decode batches over
+/// the wall time from the first decode batch's readback to the last one's. The first token
+/// (sampled with the prefill) and the first decode batch are left out because their GPU work
+/// overlaps the prefill's and the pipelined submits': counting them turned an 8-token reply
+/// into "55,042 tok/s". A reply shorter than two decode batches has no measurable rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodeTiming {
+    /// Tokens counted.
+    pub tokens: usize,
+    /// Seconds they took.
+    pub seconds: f64,
+}
+
+impl DecodeTiming {
+    /// Tokens per second.
+    pub fn tokens_per_s(&self) -> f64 {
+        self.tokens as f64 / self.seconds.max(1e-9)
+    }
 }
 
 /// A session on a model. Not thread-safe; one request at a time.
@@ -372,6 +394,7 @@ impl<'m> Session<'m> {
             reused,
             prefilled,
             submits: 0,
+            decode: None,
         };
         if req.max_tokens == 0 {
             self.submit(&mut rec)?;
@@ -385,6 +408,11 @@ impl<'m> Session<'m> {
         self.submit(&mut rec)?;
         out.submits += 1;
         let mut inflight = self.read_sampled(last + 1, 1)?;
+        // Readbacks completed so far, the wall time of the first decode batch's, and the
+        // tokens delivered after it (DecodeTiming).
+        let mut readbacks = 0usize;
+        let mut decode_from: Option<std::time::Instant> = None;
+        let mut decode_tokens = 0usize;
         loop {
             // The next batch starts from the in-flight batch's last sampled token.
             let run_from = inflight.first + inflight.count - 1;
@@ -393,6 +421,20 @@ impl<'m> Session<'m> {
             out.submits += usize::from(next.is_some());
             let ids: Vec<u32> =
                 bytemuck::pod_collect_to_vec(&self.gpu.finish_readback(inflight.readback)?);
+            let arrived = std::time::Instant::now();
+            readbacks += 1;
+            match decode_from {
+                // Readback 1 is the prefill's token, readback 2 the first decode batch.
+                None if readbacks == 2 => decode_from = Some(arrived),
+                Some(from) => {
+                    decode_tokens += ids.len();
+                    out.decode = Some(DecodeTiming {
+                        tokens: decode_tokens,
+                        seconds: (arrived - from).as_secs_f64(),
+                    });
+                }
+                None => {}
+            }
             let mut stopped = None;
             for (j, &id) in ids.iter().enumerate() {
                 out.tokens.push(id);
