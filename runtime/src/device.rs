@@ -251,6 +251,18 @@ impl Gpu {
         self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
     }
 
+    /// Destroys the device now, as a driver reset or a removed GPU would: work in flight is
+    /// dropped and every later call on this `Gpu` (or anything made from it) fails with
+    /// [`GpuError::DeviceLost`] instead of returning garbage. Tests use it to simulate device
+    /// loss; a caller can also use it to stop a device it no longer trusts. Open a new `Gpu`
+    /// to continue.
+    pub fn destroy(&self) {
+        self.lost
+            .lock()
+            .get_or_insert_with(|| "destroyed by Gpu::destroy".to_owned());
+        self.device.destroy();
+    }
+
     /// `Err` if the device was lost or an error escaped every scope since the last check.
     pub fn check(&self) -> Result<(), GpuError> {
         if let Some(reason) = self.lost.lock().clone() {

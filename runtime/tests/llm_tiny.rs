@@ -481,3 +481,65 @@ fn tiny_llama_roles_match_the_cpu_forward_pass() {
     assert!(program.embed_tokens(&[VOCAB as u32]).is_err());
     assert_eq!(kv.len(), 145);
 }
+
+/// Issue 18: limits and device loss are typed errors and the process stays usable.
+#[test]
+fn oversized_requests_and_device_loss_are_typed_errors() {
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, _) = build();
+    let g = Gguf::parse(bytes).unwrap();
+
+    // A KV cache past the adapter's limits (lavapipe: 128 MiB per binding): refused before
+    // anything is allocated, with the sizes, and the model still serves a small session.
+    let model = Model::load(&gpu, &g, 16).unwrap();
+    let huge = 1 << 24;
+    let err = Session::new(&gpu, &model, huge).map(drop).unwrap_err();
+    assert!(
+        matches!(err.code(), "OUT_OF_MEMORY" | "TOO_LARGE" | "BAD_REQUEST"),
+        "{}: {err}",
+        err.code()
+    );
+    let err = Model::load(&gpu, &g, huge).map(drop).unwrap_err();
+    assert!(!err.to_string().is_empty());
+    // A tensor larger than the largest buffer the adapter allows.
+    let limit = gpu.limits().max_buffer_size;
+    let elems = (limit / 4 + 1) as usize;
+    let err = gpu.zeros_f32(&[elems], "too big").map(drop).unwrap_err();
+    assert!(
+        matches!(err, gpuport_runtime::GpuError::TooLarge { .. }),
+        "{err}"
+    );
+    let mut session = Session::new(&gpu, &model, 16).unwrap();
+    let request = |sampling| Request {
+        prompt: &[5u32, 77, 123],
+        max_tokens: 6,
+        stop: &[],
+        sampling,
+    };
+    let first = session
+        .generate(&request(Sampling::GREEDY), |_| true)
+        .unwrap();
+    assert_eq!(first.tokens.len(), 6);
+
+    // The device is lost in the middle of a generation: the call fails with DEVICE_LOST,
+    // and so does every later call; nothing panics and no tokens come from a dead device.
+    let mut seen = 0;
+    let err = session
+        .generate(&request(Sampling::GREEDY), |_| {
+            seen += 1;
+            if seen == 1 {
+                gpu.destroy();
+            }
+            true
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "DEVICE_LOST", "{err}");
+    assert_eq!(seen, 1, "no token after the loss");
+    let again = session
+        .generate(&request(Sampling::GREEDY), |_| true)
+        .unwrap_err();
+    assert_eq!(again.code(), "DEVICE_LOST", "{again}");
+    let err = Session::new(&gpu, &model, 16).map(drop).unwrap_err();
+    assert_eq!(err.code(), "DEVICE_LOST", "{err}");
+    assert!(gpu.check().is_err());
+}
