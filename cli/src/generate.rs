@@ -4,6 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use gpuport_runtime::llm::recommend::{SpeedRecord, adapter_key, speed_key};
+
 use gpuport_runtime::llm::{Message, Request, Sampling, Session, StopReason, Utf8Stream};
 use serde::Serialize;
 
@@ -220,6 +222,19 @@ pub fn run(a: GenerateArgs) -> u8 {
             let ids: Vec<String> = generated.tokens.iter().map(u32::to_string).collect();
             let _ = writeln!(stdout, "ids: {}", ids.join(" "));
         }
+    }
+    if let (Some(d), Some(path)) = (generated.decode, SpeedRecord::default_path()) {
+        // What `gpuport recommend` shows instead of a projection; a cache, so a failure to
+        // write it only costs that.
+        let size = std::fs::metadata(&source.gguf)
+            .map(|m| m.len())
+            .unwrap_or(0);
+        let _ = SpeedRecord::record(
+            &path,
+            &adapter_key(loaded.gpu.info()),
+            &speed_key(size),
+            d.tokens_per_s(),
+        );
     }
     let decode = match generated.decode {
         Some(d) => format!("{:.1} tok/s over {} tokens", d.tokens_per_s(), d.tokens),

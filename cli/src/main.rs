@@ -12,6 +12,7 @@ mod llm;
 mod output;
 mod preprocess;
 mod probe;
+mod recommend;
 mod store;
 mod validate;
 
@@ -125,6 +126,17 @@ enum Command {
         system: Option<String>,
         #[command(flatten)]
         sampling: generate::SamplingArgs,
+    },
+    /// Rank the catalog's models for this adapter: can-run verdict (blockers and warnings),
+    /// bytes, and decode speed — projected from weight bytes and the streaming-read ceiling
+    /// measured now, or the figure measured here once the model has decoded on this adapter.
+    Recommend {
+        /// Memory budget for a model (MiB); models needing more are blocked.
+        #[arg(long, value_name = "MIB")]
+        max_vram_mb: Option<u64>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Check whether an LLM fits this adapter: sizes against limits, blockers and warnings.
     CanRun {
@@ -272,6 +284,7 @@ fn main() -> ExitCode {
             sampling,
         } => chat::run(model, system, sampling),
         Command::CanRun { model, ctx, json } => can_run::run(&model, ctx, json),
+        Command::Recommend { max_vram_mb, json } => recommend::run(max_vram_mb, json),
         Command::Preprocess {
             path,
             image_arg,

@@ -184,7 +184,7 @@ fn print_added(verb: &str, record: &ModelRecord) {
     );
 }
 
-fn catalog_paths(extra: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn catalog_paths(extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::env::var_os(CATALOG_ENV)
         .map(|v| {
             std::env::split_paths(&v)

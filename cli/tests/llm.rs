@@ -270,3 +270,69 @@ fn inspect_program_matches_the_gguf() {
         assert!(r.required_features.is_empty());
     }
 }
+
+/// Issue 18: `gpuport recommend` ranks the catalog's text-generation models for this adapter:
+/// a budget blocks what does not fit, speeds are projected from the measured ceiling, and a
+/// speed measured here by `generate` replaces the projection.
+#[test]
+fn recommend_ranks_the_catalog_for_this_adapter() {
+    let dir = tempfile::tempdir().unwrap();
+    let speeds = dir.path().join("speeds.json");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gpuport"))
+            .args(args)
+            .env("GPUPORT_SPEEDS", &speeds)
+            .env("GPUPORT_STORE", dir.path().join("store"))
+            .env_remove("GPUPORT_CATALOG")
+            .output()
+            .unwrap()
+    };
+    let probe = run(&["probe", "--json"]);
+    if !probe.status.success() {
+        assert!(std::env::var_os("GPUPORT_REQUIRE_GPU").is_none());
+        eprintln!("SKIPPED: no GPU adapter");
+        return;
+    }
+    let probe: serde_json::Value = serde_json::from_slice(&probe.stdout).unwrap();
+    let a = &probe["adapter"];
+    let key = format!(
+        "{:04x}:{:04x}:{}",
+        a["vendor"].as_u64().unwrap(),
+        a["device"].as_u64().unwrap(),
+        a["driver"].as_str().unwrap()
+    );
+    // Gemma 3 (253 MB) is over a 200 MiB budget; SmolLM2 (98 MB) fits.
+    let out = run(&["recommend", "--json", "--max-vram-mb", "200"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let models = doc["models"].as_array().unwrap();
+    let ids: Vec<&str> = models.iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["smollm2-135m-instruct-q4_1", "gemma-3-270m-q4_k_m"]);
+    assert_eq!(models[0]["can_run"], true);
+    assert_eq!(models[1]["can_run"], false);
+    let gbps = doc["streaming_read_gbps"].as_f64().unwrap();
+    let projected = gbps * 1e9 / 98_362_432.0;
+    let got = models[0]["decode_tokens_per_s"].as_f64().unwrap();
+    assert!(
+        (got - projected).abs() < 1e-6 * projected,
+        "{got} vs {projected}"
+    );
+    assert_eq!(models[0]["speed"], "projected");
+
+    // A measurement on this adapter replaces the projection.
+    std::fs::write(
+        &speeds,
+        format!(r#"{{"adapters": {{"{key}": {{"gguf-bytes:98362432": 123.5}}}}}}"#),
+    )
+    .unwrap();
+    let out = run(&["recommend", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let smol = doc["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == "smollm2-135m-instruct-q4_1")
+        .unwrap();
+    assert_eq!(smol["speed"], "measured");
+    assert_eq!(smol["decode_tokens_per_s"], 123.5);
+}

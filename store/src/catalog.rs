@@ -137,6 +137,11 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// Every entry by name.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &CatalogEntry)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
     /// Entry names.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(String::as_str)

@@ -9,6 +9,7 @@ pub mod kv_cache;
 pub mod model;
 pub mod prefill;
 pub mod program;
+pub mod recommend;
 pub mod session;
 pub mod tokenizer;
 pub mod weights;
