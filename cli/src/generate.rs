@@ -163,6 +163,10 @@ pub fn run(a: GenerateArgs) -> u8 {
     };
     session.steps_per_submit = a.sampling.steps_per_submit;
     let started = Instant::now();
+    // Until the first token: the prompt's prefill (and, on a first run, compiling the GPU
+    // kernels, which on a CPU adapter takes most of the wait).
+    let stage =
+        crate::output::Stage::start(&format!("prefilling {} prompt tokens", ids.len()), a.json);
     let mut first_at = None;
     let mut stream = Utf8Stream::new();
     let mut text = String::new();
@@ -175,7 +179,10 @@ pub fn run(a: GenerateArgs) -> u8 {
             sampling,
         },
         |id| {
-            first_at.get_or_insert_with(Instant::now);
+            first_at.get_or_insert_with(|| {
+                stage.done();
+                Instant::now()
+            });
             let mut bytes = Vec::new();
             loaded.tokenizer.piece(id, false, &mut bytes);
             let piece = stream.push(&bytes);

@@ -211,17 +211,25 @@ pub fn load(
     need_template: bool,
 ) -> Result<Loaded, LoadError> {
     let started = Instant::now();
+    let stage = crate::output::Stage::start("reading the model file", quiet);
     let g = Gguf::open(&source.gguf)?;
     if need_template && g.value("tokenizer.chat_template").is_none() {
         return Err(LoadError::NoTemplate);
     }
+    stage.set("opening the GPU");
     let gpu = Gpu::new(&GpuOptions::default())?;
     let cfg = ModelConfig::from_gguf(&g)?;
     let context = context_for(&cfg, context, source.context);
     let tokenizer = Tokenizer::from_gguf(&g).map_err(|e| LlmError::Tokenizer(e.0))?;
     let template = ChatTemplate::from_gguf(&g, &tokenizer)?;
+    stage.set(&format!(
+        "uploading {:.0} MB of weights to {}",
+        g.file_bytes() as f64 / 1e6,
+        gpu.info().name
+    ));
     let model = Model::load(&gpu, &g, context)?;
     let stop = stop_tokens(&tokenizer);
+    stage.done();
     if !quiet {
         eprintln!(
             "loaded {} ({}, {} layers, {:.1} MB) on {} ({:?}) in {:.2} s, context {context}",

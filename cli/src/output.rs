@@ -66,3 +66,48 @@ pub fn print_report(report: &DocumentReport, summary: Option<&str>) {
         println!("    note: {f}: unknown field of a newer minor version, ignored");
     }
 }
+
+/// A spinner on stderr with the current stage and the time spent, drawn only on a terminal
+/// (piped or redirected output stays exactly as without it). Cleared when dropped.
+pub struct Stage {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Stage {
+    /// Starts with `message`; `quiet` draws nothing.
+    pub fn start(message: &str, quiet: bool) -> Stage {
+        use std::io::IsTerminal;
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+            {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            bar
+        });
+        let stage = Stage { bar };
+        stage.set(message);
+        stage
+    }
+
+    /// Moves to the next stage.
+    pub fn set(&self, message: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(message.to_owned());
+        }
+    }
+
+    /// Clears the spinner now.
+    pub fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        self.done();
+    }
+}

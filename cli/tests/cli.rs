@@ -220,3 +220,25 @@ fn probe_is_quiet_on_a_headless_machine() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert!(!out.stdout.is_empty());
 }
+
+/// Every subcommand in `gpuport --help` has a description (`hash` had none).
+#[test]
+fn every_subcommand_is_described_in_help() {
+    let out = gpuport(&["--help"]);
+    let help = stdout(&out);
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert!(commands.len() > 10, "{help}");
+    for line in commands {
+        let mut words = line.split_whitespace();
+        let name = words.next().unwrap();
+        assert!(
+            words.next().is_some(),
+            "`{name}` has no description:\n{help}"
+        );
+    }
+}

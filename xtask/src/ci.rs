@@ -33,5 +33,17 @@ pub fn run() -> anyhow::Result<()> {
         table_out: None,
         max_bytes: None,
         shapes: Vec::new(),
+    })?;
+    // A smoke run of every fuzz target (the long runs are in docs/reliability.md); it says
+    // SKIPPED where the nightly toolchain or cargo-fuzz is missing.
+    eprintln!("$ cargo xtask fuzz --seconds {FUZZ_SMOKE_SECONDS}");
+    crate::fuzz::run(crate::fuzz::Options {
+        seconds: FUZZ_SMOKE_SECONDS,
+        targets: Vec::new(),
+        jobs: 1,
+        json: None,
     })
 }
+
+/// Seconds per fuzz target in CI's smoke run.
+const FUZZ_SMOKE_SECONDS: u64 = 5;

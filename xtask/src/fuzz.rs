@@ -6,7 +6,8 @@
 //! skipped and succeeds (CI's smoke run).
 //!
 //! One line per target is printed and, with `--json`, written: seconds, executions, coverage
-//! (edges) and features as libFuzzer's final stats report them, peak RSS, and findings.
+//! (edges) and features as libFuzzer reports them, out-of-memory / timeout / crash counts, the
+//! committed corpus's size, and findings (new files in the artifacts folder).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -114,7 +115,9 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             "executions": stats.executions,
             "coverage": stats.coverage,
             "features": stats.features,
-            "peak_rss_mb": stats.peak_rss_mb,
+            "ooms": stats.ooms,
+            "timeouts": stats.timeouts,
+            "crashes": stats.crashes,
             "corpus_files": count_files(&committed),
             "corpus_bytes": dir_bytes(&committed),
             "findings": findings,
@@ -223,7 +226,9 @@ struct Stats {
     executions: u64,
     coverage: u64,
     features: u64,
-    peak_rss_mb: u64,
+    ooms: u64,
+    timeouts: u64,
+    crashes: u64,
 }
 
 impl Stats {
@@ -242,12 +247,6 @@ impl Stats {
             {
                 s.executions += v;
             }
-            if let Some(v) = line
-                .strip_prefix("stat::peak_rss_mb:")
-                .and_then(|v| v.trim().parse::<u64>().ok())
-            {
-                s.peak_rss_mb = s.peak_rss_mb.max(v);
-            }
             // `#1234 NEW cov: 567 ft: 890 ...` (in-process) or `#1234: cov: 567 ft: 890 ...`
             // (fork mode): the last report wins.
             if line.starts_with('#') {
@@ -257,13 +256,16 @@ impl Stats {
                 if let Some(v) = field("ft:") {
                     s.features = v;
                 }
-                if let Some(v) = line
+                // Fork mode: `oom/timeout/crash: 0/0/0`.
+                if let Some(counts) = line
                     .split_whitespace()
-                    .skip_while(|w| *w != "rss:")
+                    .skip_while(|w| *w != "oom/timeout/crash:")
                     .nth(1)
-                    .and_then(|v| v.trim_end_matches("Mb").parse::<u64>().ok())
                 {
-                    s.peak_rss_mb = s.peak_rss_mb.max(v);
+                    let n: Vec<u64> = counts.split('/').filter_map(|c| c.parse().ok()).collect();
+                    if let [o, t, c] = n[..] {
+                        (s.ooms, s.timeouts, s.crashes) = (o, t, c);
+                    }
                 }
                 if let Some(v) = line
                     .split_whitespace()
