@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use gpuport_llm::{Model, ModelConfig};
 use gpuport_runtime::gguf::Gguf;
-use gpuport_runtime::llm::{Model, ModelConfig};
 use gpuport_runtime::{Gpu, GpuOptions};
 use serde_json::json;
 
@@ -20,7 +20,7 @@ pub fn run(model: &Path, ctx: Option<usize>, as_json: bool) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let checked = (|| -> Result<_, gpuport_runtime::llm::LlmError> {
+    let checked = (|| -> Result<_, gpuport_llm::LlmError> {
         let gpu = Gpu::new(&GpuOptions::default())?;
         let g = Gguf::open(&source.gguf)?;
         let cfg = ModelConfig::from_gguf(&g)?;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use gpuport_runtime::llm::{Message, Request, Session, Utf8Stream};
+use gpuport_llm::{Message, Request, Session, Utf8Stream};
 
 use crate::generate::{SamplingArgs, encode_rendered};
 use crate::llm;
@@ -115,7 +115,7 @@ pub fn run(model: PathBuf, system: Option<String>, args: SamplingArgs) -> u8 {
         let _ = writeln!(stdout);
         match result {
             Ok(g) => {
-                if g.reason == gpuport_runtime::llm::StopReason::ContextFull {
+                if g.reason == gpuport_llm::StopReason::ContextFull {
                     eprintln!("(context full: /reset to start over)");
                 }
                 history.push(Message::new("assistant", &reply));

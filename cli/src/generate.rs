@@ -4,9 +4,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use gpuport_runtime::llm::recommend::{SpeedRecord, adapter_key, speed_key};
+use gpuport_llm::recommend::{SpeedRecord, adapter_key, speed_key};
 
-use gpuport_runtime::llm::{Message, Request, Sampling, Session, StopReason, Utf8Stream};
+use gpuport_llm::{Message, Request, Sampling, Session, StopReason, Utf8Stream};
 use serde::Serialize;
 
 use crate::llm::{self, Loaded};
@@ -37,7 +37,7 @@ pub struct SamplingArgs {
     #[arg(long)]
     pub ctx: Option<usize>,
     /// Decode steps recorded per GPU submit.
-    #[arg(long, default_value_t = gpuport_runtime::llm::session::DEFAULT_STEPS_PER_SUBMIT)]
+    #[arg(long, default_value_t = gpuport_llm::session::DEFAULT_STEPS_PER_SUBMIT)]
     pub steps_per_submit: usize,
 }
 

@@ -7,7 +7,7 @@
 //! - `parameter_schema_id`: the canonical id of the parameters the forward pass reads, each
 //!   `{name, shape (outermost first), dtype}` with the GGML type name as the dtype (a GGUF
 //!   stores blocks, not MLC's element dtypes; docs/spec/hashes.md);
-//! - `programs.generation.exports`: the roles of `gpuport_runtime::llm::program`;
+//! - `programs.generation.exports`: the roles of `gpuport_llm::program`;
 //! - `resources`: from the parameter shapes — the largest parameter and their total, the
 //!   figures `gpuport can-run` reports as `largest_tensor_bytes` and `weight_bytes`; no
 //!   WebGPU feature is required (the kernels read f16 through `unpack2x16float`, subgroups
@@ -16,10 +16,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use gpuport_llm::{ModelConfig, program, weights};
 use gpuport_manifest_core::hash::{ParamSchema, interface_id, parameter_schema_id};
 use gpuport_manifest_core::mlc::PROGRAM_SCHEMA;
 use gpuport_runtime::gguf::{Gguf, Metadata, TensorInfo};
-use gpuport_runtime::llm::{ModelConfig, program, weights};
 use serde_json::{Value, json};
 
 use crate::{EXIT_INVALID, EXIT_OK};

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use gpuport_llm::{ChatTemplate, LlmError, Model, ModelConfig, Tokenizer, stop_tokens};
 use gpuport_manifest_core::bundle::resolve_inside;
 use gpuport_manifest_core::document::{self, Opened};
 use gpuport_manifest_core::fileref::FileLocation;
@@ -12,7 +13,6 @@ use gpuport_manifest_core::modelport::{
     GenerationDefaults, Manifest, is_valid_id, parse_manifest, select_variant,
 };
 use gpuport_runtime::gguf::{Gguf, Metadata};
-use gpuport_runtime::llm::{ChatTemplate, LlmError, Model, ModelConfig, Tokenizer, stop_tokens};
 use gpuport_runtime::{Gpu, GpuOptions};
 use gpuport_store::{Store, default_root};
 

@@ -1,14 +1,12 @@
 //! `gpuport recommend [--max-vram-mb N] [--json]`: the catalog's models ranked for this
-//! adapter (the ranking itself is `gpuport_runtime::llm::recommend`): can-run verdict, bytes,
+//! adapter (the ranking itself is `gpuport_llm::recommend`): can-run verdict, bytes,
 //! and decode speed — projected from the streaming ceiling measured now, or measured here by
 //! an earlier `generate`.
 
+use gpuport_llm::recommend::{Candidate, DeviceBudget, SpeedRecord, adapter_key, rank, speed_key};
+use gpuport_llm::{Model, ModelConfig};
 use gpuport_runtime::bench::stream_ceiling;
 use gpuport_runtime::gguf::Gguf;
-use gpuport_runtime::llm::recommend::{
-    Candidate, DeviceBudget, SpeedRecord, adapter_key, rank, speed_key,
-};
-use gpuport_runtime::llm::{Model, ModelConfig};
 use gpuport_runtime::{Gpu, GpuOptions};
 use gpuport_store::{Catalog, Store, default_root};
 use serde_json::{Value, json};

@@ -45,7 +45,7 @@ fn generate_raw_greedy_from_the_store_matches_llama_cpp() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let fixture: serde_json::Value = serde_json::from_slice(
         &std::fs::read(
-            references::repo_root().join("runtime/tests/fixtures/llama_cpp/smollm2_greedy.json"),
+            references::repo_root().join("llm/tests/fixtures/llama_cpp/smollm2_greedy.json"),
         )
         .unwrap(),
     )
@@ -193,10 +193,10 @@ fn bad_model_files_are_typed_errors() {
 /// cache, and its resources are `can-run`'s figures.
 #[test]
 fn inspect_program_matches_the_gguf() {
+    use gpuport_llm::{ModelConfig, weights};
     use gpuport_manifest_core::hash::{ParamSchema, parameter_schema_id};
     use gpuport_manifest_core::mlc::{Role, match_package_program, parse_package, parse_program};
     use gpuport_runtime::gguf::Gguf;
-    use gpuport_runtime::llm::{ModelConfig, weights};
     for (file, task, tensors) in [
         (
             "SmolLM2-135M-Instruct.Q4_1.gguf",

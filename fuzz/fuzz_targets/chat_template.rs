@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use gpuport_llm::{ChatTemplate, Message, Tokenizer};
 use gpuport_runtime::gguf::Gguf;
-use gpuport_runtime::llm::{ChatTemplate, Message, Tokenizer};
 use libfuzzer_sys::fuzz_target;
 
 fn template() -> &'static ChatTemplate {

@@ -3,8 +3,8 @@
 //! build or refuse without panicking; a tokenizer that builds encodes and decodes.
 #![no_main]
 
+use gpuport_llm::{ModelConfig, Tokenizer};
 use gpuport_runtime::gguf::Gguf;
-use gpuport_runtime::llm::{ModelConfig, Tokenizer};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use gpuport_llm::{Tokenizer, Utf8Stream};
 use gpuport_runtime::gguf::Gguf;
-use gpuport_runtime::llm::{Tokenizer, Utf8Stream};
 use libfuzzer_sys::fuzz_target;
 
 const MODELS: [&str; 2] = [

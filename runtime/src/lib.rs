@@ -23,7 +23,6 @@
 pub mod bench;
 pub mod device;
 pub mod error;
-pub mod llm;
 pub mod ops;
 pub mod pipeline;
 pub mod pool;

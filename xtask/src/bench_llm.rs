@@ -9,9 +9,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use gpuport_llm::{Model, Request, Sampling, Session};
 use gpuport_runtime::bench::stream_ceiling;
 use gpuport_runtime::gguf::Gguf;
-use gpuport_runtime::llm::{Model, Request, Sampling, Session};
 use gpuport_runtime::{Gpu, GpuOptions};
 use serde::Serialize;
 

@@ -330,7 +330,7 @@ fn write_seeds(target: &str, root: &Path, dir: &Path) -> anyhow::Result<()> {
             }
         }
         "tokenizer" => {
-            let corpus = root.join("runtime/tests/fixtures/llama_cpp/tokenizer_corpus.json");
+            let corpus = root.join("llm/tests/fixtures/llama_cpp/tokenizer_corpus.json");
             let texts: Vec<String> =
                 serde_json::from_slice(&std::fs::read(&corpus).context("tokenizer corpus")?)?;
             for (i, t) in texts.iter().enumerate().take(120) {

@@ -159,12 +159,12 @@ fn main() -> anyhow::Result<()> {
             gen_tokens,
             steps,
             json,
-            sampling: gpuport_runtime::llm::Sampling {
+            sampling: gpuport_llm::Sampling {
                 temperature,
                 top_k,
                 top_p,
                 seed: 1,
-                ..gpuport_runtime::llm::Sampling::GREEDY
+                ..gpuport_llm::Sampling::GREEDY
             },
         }),
         Command::Fuzz {

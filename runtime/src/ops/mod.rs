@@ -16,7 +16,7 @@ pub use prefill::*;
 pub use rows::*;
 
 /// The GGUF type a weight tensor is stored in (f32/f16 tensors as those types).
-pub(crate) fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
+pub fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
     match t.elem {
         Elem::Ggml(ty) => Ok(ty),
         Elem::F32 => Ok(GgmlType::F32),

@@ -1,0 +1,463 @@
+//! A loaded model: configuration, GPU weights, and the forward pass of one token recorded onto
+//! a [`Recorder`] — every kernel of every layer appended to the open compute pass, nothing read
+//! back.
+
+use std::collections::HashMap;
+
+use gpuport_kernels::attention::{DecodeAttnParams, QkNorm};
+use gpuport_kernels::gemm::GemmTile;
+use gpuport_kernels::gemv::{self, GemvInput, GemvTunables};
+use gpuport_kernels::quant::GgmlType;
+use gpuport_kernels::rowops::{self, ElementOp, NormKind};
+use gpuport_kernels::sample;
+
+use super::config::ModelConfig;
+use super::error::LlmError;
+use super::kv_cache::KvCache;
+use super::weights::{self, InputNorm, LoadPlan, Projections, Weights};
+use gpuport_gguf::Gguf;
+use gpuport_runtime::device::Gpu;
+use gpuport_runtime::error::GpuError;
+use gpuport_runtime::ops::{self, GemvCall};
+use gpuport_runtime::recorder::Recorder;
+use gpuport_runtime::tensor::{Elem, Tensor};
+
+/// Workgroups a decode GEMV should have at least on a GPU: tables tuned on 100+ MB matrices
+/// choose many rows per workgroup, which leaves a 576-row projection 9 workgroups on a
+/// 132-core GPU. A CPU adapter (lavapipe) runs a few workgroups at a time and only pays for
+/// more, so it keeps the table's choice.
+fn min_gemv_groups(gpu: &Gpu) -> usize {
+    if gpu.info().device_type == wgpu::DeviceType::Cpu {
+        1
+    } else {
+        264
+    }
+}
+
+/// Output rows past which an input norm runs as its own one-workgroup dispatch before the
+/// GEMVs instead of inside every workgroup: measured on the H200, Gemma 3's 262,144-row
+/// output GEMV took 216 µs with the RMSNorm inside and 293 µs with the folded post-norm too,
+/// each of its 16,384 workgroups repeating the reductions.
+const SEPARATE_INPUT_ROWS: usize = 16_384;
+
+/// A model on the GPU.
+pub struct Model {
+    /// Hyperparameters and graph options.
+    pub cfg: ModelConfig,
+    /// Tensors.
+    pub weights: Weights,
+    tunables: HashMap<GgmlType, GemvTunables>,
+    /// The int8-input GEMV's, for the types that have it.
+    q8_tunables: HashMap<GgmlType, GemvTunables>,
+    /// The prefill GEMM's tile per weight type.
+    gemm_tiles: HashMap<GgmlType, GemmTile>,
+}
+
+/// Activations of one token, reused by every layer and step.
+pub(crate) struct Scratch {
+    x: Tensor,
+    x_alt: Tensor,
+    /// A normed activation row, when a norm cannot be fused into the next GEMV.
+    h: Tensor,
+    /// Queries, keys, values: the attention input projections' outputs, in that order.
+    qkv: Tensor,
+    attn: Tensor,
+    /// A projection awaiting its post-norm (Gemma 3).
+    proj: Tensor,
+    /// Gate then up projections.
+    gate: Tensor,
+    pub(crate) logits: Tensor,
+    pub(crate) probs: Tensor,
+    /// The sampler's partials and state.
+    pub(crate) sample_part: Tensor,
+    part: Tensor,
+    pub(crate) argmax_part: Tensor,
+    pub(crate) sampled: Tensor,
+    /// The token sequence (u32, `ctx + 1`): prompt ids written by the CPU, sampled ids by the
+    /// GPU; the embedding of position `p` reads `tokens[p]`.
+    pub(crate) tokens: Tensor,
+}
+
+impl Scratch {
+    pub(crate) fn new(gpu: &Gpu, cfg: &ModelConfig, ctx: usize) -> Result<Scratch, GpuError> {
+        let f = |n: usize, what: &str| gpu.zeros_f32(&[n], what);
+        let (e, q, kv) = (cfg.embd, cfg.q_dim(), cfg.kv_dim());
+        Ok(Scratch {
+            x: f(e, "x")?,
+            x_alt: f(e, "x'")?,
+            h: f(e, "h")?,
+            qkv: f(q + 2 * kv, "q, k, v")?,
+            attn: f(q, "attention")?,
+            proj: f(e, "projection")?,
+            gate: f(2 * cfg.ff, "gate, up")?,
+            logits: f(cfg.vocab, "logits")?,
+            probs: f(cfg.vocab, "probabilities")?,
+            sample_part: f(sample::scratch_words(cfg.vocab), "sampler partials")?,
+            part: f(
+                ops::attention_scratch(cfg.heads as u32, cfg.head_dim as u32, ctx as u32),
+                "attention blocks",
+            )?,
+            argmax_part: gpu.upload(
+                &vec![0u8; 8 * rowops::ARGMAX_GROUPS as usize],
+                Elem::U32,
+                &[2 * rowops::ARGMAX_GROUPS as usize],
+                "argmax partials",
+            )?,
+            sampled: gpu.upload(&[0; 8], Elem::U32, &[2], "sampled")?,
+            tokens: gpu.upload(&vec![0u8; 4 * (ctx + 1)], Elem::U32, &[ctx + 1], "tokens")?,
+        })
+    }
+}
+
+/// Where a forward pass's first activations come from.
+#[derive(Clone, Copy)]
+pub(crate) enum Rows<'a> {
+    /// Token ids: `ids[pos..]` (u32), embedded and scaled from the model's table.
+    Ids(&'a Tensor),
+    /// Embedding rows `[n, hidden]` (f32, already scaled) the caller made, the first for
+    /// position `pos`: `embed_tokens`' output, or an adapter's (the MLC embeds roles).
+    Embeds(&'a Tensor),
+}
+
+impl Model {
+    /// Records the first activations of positions `pos..pos + n` into `out` (`[n, hidden]`):
+    /// the embedding of their ids, or a copy of the caller's rows.
+    pub(crate) fn first_rows(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        rows: Rows<'_>,
+        pos: usize,
+        out: &Tensor,
+    ) -> Result<(), GpuError> {
+        let c = &self.cfg;
+        match rows {
+            Rows::Ids(ids) => {
+                ops::embed(gpu, rec, &self.weights.embd, ids, pos, out, c.embed_scale)
+            }
+            Rows::Embeds(e) => {
+                if e.elem != Elem::F32 || e.bytes != out.bytes {
+                    return Err(GpuError::Shape(format!(
+                        "embeddings {:?} ({:?}) for {} positions of {} (f32)",
+                        e.shape,
+                        e.elem,
+                        out.bytes / 4 / c.embd.max(1) as u64,
+                        c.embd
+                    )));
+                }
+                rec.copy(&e.buffer, e.offset, &out.buffer, out.offset, out.bytes);
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads the configuration, checks the plan against the adapter (every blocker reported),
+    /// and uploads the weights.
+    pub fn load(gpu: &Gpu, g: &Gguf, ctx: usize) -> Result<Model, LlmError> {
+        let cfg = ModelConfig::from_gguf(g)?;
+        let plan = Model::plan(gpu, g, &cfg, ctx);
+        if !plan.blockers.is_empty() {
+            return Err(LlmError::CannotRun(plan.blockers));
+        }
+        let weights = Weights::load(&cfg, g, gpu)?;
+        let table = gpuport_runtime::tuning::TuningTable::load();
+        let tunables = GgmlType::ALL
+            .into_iter()
+            .map(|ty| (ty, gpu.gemv_tunables_in(&table, ty)))
+            .collect();
+        let q8_tunables = GgmlType::ALL
+            .into_iter()
+            .filter(|ty| gemv::takes_q8_input(*ty))
+            .map(|ty| (ty, gpu.gemv_q8_tunables_in(&table, ty)))
+            .collect();
+        let gemm_tiles = GgmlType::ALL
+            .into_iter()
+            .map(|ty| (ty, gpu.gemm_tile_in(&table, ty)))
+            .collect();
+        Ok(Model {
+            cfg,
+            weights,
+            tunables,
+            q8_tunables,
+            gemm_tiles,
+        })
+    }
+
+    /// What loading would take here, with blockers and warnings (`gpuport can-run`).
+    pub fn plan(gpu: &Gpu, g: &Gguf, cfg: &ModelConfig, ctx: usize) -> LoadPlan {
+        let mut p = weights::plan(cfg, g, gpu, ctx);
+        if cfg.final_cap != 0.0 {
+            p.blockers
+                .push("final logit soft-capping is not implemented".to_string());
+        }
+        if ctx == 0 {
+            p.blockers.push("a context of 0 positions".to_string());
+        }
+        p
+    }
+
+    /// The GEMV tunables for weight `w` here: the tuning table's, with rows per workgroup fit
+    /// to the matrix.
+    fn tunables_for(&self, gpu: &Gpu, w: &Tensor, input: GemvInput) -> GemvTunables {
+        let ty = ops::ggml_type(w).unwrap_or(GgmlType::F32);
+        let table = if input == GemvInput::Q8Blocks {
+            &self.q8_tunables
+        } else {
+            &self.tunables
+        };
+        table
+            .get(&ty)
+            .copied()
+            .unwrap_or_else(|| GemvTunables::default_for(gpu.has_subgroups()))
+            .fit_rows(w.shape[0], min_gemv_groups(gpu))
+    }
+
+    /// The prefill GEMM's tile for weight `w` here.
+    pub(super) fn gemm_tile(&self, w: &Tensor) -> GemmTile {
+        let ty = ops::ggml_type(w).unwrap_or(GgmlType::F32);
+        self.gemm_tiles
+            .get(&ty)
+            .copied()
+            .unwrap_or(GemmTile::DEFAULT)
+    }
+
+    fn gemv(&self, gpu: &Gpu, rec: &mut Recorder<'_>, call: GemvCall<'_>) -> Result<(), GpuError> {
+        ops::gemv_call(gpu, rec, call, self.tunables_for(gpu, call.w, call.input))
+    }
+
+    /// Records `out = [W_1; W_2; …] norm(x)`, the parts' outputs one after another: the
+    /// RMSNorm is fused into each GEMV (every workgroup normalizes the row itself), a
+    /// LayerNorm runs first on its own. A folded norm first applies the post-norm of the
+    /// projection in `s.proj` and its residual add to `x`, the first GEMV writing the new
+    /// residual row to `x_next`; the return value says whether it did (the caller swaps).
+    fn normed_projections(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        [x, x_next, out]: [&Tensor; 3],
+        norm: &InputNorm,
+        parts: &Projections,
+        s: &Scratch,
+    ) -> Result<bool, GpuError> {
+        let c = &self.cfg;
+        let folded = matches!(norm, InputNorm::Folded { .. });
+        let (input, x_in, weights) = match (norm, c.norm) {
+            (InputNorm::Plain(w), NormKind::Rms) => (GemvInput::RmsNorm, x, Some(w)),
+            (InputNorm::Plain(w), NormKind::RmsPlusOne) => (GemvInput::RmsNormPlusOne, x, Some(w)),
+            (InputNorm::Plain(w), NormKind::Layer) => {
+                ops::norm(gpu, rec, c.norm, [x, w, &s.h], c.embd, c.eps)?;
+                (GemvInput::Plain, &s.h, None)
+            }
+            (InputNorm::Folded { both: w, .. }, NormKind::Rms) => {
+                (GemvInput::FoldedRmsNorm, &s.proj, Some(w))
+            }
+            (InputNorm::Folded { both: w, .. }, NormKind::RmsPlusOne) => {
+                (GemvInput::FoldedRmsNormPlusOne, &s.proj, Some(w))
+            }
+            (InputNorm::Folded { .. }, NormKind::Layer) => {
+                return Err(GpuError::Shape("a folded LayerNorm".into()));
+            }
+        };
+        let rows: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
+        let separate = rows > SEPARATE_INPUT_ROWS && input != GemvInput::Plain;
+        // A separate input vector goes to `s.h`, as int8 blocks where every part has the
+        // int8-input GEMV (any stack past SEPARATE_INPUT_ROWS of Q8_0 parts: the test models'
+        // tied output projections, a large model's Q8_0 FFN too; llama.cpp quantizes the
+        // input of Q8_0 weights to 8 bits the same way; docs/performance.md, LLM v12).
+        let q8 = separate
+            && c.embd.is_multiple_of(32)
+            && parts
+                .stacks
+                .iter()
+                .all(|w| ops::ggml_type(w).is_ok_and(gemv::takes_q8_input));
+        let (form, vector) = if q8 {
+            let words = GemvInput::Q8Blocks.x_len(c.embd);
+            (GemvInput::Q8Blocks, s.h.view(0, words))
+        } else {
+            (GemvInput::Plain, s.h.clone())
+        };
+        let mut y_first = 0;
+        for (i, w) in parts.stacks.iter().enumerate() {
+            let mut call = GemvCall {
+                y_first,
+                input,
+                norm: weights.map(|w| (w, c.eps)),
+                fold: folded.then_some((x, (i == 0).then_some(x_next))),
+                ..GemvCall::new(w, x_in, out)
+            };
+            if separate {
+                if i == 0 {
+                    let t = self.tunables_for(gpu, w, input);
+                    ops::gemv_input(gpu, rec, call, t, &vector, q8)?;
+                }
+                call = GemvCall {
+                    y_first,
+                    input: form,
+                    ..GemvCall::new(w, &vector, out)
+                };
+            }
+            self.gemv(gpu, rec, call)?;
+            y_first += w.shape[0];
+        }
+        Ok(folded)
+    }
+
+    /// Records an output projection `W input(a)`: added to the residual `x` into `x_next`
+    /// (returns true: the caller swaps), or, for models with post-projection norms, left in
+    /// `s.proj` for the next input norm to fold in.
+    fn project_out(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        [w, a, x, x_next]: [&Tensor; 4],
+        input: GemvInput,
+        s: &Scratch,
+    ) -> Result<bool, GpuError> {
+        let call = GemvCall {
+            input,
+            ..GemvCall::new(w, a, x_next)
+        };
+        if self.cfg.post_norms {
+            self.gemv(gpu, rec, GemvCall { y: &s.proj, ..call })?;
+            return Ok(false);
+        }
+        let call = GemvCall {
+            residual: Some(x),
+            ..call
+        };
+        self.gemv(gpu, rec, call)?;
+        Ok(true)
+    }
+
+    /// Decode attention of layer `layer` for the token at `pos` (a cache of `ctx` positions):
+    /// its window and RoPE base (local or global layer), QK-norm, and where q, k, v sit in the
+    /// projections' output.
+    pub(super) fn attention_params(
+        &self,
+        layer: usize,
+        pos: usize,
+        ctx: usize,
+        qk_norm: bool,
+    ) -> Result<DecodeAttnParams, GpuError> {
+        let c = &self.cfg;
+        let (q_dim, kv_dim) = (c.q_dim() as u32, c.kv_dim() as u32);
+        let local = c.is_local(layer);
+        let (rope_base, freq_scale) = if local {
+            (c.rope_base_local, 1.0)
+        } else {
+            (c.rope_base, c.rope_scale)
+        };
+        let norm = match (qk_norm, c.norm) {
+            (false, _) => QkNorm::None,
+            (true, NormKind::Rms) => QkNorm::Rms,
+            (true, NormKind::RmsPlusOne) => QkNorm::RmsPlusOne,
+            (true, NormKind::Layer) => {
+                return Err(GpuError::Shape("a LayerNorm as QK-norm".into()));
+            }
+        };
+        Ok(DecodeAttnParams {
+            heads: c.heads as u32,
+            kv_heads: c.kv_heads as u32,
+            head_dim: c.head_dim as u32,
+            n_keys: pos as u32 + 1,
+            max_ctx: ctx as u32,
+            window: if local { c.window as u32 } else { 0 },
+            scale: c.attn_scale,
+            cap: c.attn_cap,
+            blocks: 0,
+            q_src: 0,
+            k_src: q_dim,
+            v_src: q_dim + kv_dim,
+            rot_dims: c.rope_dims as u32,
+            rope_base,
+            freq_scale,
+            norm: norm.code(),
+            eps: c.eps,
+            tokens: 1,
+            qkv_stride: 0,
+            page: 0,
+        })
+    }
+
+    /// Records decode attention (`p`) of the token whose projections are in `s.qkv` against
+    /// the caches `kc`, `vc`; returns how the output projection forms its input, and from
+    /// which tensor: at short contexts the combining pass is folded into that GEMV (one
+    /// dispatch fewer per layer), else it runs on its own into `s.attn`.
+    fn attention<'s>(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        s: &'s Scratch,
+        kv: ops::KvLayer<'_>,
+        p: DecodeAttnParams,
+        qk_norm: Option<&Tensor>,
+    ) -> Result<(GemvInput, &'s Tensor), GpuError> {
+        let neox = self.cfg.rope_neox;
+        let p = ops::attention_split(gpu, rec, p, neox, [&s.qkv, &s.part], kv, qk_norm)?;
+        if let Some(input) = GemvInput::attention_combine(p.heads, p.head_dim, p.blocks) {
+            return Ok((input, &s.part));
+        }
+        ops::attention_combine(gpu, rec, &p, [&s.part, &s.attn])?;
+        Ok((GemvInput::Plain, &s.attn))
+    }
+
+    /// The GEMV input form of the feed-forward block's gated activation.
+    pub(super) fn glu_input(&self) -> Result<GemvInput, GpuError> {
+        match self.cfg.glu {
+            ElementOp::SiluMul => Ok(GemvInput::SwiGlu),
+            ElementOp::GeluMul => Ok(GemvInput::GeGlu),
+            other => Err(GpuError::Shape(format!(
+                "{other:?} is not a gated activation"
+            ))),
+        }
+    }
+
+    /// Records the forward pass of the token at position `pos` (its row from `rows`): its keys
+    /// and values are appended to `kv`, and when `logits` is set the final norm and output
+    /// projection leave the next-token logits in `s.logits`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_token(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        s: &Scratch,
+        rows: Rows<'_>,
+        kv: &KvCache,
+        pos: usize,
+        logits: bool,
+    ) -> Result<(), GpuError> {
+        let w = &self.weights;
+        let glu = self.glu_input()?;
+        self.first_rows(gpu, rec, rows, pos, &s.x)?;
+        let (mut x, mut x_next) = (&s.x, &s.x_alt);
+        for (i, l) in w.layers.iter().enumerate() {
+            let ins = [x, x_next, &s.qkv];
+            if self.normed_projections(gpu, rec, ins, &l.attn_norm, &l.attn_in, s)? {
+                (x, x_next) = (x_next, x);
+            }
+            let p = self.attention_params(i, pos, kv.capacity(), l.qk_norm.is_some())?;
+            let layer = kv.layer(i);
+            let (input, attn) = self.attention(gpu, rec, s, layer, p, l.qk_norm.as_ref())?;
+            let wo = [&l.wo, attn, x, x_next];
+            if self.project_out(gpu, rec, wo, input, s)? {
+                (x, x_next) = (x_next, x);
+            }
+            let ins = [x, x_next, &s.gate];
+            if self.normed_projections(gpu, rec, ins, &l.ffn_norm, &l.ffn_in, s)? {
+                (x, x_next) = (x_next, x);
+            }
+            let down = [&l.w_down, &s.gate, x, x_next];
+            if self.project_out(gpu, rec, down, glu, s)? {
+                (x, x_next) = (x_next, x);
+            }
+        }
+        if logits {
+            let out = Projections {
+                stacks: vec![w.output.clone()],
+            };
+            let ins = [x, x_next, &s.logits];
+            self.normed_projections(gpu, rec, ins, &w.output_norm, &out, s)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,276 @@
+//! Prefill: a prompt's tokens through the layers as one batch per chunk. Tiled GEMMs decode
+//! each weight once per tile of tokens (the decode step decodes it once per token), attention
+//! is causal over the batch, and what stays is the batch's keys and values in the cache: the
+//! session runs the prompt's last token as a decode step, which gives the logits.
+
+use gpuport_kernels::gemv::GemvInput;
+use gpuport_kernels::rowops::ElementOp;
+
+use super::kv_cache::KvCache;
+use super::model::{Model, Rows};
+use super::weights::{InputNorm, Projections};
+use gpuport_runtime::device::Gpu;
+use gpuport_runtime::error::GpuError;
+use gpuport_runtime::ops::{self, GemmCall};
+use gpuport_runtime::recorder::Recorder;
+use gpuport_runtime::tensor::Tensor;
+
+/// Tokens per prefill batch: the scratch below holds this many activation rows (Gemma 3 270M:
+/// 11 MB), and a longer prompt runs in several batches.
+pub const PREFILL_BATCH: usize = 256;
+
+/// Activations of a batch of tokens, `tokens` rows each.
+pub(crate) struct BatchScratch {
+    tokens: usize,
+    x: Tensor,
+    x_alt: Tensor,
+    /// The normed input of the next projections.
+    h: Tensor,
+    /// A post-norm's output before its residual add.
+    post: Tensor,
+    /// A projection awaiting its post-norm (Gemma 3).
+    proj: Tensor,
+    qkv: Tensor,
+    /// Prepared (normed, rotated) queries.
+    q: Tensor,
+    attn: Tensor,
+    /// Gate then up projections of each token.
+    gate: Tensor,
+}
+
+impl BatchScratch {
+    pub(crate) fn new(gpu: &Gpu, model: &Model, tokens: usize) -> Result<BatchScratch, GpuError> {
+        let c = &model.cfg;
+        let f = |width: usize, what: &str| gpu.zeros_f32(&[tokens * width], what);
+        Ok(BatchScratch {
+            tokens,
+            x: f(c.embd, "batch x")?,
+            x_alt: f(c.embd, "batch x'")?,
+            h: f(c.embd, "batch h")?,
+            post: f(c.embd, "batch post-norm")?,
+            proj: f(c.embd, "batch projection")?,
+            qkv: f(c.q_dim() + 2 * c.kv_dim(), "batch q, k, v")?,
+            q: f(c.q_dim(), "batch queries")?,
+            attn: f(c.q_dim(), "batch attention")?,
+            gate: f(2 * c.ff, "batch gate, up")?,
+        })
+    }
+
+    /// Tokens a batch may hold.
+    pub(crate) fn tokens(&self) -> usize {
+        self.tokens
+    }
+}
+
+/// Whether prompts run as batches (tiled GEMMs) on `gpu` unless a session says otherwise, else
+/// one decode step per token. A CPU adapter (lavapipe) runs the GEMM tiles far below its GEMV
+/// speed: a 42-token prompt of SmolLM2 took 32 s batched and 22 s token by token there
+/// (2026-11-30, 2 cores), while on the H200 batches are 5× faster (docs/performance.md, LLM
+/// v11).
+pub fn batched_prefill_default(gpu: &Gpu) -> bool {
+    gpu.info().device_type != wgpu::DeviceType::Cpu
+}
+
+impl Model {
+    /// Records a prompt's positions `start..start + n` (rows from `input`: ids indexed by
+    /// position, or embeddings whose row 0 is position `start`), their keys and values into
+    /// `kv`, and the logits after the last into `s.logits`: batched (`batched`, else
+    /// [`batched_prefill_default`]), all but the last in batches (the scratch made at first
+    /// use) and the last as a decode step; else every position as a decode step.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_prompt(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        input: Rows<'_>,
+        (s, batch, batched): (
+            &super::model::Scratch,
+            &mut Option<BatchScratch>,
+            Option<bool>,
+        ),
+        kv: &KvCache,
+        start: usize,
+        n: usize,
+    ) -> Result<(), GpuError> {
+        let e = self.cfg.embd;
+        // The embeddings of positions p..p + m as their own rows (ids stay indexed by position).
+        let rows = |p: usize, m: usize| match input {
+            Rows::Embeds(t) => Some(t.view((p - start) * e, m * e)),
+            Rows::Ids(_) => None,
+        };
+        let last = start + n.max(1) - 1;
+        let mut pos = start;
+        let batched = batched.unwrap_or_else(|| batched_prefill_default(gpu));
+        if batched && last > start {
+            if batch.is_none() {
+                *batch = Some(BatchScratch::new(
+                    gpu,
+                    self,
+                    PREFILL_BATCH.min(kv.capacity()),
+                )?);
+            }
+            while let Some(b) = batch.as_ref().filter(|_| pos < last) {
+                let m = (last - pos).min(b.tokens());
+                let view = rows(pos, m);
+                let part = view.as_ref().map_or(input, Rows::Embeds);
+                self.record_batch(gpu, rec, part, b, kv, pos, m)?;
+                pos += m;
+            }
+        }
+        for q in pos..=last {
+            let view = rows(q, 1);
+            let part = view.as_ref().map_or(input, Rows::Embeds);
+            self.record_token(gpu, rec, s, part, kv, q, q == last)?;
+        }
+        Ok(())
+    }
+
+    /// Records the tokens at positions `pos..pos + n` (their rows from `input`) through every
+    /// layer as one batch, appending their keys and values to `kv`. The last layer stops after
+    /// its keys and values: no later position of this batch reads the rest.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_batch(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        input: Rows<'_>,
+        b: &BatchScratch,
+        kv: &KvCache,
+        pos: usize,
+        n: usize,
+    ) -> Result<(), GpuError> {
+        if n == 0 || n > b.tokens {
+            return Err(GpuError::Shape(format!(
+                "a prefill batch of {n} tokens (at most {})",
+                b.tokens
+            )));
+        }
+        let c = &self.cfg;
+        let w = &self.weights;
+        let (e, qkv_width) = (c.embd, c.q_dim() + 2 * c.kv_dim());
+        let rows = |t: &Tensor, width: usize| t.view(0, n * width);
+        let (mut x, mut x_alt) = (rows(&b.x, e), rows(&b.x_alt, e));
+        let [h, post, proj] = [&b.h, &b.post, &b.proj].map(|t| rows(t, e));
+        let qkv = rows(&b.qkv, qkv_width);
+        let [q, attn] = [&b.q, &b.attn].map(|t| rows(t, c.q_dim()));
+        let gate = rows(&b.gate, 2 * c.ff);
+        self.first_rows(gpu, rec, input, pos, &x)?;
+        let glu = self.glu_input()?;
+        for (i, l) in w.layers.iter().enumerate() {
+            if self.batch_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj, &post, &h])? {
+                std::mem::swap(&mut x, &mut x_alt);
+            }
+            self.batch_projections(gpu, rec, &h, &l.attn_in, &qkv, n)?;
+            let mut p =
+                self.attention_params(i, pos + n - 1, kv.capacity(), l.qk_norm.is_some())?;
+            p.tokens = n as u32;
+            p.qkv_stride = qkv_width as u32;
+            let last = i + 1 == w.layers.len();
+            let out = (!last).then_some(&attn);
+            let (neox, norm) = (c.rope_neox, l.qk_norm.as_ref());
+            ops::attention_prefill(gpu, rec, p, neox, [&qkv, &q], kv.layer(i), out, norm)?;
+            if last {
+                break;
+            }
+            if self.batch_out(
+                gpu,
+                rec,
+                &l.wo,
+                [&attn, &x, &x_alt, &proj],
+                GemvInput::Plain,
+                n,
+            )? {
+                std::mem::swap(&mut x, &mut x_alt);
+            }
+            if self.batch_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj, &post, &h])? {
+                std::mem::swap(&mut x, &mut x_alt);
+            }
+            self.batch_projections(gpu, rec, &h, &l.ffn_in, &gate, n)?;
+            if self.batch_out(gpu, rec, &l.w_down, [&gate, &x, &x_alt, &proj], glu, n)? {
+                std::mem::swap(&mut x, &mut x_alt);
+            }
+        }
+        Ok(())
+    }
+
+    /// The input norm of every row of `x` into `h`; a folded norm first adds the post-normed
+    /// pending projection to `x` into `x_next` and returns true (the caller swaps).
+    fn batch_norm(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        norm: &InputNorm,
+        [x, x_next, proj, post, h]: [&Tensor; 5],
+    ) -> Result<bool, GpuError> {
+        let c = &self.cfg;
+        match norm {
+            InputNorm::Plain(w) => {
+                ops::norm(gpu, rec, c.norm, [x, w, h], c.embd, c.eps)?;
+                Ok(false)
+            }
+            InputNorm::Folded { post: pw, own, .. } => {
+                ops::norm(gpu, rec, c.norm, [proj, pw, post], c.embd, c.eps)?;
+                ops::elementwise(gpu, rec, ElementOp::Add, x, post, x_next, 1.0)?;
+                ops::norm(gpu, rec, c.norm, [x_next, own, h], c.embd, c.eps)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// `out[t] = [W_1; W_2; …] h[t]` for the batch's rows, the parts side by side in each row.
+    fn batch_projections(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        h: &Tensor,
+        parts: &Projections,
+        out: &Tensor,
+        n: usize,
+    ) -> Result<(), GpuError> {
+        let width: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
+        let mut y_first = 0;
+        for w in &parts.stacks {
+            let call = GemmCall {
+                w,
+                x: h,
+                y: out,
+                tokens: n,
+                x_stride: self.cfg.embd,
+                y_stride: width,
+                y_first,
+                residual: None,
+                input: GemvInput::Plain,
+            };
+            ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
+            y_first += w.shape[0];
+        }
+        Ok(())
+    }
+
+    /// An output projection of the batch, `W input(a)`: added to the residual `x` into
+    /// `x_next` (returns true: the caller swaps), or, with post-norms, left in `proj`.
+    fn batch_out(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        w: &Tensor,
+        [a, x, x_next, proj]: [&Tensor; 4],
+        input: GemvInput,
+        n: usize,
+    ) -> Result<bool, GpuError> {
+        let post_norms = self.cfg.post_norms;
+        let call = GemmCall {
+            w,
+            x: a,
+            y: if post_norms { proj } else { x_next },
+            tokens: n,
+            x_stride: input.x_len(w.shape[1]),
+            y_stride: self.cfg.embd,
+            y_first: 0,
+            residual: (!post_norms).then_some(x),
+            input,
+        };
+        ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
+        Ok(!post_norms)
+    }
+}

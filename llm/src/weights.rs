@@ -1,0 +1,334 @@
+//! The model's tensors on the GPU, uploaded as stored (quantized blocks stay quantized), each
+//! checked for the shape and type the forward pass needs; and the load plan that compares
+//! sizes with the adapter's limits before anything is uploaded.
+
+use gpuport_kernels::quant::GgmlType;
+
+use super::config::ModelConfig;
+use super::error::LlmError;
+use gpuport_gguf::{Gguf, GgufError, TensorInfo};
+use gpuport_runtime::device::Gpu;
+use gpuport_runtime::tensor::{Elem, Tensor};
+
+/// One transformer block's tensors.
+pub struct LayerWeights {
+    /// Pre-attention norm.
+    pub attn_norm: InputNorm,
+    /// Query `[q_dim, embd]`, key and value `[kv_dim, embd]` projections.
+    pub attn_in: Projections,
+    /// Output projection `[embd, q_dim]`.
+    pub wo: Tensor,
+    /// Per-head query norm then per-head key norm (Gemma 3), `2 head_dim` f32.
+    pub qk_norm: Option<Tensor>,
+    /// Pre-feed-forward norm.
+    pub ffn_norm: InputNorm,
+    /// Gate and up `[ff, embd]` projections.
+    pub ffn_in: Projections,
+    /// Down projection `[embd, ff]`.
+    pub w_down: Tensor,
+}
+
+/// The norm in front of a block's input projections.
+pub enum InputNorm {
+    /// Its weights (`embd` f32).
+    Plain(Tensor),
+    /// A norm with the previous projection's post-norm before it (Gemma 3's sandwich norms):
+    /// decode folds the post-norm and its residual add into this norm's GEMVs, prefill runs
+    /// them in turn.
+    Folded {
+        /// The post-norm's weights, then this norm's (`2 embd` f32), as the folded GEMV reads
+        /// them.
+        both: Tensor,
+        /// The post-norm's weights (`embd`).
+        post: Tensor,
+        /// This norm's weights (`embd`).
+        own: Tensor,
+    },
+}
+
+/// Projections of one input whose outputs go to consecutive ranges of one buffer (q, k, v;
+/// gate, up). Runs of consecutive matrices that share a type and a column count are stacked
+/// row-wise into one matrix, so one GEMV computes them all (Gemma 3 270M stores some layers'
+/// values in another type than their queries and keys: two GEMVs there, one elsewhere).
+pub struct Projections {
+    /// The stacked matrices, in output order.
+    pub stacks: Vec<Tensor>,
+}
+
+/// All of a model's tensors.
+pub struct Weights {
+    /// Token embeddings `[vocab, embd]`.
+    pub embd: Tensor,
+    /// Final norm.
+    pub output_norm: InputNorm,
+    /// Output projection `[vocab, embd]` (the embedding table when tied).
+    pub output: Tensor,
+    /// Blocks.
+    pub layers: Vec<LayerWeights>,
+}
+
+/// What loading a model would take, and whether the adapter allows it.
+#[derive(Debug, Clone, Default)]
+pub struct LoadPlan {
+    /// Bytes of weights to upload.
+    pub weight_bytes: u64,
+    /// Bytes of KV cache for the requested context.
+    pub kv_bytes: u64,
+    /// Largest single tensor.
+    pub largest_tensor: u64,
+    /// Reasons it cannot run.
+    pub blockers: Vec<String>,
+    /// Things that work but cost (e.g. tables bound in chunks).
+    pub warnings: Vec<String>,
+}
+
+/// A tensor the forward pass reads: name, expected shape (outermost first), whether it must
+/// be f32 (norms) or may be any block type the kernels handle (matrices).
+struct Need {
+    name: String,
+    shape: Vec<usize>,
+    norm: bool,
+}
+
+fn needs(cfg: &ModelConfig, g: &Gguf) -> Vec<Need> {
+    let mut out = Vec::new();
+    let mut need =
+        |name: String, shape: Vec<usize>, norm: bool| out.push(Need { name, shape, norm });
+    let (e, q, kv, ff) = (cfg.embd, cfg.q_dim(), cfg.kv_dim(), cfg.ff);
+    need("token_embd.weight".into(), vec![cfg.vocab, e], false);
+    need("output_norm.weight".into(), vec![e], true);
+    if g.tensor("output.weight").is_some() {
+        need("output.weight".into(), vec![cfg.vocab, e], false);
+    }
+    for i in 0..cfg.layers {
+        let b = |s: &str| format!("blk.{i}.{s}.weight");
+        need(b("attn_norm"), vec![e], true);
+        need(b("attn_q"), vec![q, e], false);
+        need(b("attn_k"), vec![kv, e], false);
+        need(b("attn_v"), vec![kv, e], false);
+        need(b("attn_output"), vec![e, q], false);
+        need(b("ffn_norm"), vec![e], true);
+        need(b("ffn_gate"), vec![ff, e], false);
+        need(b("ffn_up"), vec![ff, e], false);
+        need(b("ffn_down"), vec![e, ff], false);
+        if cfg.qk_norm {
+            need(b("attn_q_norm"), vec![cfg.head_dim], true);
+            need(b("attn_k_norm"), vec![cfg.head_dim], true);
+        }
+        if cfg.post_norms {
+            need(b("post_attention_norm"), vec![e], true);
+            need(b("post_ffw_norm"), vec![e], true);
+        }
+    }
+    out
+}
+
+fn check(g: &Gguf, n: &Need) -> Result<(), GgufError> {
+    let t = g.require_tensor(&n.name)?;
+    let bad = |problem: String| GgufError::TensorShape {
+        name: n.name.clone(),
+        problem,
+    };
+    if t.shape() != n.shape {
+        return Err(bad(format!(
+            "shape {:?} where the model needs {:?}",
+            t.shape(),
+            n.shape
+        )));
+    }
+    match t.ggml {
+        Some(GgmlType::F32) => Ok(()),
+        Some(_) if !n.norm => Ok(()),
+        Some(_) => Err(bad(format!("type {} where f32 is needed", t.type_name()))),
+        None => Err(bad(format!(
+            "type {} has no GPU kernel in gpuport",
+            t.type_name()
+        ))),
+    }
+}
+
+/// What loading `g` with a KV cache of `ctx` positions would take on `gpu`, with every blocker.
+pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, ctx: usize) -> LoadPlan {
+    let limits = gpu.limits();
+    let mut p = LoadPlan {
+        kv_bytes: super::kv_cache::pool_bytes(cfg, ctx, super::kv_cache::DEFAULT_PAGE),
+        ..LoadPlan::default()
+    };
+    for n in needs(cfg, g) {
+        if let Err(e) = check(g, &n) {
+            p.blockers.push(e.to_string());
+            continue;
+        }
+        let Some(t) = g.tensor(&n.name) else { continue };
+        p.weight_bytes += t.bytes;
+        p.largest_tensor = p.largest_tensor.max(t.bytes);
+        if t.bytes > limits.max_buffer_size {
+            p.blockers.push(format!(
+                "tensor {} needs a {}-byte buffer, the adapter allows {}",
+                t.name, t.bytes, limits.max_buffer_size
+            ));
+        } else if t.bytes > limits.max_storage_buffer_binding_size {
+            p.warnings.push(format!(
+                "tensor {} ({} bytes) is bound in chunks of at most {} bytes",
+                t.name, t.bytes, limits.max_storage_buffer_binding_size
+            ));
+        }
+    }
+    let kv_layer = super::kv_cache::pool_bytes(cfg, ctx, super::kv_cache::DEFAULT_PAGE)
+        / (2 * cfg.layers.max(1) as u64);
+    if kv_layer > limits.max_storage_buffer_binding_size {
+        p.blockers.push(format!(
+            "a KV cache of {ctx} positions needs {kv_layer}-byte bindings per layer, the adapter \
+             allows {}; use a shorter context",
+            limits.max_storage_buffer_binding_size
+        ));
+    }
+    if ctx > cfg.context {
+        p.warnings.push(format!(
+            "context {ctx} is longer than the {} the model was trained with",
+            cfg.context
+        ));
+    }
+    p
+}
+
+/// The GGUF tensors the forward pass reads (the model's parameters), in graph order; those
+/// missing from the file are left out (the plan reports them).
+pub fn parameters<'g>(cfg: &ModelConfig, g: &'g Gguf) -> Vec<&'g TensorInfo> {
+    needs(cfg, g)
+        .iter()
+        .filter_map(|n| g.tensor(&n.name))
+        .collect()
+}
+
+fn upload(gpu: &Gpu, g: &Gguf, t: &TensorInfo) -> Result<Tensor, LlmError> {
+    Ok(gpu.upload(g.data(t), elem_of(t)?, &t.shape(), &t.name)?)
+}
+
+/// The named matrices as [`Projections`].
+fn projections(
+    gpu: &Gpu,
+    g: &Gguf,
+    names: &[String],
+    label: &str,
+) -> Result<Projections, LlmError> {
+    let infos = names
+        .iter()
+        .map(|n| g.require_tensor(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stackable =
+        |a: &TensorInfo, b: &TensorInfo| a.type_id == b.type_id && a.shape()[1..] == b.shape()[1..];
+    let mut stacks = Vec::new();
+    for run in infos.chunk_by(|a, b| stackable(a, b)) {
+        if let [one] = run {
+            stacks.push(upload(gpu, g, one)?);
+            continue;
+        }
+        let mut bytes = Vec::with_capacity(run.iter().map(|t| t.bytes as usize).sum());
+        let mut shape = run[0].shape();
+        shape[0] = 0;
+        for t in run {
+            bytes.extend_from_slice(g.data(t));
+            shape[0] += t.shape()[0];
+        }
+        stacks.push(gpu.upload(&bytes, elem_of(run[0])?, &shape, label)?);
+    }
+    Ok(Projections { stacks })
+}
+
+/// Small f32 vectors concatenated into one tensor.
+fn concat_f32(gpu: &Gpu, g: &Gguf, names: &[String], label: &str) -> Result<Tensor, LlmError> {
+    let mut bytes = Vec::new();
+    let mut n = 0;
+    for name in names {
+        let t = g.require_tensor(name)?;
+        bytes.extend_from_slice(g.data(t));
+        n += t.shape().iter().product::<usize>();
+    }
+    Ok(gpu.upload(&bytes, Elem::F32, &[n], label)?)
+}
+
+/// The element type a GGUF tensor uploads as; a type without kernels (refused by the load
+/// checks before any upload) is an error here too.
+fn elem_of(t: &TensorInfo) -> Result<Elem, LlmError> {
+    match t.ggml {
+        Some(GgmlType::F32) => Ok(Elem::F32),
+        Some(ty) => Ok(Elem::Ggml(ty)),
+        None => Err(GgufError::TensorShape {
+            name: t.name.clone(),
+            problem: format!("type {} has no GPU kernel in gpuport", t.type_name()),
+        }
+        .into()),
+    }
+}
+
+impl Weights {
+    /// Checks every tensor, then uploads them.
+    pub fn load(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu) -> Result<Weights, LlmError> {
+        for n in needs(cfg, g) {
+            check(g, &n)?;
+        }
+        let get =
+            |name: &str| -> Result<Tensor, LlmError> { upload(gpu, g, g.require_tensor(name)?) };
+        // With post-norms every input norm but the first folds the post-norm before it.
+        let norm = |post: Option<String>, own: String| -> Result<InputNorm, LlmError> {
+            Ok(match post {
+                Some(post) if cfg.post_norms => InputNorm::Folded {
+                    both: concat_f32(gpu, g, &[post.clone(), own.clone()], &own)?,
+                    post: get(&post)?,
+                    own: get(&own)?,
+                },
+                _ => InputNorm::Plain(get(&own)?),
+            })
+        };
+        let b = |i: usize, s: &str| format!("blk.{i}.{s}.weight");
+        let embd = get("token_embd.weight")?;
+        let output = match g.tensor("output.weight") {
+            Some(_) => get("output.weight")?,
+            None => embd.clone(),
+        };
+        let mut layers = Vec::with_capacity(cfg.layers);
+        for i in 0..cfg.layers {
+            let prev_post = i.checked_sub(1).map(|p| b(p, "post_ffw_norm"));
+            let b = |s: &str| b(i, s);
+            layers.push(LayerWeights {
+                attn_norm: norm(prev_post, b("attn_norm"))?,
+                attn_in: projections(
+                    gpu,
+                    g,
+                    &[b("attn_q"), b("attn_k"), b("attn_v")],
+                    &format!("blk.{i} q+k+v"),
+                )?,
+                wo: get(&b("attn_output"))?,
+                qk_norm: match cfg.qk_norm {
+                    true => Some(concat_f32(
+                        gpu,
+                        g,
+                        &[b("attn_q_norm"), b("attn_k_norm")],
+                        &format!("blk.{i} q+k norms"),
+                    )?),
+                    false => None,
+                },
+                ffn_norm: norm(Some(b("post_attention_norm")), b("ffn_norm"))?,
+                ffn_in: projections(
+                    gpu,
+                    g,
+                    &[b("ffn_gate"), b("ffn_up")],
+                    &format!("blk.{i} gate+up"),
+                )?,
+                w_down: get(&b("ffn_down"))?,
+            });
+        }
+        Ok(Weights {
+            embd,
+            output_norm: norm(
+                cfg.layers
+                    .checked_sub(1)
+                    .map(|last| b(last, "post_ffw_norm")),
+                "output_norm.weight".into(),
+            )?,
+            output,
+            layers,
+        })
+    }
+}

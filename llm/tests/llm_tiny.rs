@@ -1,0 +1,545 @@
+//! A tiny random `llama` model written with the GGUF writer (F32, Q8_0 and Q4_K tensors),
+//! run by the executor on the adapter at hand and by an independent f64 CPU forward pass in
+//! this file: logits agree at every position, greedy generation equals the CPU's argmax chain,
+//! and the decode loop's control flow (steps per submit, stop tokens, cancellation, a full
+//! context, cache reuse across calls) is exact.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use gpuport_kernels::quant::{GgmlType, dequantize, random_blocks};
+use gpuport_llm::{Model, Program, Request, Sampling, Session, StopReason};
+use gpuport_runtime::gguf::{Gguf, GgufWriter, Value};
+
+const EMBD: usize = 256;
+const FF: usize = 512;
+const HEADS: usize = 4;
+const KV_HEADS: usize = 2;
+const HD: usize = 64;
+const VOCAB: usize = 300;
+const LAYERS: usize = 2;
+const EPS: f32 = 1e-5;
+const BASE: f32 = 10_000.0;
+
+/// (name, rows, cols, type) of every tensor; weights are stored as the GGUF holds them.
+fn tensors() -> Vec<(String, usize, usize, GgmlType)> {
+    let mut t = vec![
+        ("token_embd.weight".to_string(), VOCAB, EMBD, GgmlType::Q8_0),
+        ("output_norm.weight".to_string(), 1, EMBD, GgmlType::F32),
+        ("output.weight".to_string(), VOCAB, EMBD, GgmlType::F32),
+    ];
+    for i in 0..LAYERS {
+        let b = |s: &str| format!("blk.{i}.{s}.weight");
+        t.extend([
+            (b("attn_norm"), 1, EMBD, GgmlType::F32),
+            (b("attn_q"), HEADS * HD, EMBD, GgmlType::Q8_0),
+            (b("attn_k"), KV_HEADS * HD, EMBD, GgmlType::Q8_0),
+            (b("attn_v"), KV_HEADS * HD, EMBD, GgmlType::F32),
+            (b("attn_output"), EMBD, HEADS * HD, GgmlType::Q4K),
+            (b("ffn_norm"), 1, EMBD, GgmlType::F32),
+            (b("ffn_gate"), FF, EMBD, GgmlType::Q4K),
+            (b("ffn_up"), FF, EMBD, GgmlType::Q8_0),
+            (b("ffn_down"), EMBD, FF, GgmlType::Q4K),
+        ]);
+    }
+    t
+}
+
+/// The model file and every tensor dequantized (row-major `[rows, cols]`).
+fn build() -> (Vec<u8>, std::collections::HashMap<String, Vec<f32>>) {
+    let mut w = GgufWriter::new();
+    let arch = |k: &str| format!("llama.{k}");
+    w.meta("general.architecture", Value::String("llama".into()))
+        .meta(&arch("block_count"), Value::U32(LAYERS as u32))
+        .meta(&arch("context_length"), Value::U32(64))
+        .meta(&arch("embedding_length"), Value::U32(EMBD as u32))
+        .meta(&arch("feed_forward_length"), Value::U32(FF as u32))
+        .meta(&arch("attention.head_count"), Value::U32(HEADS as u32))
+        .meta(
+            &arch("attention.head_count_kv"),
+            Value::U32(KV_HEADS as u32),
+        )
+        .meta(&arch("rope.freq_base"), Value::F32(BASE))
+        .meta(&arch("attention.layer_norm_rms_epsilon"), Value::F32(EPS))
+        .meta(&arch("vocab_size"), Value::U32(VOCAB as u32));
+    let mut values = std::collections::HashMap::new();
+    for (i, (name, rows, cols, ty)) in tensors().into_iter().enumerate() {
+        let elems = rows * cols;
+        let data = if name.contains("norm") {
+            // Norm weights near 1.
+            let v: Vec<f32> = support::random_f32(elems, 100 + i as u64)
+                .iter()
+                .map(|x| 1.0 + 0.2 * x)
+                .collect();
+            bytemuck::cast_slice(&v).to_vec()
+        } else if ty == GgmlType::F32 {
+            let v: Vec<f32> = support::random_f32(elems, 100 + i as u64)
+                .iter()
+                .map(|x| 0.3 * x)
+                .collect();
+            bytemuck::cast_slice(&v).to_vec()
+        } else {
+            random_blocks(ty, elems / ty.block_elems(), 100 + i as u64)
+        };
+        values.insert(name.clone(), dequantize(ty, &data));
+        let dims: Vec<u64> = if rows == 1 {
+            vec![cols as u64]
+        } else {
+            vec![cols as u64, rows as u64]
+        };
+        w.tensor(&name, &dims, ty.ggml_id(), data);
+    }
+    (w.to_bytes(), values)
+}
+
+fn matvec(w: &[f32], x: &[f64], rows: usize) -> Vec<f64> {
+    let cols = x.len();
+    (0..rows)
+        .map(|r| {
+            w[r * cols..(r + 1) * cols]
+                .iter()
+                .zip(x)
+                .map(|(a, b)| f64::from(*a) * b)
+                .sum()
+        })
+        .collect()
+}
+
+fn rmsnorm(x: &[f64], w: &[f32]) -> Vec<f64> {
+    let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+    let inv = 1.0 / (ms + f64::from(EPS)).sqrt();
+    x.iter()
+        .zip(w)
+        .map(|(v, g)| v * inv * f64::from(*g))
+        .collect()
+}
+
+/// RoPE, GGUF's "normal" llama layout: pairs (2i, 2i + 1).
+fn rope(x: &mut [f64], heads: usize, pos: usize) {
+    for h in 0..heads {
+        for i in 0..HD / 2 {
+            let theta = pos as f64 * f64::from(BASE).powf(-2.0 * i as f64 / HD as f64);
+            let (c, s) = (theta.cos(), theta.sin());
+            let (a, b) = (x[h * HD + 2 * i], x[h * HD + 2 * i + 1]);
+            x[h * HD + 2 * i] = a * c - b * s;
+            x[h * HD + 2 * i + 1] = a * s + b * c;
+        }
+    }
+}
+
+/// The CPU forward pass over `tokens`: the logits after each position.
+fn cpu_logits(v: &std::collections::HashMap<String, Vec<f32>>, tokens: &[u32]) -> Vec<Vec<f64>> {
+    let table = &v["token_embd.weight"];
+    let rows: Vec<Vec<f32>> = tokens
+        .iter()
+        .map(|&t| table[t as usize * EMBD..(t as usize + 1) * EMBD].to_vec())
+        .collect();
+    cpu_logits_of_rows(v, &rows)
+}
+
+/// The CPU forward pass from embedding rows (one per position).
+fn cpu_logits_of_rows(
+    v: &std::collections::HashMap<String, Vec<f32>>,
+    rows: &[Vec<f32>],
+) -> Vec<Vec<f64>> {
+    let g = |n: &str| &v[n];
+    let mut keys: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LAYERS];
+    let mut vals: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LAYERS];
+    let mut out = Vec::new();
+    for (pos, emb) in rows.iter().enumerate() {
+        let mut x: Vec<f64> = emb.iter().map(|e| f64::from(*e)).collect();
+        for l in 0..LAYERS {
+            let b = |s: &str| format!("blk.{l}.{s}.weight");
+            let h = rmsnorm(&x, g(&b("attn_norm")));
+            let mut q = matvec(g(&b("attn_q")), &h, HEADS * HD);
+            let mut k = matvec(g(&b("attn_k")), &h, KV_HEADS * HD);
+            let vv = matvec(g(&b("attn_v")), &h, KV_HEADS * HD);
+            rope(&mut q, HEADS, pos);
+            rope(&mut k, KV_HEADS, pos);
+            keys[l].push(k);
+            vals[l].push(vv);
+            let mut attn = vec![0.0; HEADS * HD];
+            for hq in 0..HEADS {
+                let kvh = hq / (HEADS / KV_HEADS);
+                let qh = &q[hq * HD..(hq + 1) * HD];
+                let scores: Vec<f64> = keys[l]
+                    .iter()
+                    .map(|kr| {
+                        qh.iter()
+                            .zip(&kr[kvh * HD..(kvh + 1) * HD])
+                            .map(|(a, b)| a * b)
+                            .sum::<f64>()
+                            / (HD as f64).sqrt()
+                    })
+                    .collect();
+                let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+                let sum: f64 = e.iter().sum();
+                for (j, w) in e.iter().enumerate() {
+                    for d in 0..HD {
+                        attn[hq * HD + d] += w / sum * vals[l][j][kvh * HD + d];
+                    }
+                }
+            }
+            let o = matvec(g(&b("attn_output")), &attn, EMBD);
+            x.iter_mut().zip(&o).for_each(|(a, b)| *a += b);
+            let h = rmsnorm(&x, g(&b("ffn_norm")));
+            let gate = matvec(g(&b("ffn_gate")), &h, FF);
+            let up = matvec(g(&b("ffn_up")), &h, FF);
+            let act: Vec<f64> = gate
+                .iter()
+                .zip(&up)
+                .map(|(a, u)| a / (1.0 + (-a).exp()) * u)
+                .collect();
+            let d = matvec(g(&b("ffn_down")), &act, EMBD);
+            x.iter_mut().zip(&d).for_each(|(a, b)| *a += b);
+        }
+        let h = rmsnorm(&x, g("output_norm.weight"));
+        out.push(matvec(g("output.weight"), &h, VOCAB));
+    }
+    out
+}
+
+/// GPU logits within 1e-3 of the largest CPU logit's magnitude of the f64 CPU forward pass.
+fn assert_logits_close(got: &[f32], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (f64::from(*a) - b).abs() <= 1e-3 * scale.max(1.0),
+            "{what}, logit {i}: GPU {a}, CPU {b}"
+        );
+    }
+}
+
+fn argmax(x: &[f64]) -> u32 {
+    let mut best = 0;
+    for (i, v) in x.iter().enumerate() {
+        if *v > x[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+#[test]
+fn tiny_llama_matches_the_cpu_forward_pass_and_decodes_exactly() {
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let ctx = 24;
+    let model = Model::load(&gpu, &g, ctx).unwrap();
+    let mut session = Session::new(&gpu, &model, ctx).unwrap();
+    let prompt = [5u32, 77, 123, 9, 250];
+
+    // Logits after each prefix, on the GPU and on the CPU, with the prompt in batches and
+    // token by token.
+    let cpu = cpu_logits(&values, &prompt);
+    for batched in [true, false] {
+        session.batched_prefill = Some(batched);
+        for n in 1..=prompt.len() {
+            session.reset();
+            let got = session.logits(&prompt[..n]).unwrap();
+            assert_logits_close(&got, &cpu[n - 1], &format!("prefix {n}, batched {batched}"));
+        }
+    }
+    session.batched_prefill = None;
+
+    // Greedy continuation: the CPU's argmax chain (checked for clear margins), for every
+    // number of steps per submit.
+    let mut seq = prompt.to_vec();
+    for _ in 0..12 {
+        let l = cpu_logits(&values, &seq);
+        seq.push(argmax(l.last().unwrap()));
+    }
+    let want = &seq[prompt.len()..];
+    let greedy = |session: &mut Session<'_>, stop: &[u32], max: usize| {
+        session
+            .generate(
+                &Request {
+                    prompt: &prompt,
+                    max_tokens: max,
+                    stop,
+                    sampling: Sampling::GREEDY,
+                },
+                |_| true,
+            )
+            .unwrap()
+    };
+    for k in [1usize, 3, 8] {
+        session.reset();
+        session.steps_per_submit = k;
+        let got = greedy(&mut session, &[], 12);
+        assert_eq!(got.tokens, want, "steps per submit {k}");
+        assert_eq!(got.reason, StopReason::Length);
+        assert_eq!(got.prefilled, prompt.len());
+    }
+
+    // A stop token ends generation exactly there, whatever was sampled past it.
+    let stop_at = 6;
+    let stop = [want[stop_at]];
+    let first = want.iter().position(|t| *t == want[stop_at]).unwrap();
+    session.steps_per_submit = 8;
+    let got = greedy(&mut session, &stop, 12);
+    assert_eq!(got.tokens, want[..=first]);
+    assert_eq!(got.reason, StopReason::Stop);
+
+    // Cache reuse: the prompt plus that reply plus a new turn prefills only the new part.
+    let mut next = prompt.to_vec();
+    next.extend_from_slice(&got.tokens);
+    next.extend_from_slice(&[42, 43]);
+    let again = greedy(&mut session, &[], 1);
+    assert_eq!(again.reused, prompt.len() - 1);
+    let cont = session
+        .generate(
+            &Request {
+                prompt: &next,
+                max_tokens: 3,
+                stop: &[],
+                sampling: Sampling::GREEDY,
+            },
+            |_| true,
+        )
+        .unwrap();
+    assert_eq!(cont.prefilled + cont.reused, next.len());
+    assert!(cont.reused >= prompt.len(), "reused {}", cont.reused);
+    let mut expect = next.clone();
+    for _ in 0..3 {
+        let l = cpu_logits(&values, &expect);
+        expect.push(argmax(l.last().unwrap()));
+    }
+    assert_eq!(cont.tokens, expect[next.len()..]);
+
+    // Cancellation after two tokens, and a context that fills up.
+    session.reset();
+    let mut seen = 0;
+    let cancelled = session
+        .generate(
+            &Request {
+                prompt: &prompt,
+                max_tokens: 12,
+                stop: &[],
+                sampling: Sampling::GREEDY,
+            },
+            |_| {
+                seen += 1;
+                seen < 2
+            },
+        )
+        .unwrap();
+    assert_eq!(cancelled.reason, StopReason::Cancelled);
+    assert_eq!(cancelled.tokens, want[..2]);
+    session.reset();
+    let full = greedy(&mut session, &[], 100);
+    assert_eq!(full.reason, StopReason::ContextFull);
+    // A context of 24 positions holds 24 run tokens; the 25th is sampled from the last.
+    assert_eq!(prompt.len() + full.tokens.len(), ctx + 1);
+    assert_eq!(full.tokens[..12], *want);
+
+    // Bad requests are typed errors.
+    let err = session
+        .generate(
+            &Request {
+                prompt: &[VOCAB as u32],
+                max_tokens: 1,
+                stop: &[],
+                sampling: Sampling::GREEDY,
+            },
+            |_| true,
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "BAD_REQUEST");
+    assert_eq!(session.logits(&[]).unwrap_err().code(), "BAD_REQUEST");
+    assert_eq!(
+        session.logits(&vec![1; ctx + 1]).unwrap_err().code(),
+        "BAD_REQUEST"
+    );
+}
+
+/// Past 16 key blocks per head (512 keys of 64-element heads) the attention's combining pass
+/// runs on its own instead of inside the output projection: logits at a context on each side
+/// of that switch (the cache carried across, so the second call prefills only the new tokens)
+/// agree with the CPU forward pass.
+#[test]
+fn tiny_llama_long_context_matches_on_both_sides_of_the_fused_combine() {
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let ctx = 600;
+    let model = Model::load(&gpu, &g, ctx).unwrap();
+    let mut session = Session::new(&gpu, &model, ctx).unwrap();
+    // Batches whatever the adapter: the test is about them.
+    session.batched_prefill = Some(true);
+    let prompt: Vec<u32> = support::random_f32(560, 31)
+        .iter()
+        .map(|v| ((v + 1.0) * 0.5 * VOCAB as f32) as u32 % VOCAB as u32)
+        .collect();
+    let cpu = cpu_logits(&values, &prompt);
+    for n in [500, 560] {
+        let got = session.logits(&prompt[..n]).unwrap();
+        assert_logits_close(&got, &cpu[n - 1], &format!("context {n}"));
+    }
+}
+
+/// The MLC roles: `embed_tokens` gives the table's rows, `prefill_embeds` of them gives the
+/// logits a token prompt gives, rows no token has (an adapter's) run through the same layers
+/// as the CPU forward pass from those rows, `decode_embeds` continues one position at a time,
+/// and the paged cache reuses its pages in another order after a truncation. Bad shapes,
+/// a full cache and a cache of another model are refused before anything runs.
+#[test]
+fn tiny_llama_roles_match_the_cpu_forward_pass() {
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let ctx = 200;
+    let model = Model::load(&gpu, &g, ctx).unwrap();
+    let mut program = Program::new(&gpu, &model, ctx).unwrap();
+    program.batched_prefill = Some(true);
+
+    // embed_tokens: the dequantized table rows (Q8_0, no embedding scale for llama).
+    let ids: Vec<u32> = (0..140).map(|i| (i * 37 + 11) % VOCAB as u32).collect();
+    let embeds = program.embed_tokens(&ids).unwrap();
+    assert_eq!(embeds.shape, vec![ids.len(), EMBD]);
+    let table = &values["token_embd.weight"];
+    let got = gpu.readback_f32(&embeds).unwrap();
+    for (i, &t) in ids.iter().enumerate() {
+        let want = &table[t as usize * EMBD..(t as usize + 1) * EMBD];
+        assert_eq!(&got[i * EMBD..(i + 1) * EMBD], want, "row {i}");
+    }
+
+    // prefill_embeds of the token rows: the token prompt's logits (140 positions: 3 pages).
+    let cpu = cpu_logits(&values, &ids);
+    let mut kv = program.create_kv_cache(ctx).unwrap();
+    let logits = program.prefill_embeds(&embeds, &mut kv).unwrap();
+    assert_logits_close(
+        &gpu.readback_f32(&logits).unwrap(),
+        &cpu[139],
+        "prefill_embeds",
+    );
+    assert_eq!(kv.len(), 140);
+    assert_eq!(kv.page_table(), &[0, 1, 2]);
+
+    // Rows no token has, prefilled after a truncation to 70 (the pages past the first two
+    // come back in another order), then decoded one at a time.
+    let mixed: Vec<Vec<f32>> = (0..75)
+        .map(|i| {
+            support::random_f32(EMBD, 500 + i)
+                .iter()
+                .map(|x| 0.5 * x)
+                .collect()
+        })
+        .collect();
+    let mut rows: Vec<Vec<f32>> = (0..70)
+        .map(|i| got[i * EMBD..(i + 1) * EMBD].to_vec())
+        .collect();
+    rows.extend(mixed.iter().cloned());
+    let cpu = cpu_logits_of_rows(&values, &rows);
+    kv.truncate(0);
+    // Token by token this time (the embeddings rows are views either way).
+    program.batched_prefill = Some(false);
+    let first: Vec<f32> = rows[..140].concat();
+    let first = gpu.upload_f32(&first, &[1, 140, EMBD], "rows").unwrap();
+    let logits = program.prefill_embeds(&first, &mut kv).unwrap();
+    assert_eq!(kv.page_table(), &[2, 1, 0]);
+    assert_logits_close(
+        &gpu.readback_f32(&logits).unwrap(),
+        &cpu[139],
+        "adapter rows",
+    );
+    for (pos, row) in rows.iter().enumerate().skip(140) {
+        let one = gpu.upload_f32(row, &[1, 1, EMBD], "row").unwrap();
+        let logits = program.decode_embeds(&one, &mut kv).unwrap();
+        let what = format!("decode_embeds at {pos}");
+        assert_logits_close(&gpu.readback_f32(&logits).unwrap(), &cpu[pos], &what);
+    }
+    assert_eq!(kv.len(), 145);
+
+    // Refused: a row of the wrong width, two rows to decode, u32 rows, positions past the
+    // cache, a cache larger than the program's, ids outside the vocabulary; the cache is
+    // unchanged.
+    let bad = |r: Result<gpuport_runtime::Tensor, gpuport_llm::LlmError>| {
+        let Err(e) = r else { panic!("accepted") };
+        assert_eq!(e.code(), "BAD_REQUEST");
+    };
+    let narrow = gpu.zeros_f32(&[1, EMBD - 4], "narrow").unwrap();
+    bad(program.decode_embeds(&narrow, &mut kv));
+    let two = gpu.zeros_f32(&[2, EMBD], "two").unwrap();
+    bad(program.decode_embeds(&two, &mut kv));
+    let ints = gpu
+        .upload(
+            &vec![0u8; 4 * EMBD],
+            gpuport_runtime::Elem::U32,
+            &[1, EMBD],
+            "ints",
+        )
+        .unwrap();
+    bad(program.decode_embeds(&ints, &mut kv));
+    let many = gpu.zeros_f32(&[60, EMBD], "many").unwrap();
+    bad(program.prefill_embeds(&many, &mut kv));
+    assert!(program.create_kv_cache(ctx + 1).is_err());
+    assert!(program.embed_tokens(&[VOCAB as u32]).is_err());
+    assert_eq!(kv.len(), 145);
+}
+
+/// Issue 18: limits and device loss are typed errors and the process stays usable.
+#[test]
+fn oversized_requests_and_device_loss_are_typed_errors() {
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, _) = build();
+    let g = Gguf::parse(bytes).unwrap();
+
+    // A KV cache past the adapter's limits (lavapipe: 128 MiB per binding): refused before
+    // anything is allocated, with the sizes, and the model still serves a small session.
+    let model = Model::load(&gpu, &g, 16).unwrap();
+    let huge = 1 << 24;
+    let err = Session::new(&gpu, &model, huge).map(drop).unwrap_err();
+    assert!(
+        matches!(err.code(), "OUT_OF_MEMORY" | "TOO_LARGE" | "BAD_REQUEST"),
+        "{}: {err}",
+        err.code()
+    );
+    let err = Model::load(&gpu, &g, huge).map(drop).unwrap_err();
+    assert!(!err.to_string().is_empty());
+    // A tensor larger than the largest buffer the adapter allows.
+    let limit = gpu.limits().max_buffer_size;
+    let elems = (limit / 4 + 1) as usize;
+    let err = gpu.zeros_f32(&[elems], "too big").map(drop).unwrap_err();
+    assert!(
+        matches!(err, gpuport_runtime::GpuError::TooLarge { .. }),
+        "{err}"
+    );
+    let mut session = Session::new(&gpu, &model, 16).unwrap();
+    let request = |sampling| Request {
+        prompt: &[5u32, 77, 123],
+        max_tokens: 6,
+        stop: &[],
+        sampling,
+    };
+    let first = session
+        .generate(&request(Sampling::GREEDY), |_| true)
+        .unwrap();
+    assert_eq!(first.tokens.len(), 6);
+
+    // The device is lost in the middle of a generation: the call fails with DEVICE_LOST,
+    // and so does every later call; nothing panics and no tokens come from a dead device.
+    let mut seen = 0;
+    let err = session
+        .generate(&request(Sampling::GREEDY), |_| {
+            seen += 1;
+            if seen == 1 {
+                gpu.destroy();
+            }
+            true
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "DEVICE_LOST", "{err}");
+    assert_eq!(seen, 1, "no token after the loss");
+    let again = session
+        .generate(&request(Sampling::GREEDY), |_| true)
+        .unwrap_err();
+    assert_eq!(again.code(), "DEVICE_LOST", "{again}");
+    let err = Session::new(&gpu, &model, 16).map(drop).unwrap_err();
+    assert_eq!(err.code(), "DEVICE_LOST", "{err}");
+    assert!(gpu.check().is_err());
+}
