@@ -16,7 +16,7 @@ pub fn run(model: &Path, ctx: Option<usize>, as_json: bool) -> u8 {
     let source = match llm::resolve(model) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error [{}]: {e}", e.code());
             return EXIT_USAGE;
         }
     };

@@ -18,14 +18,17 @@ pub fn run(model: PathBuf, system: Option<String>, args: SamplingArgs) -> u8 {
     let source = match llm::resolve(&model) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error [{}]: {e}", e.code());
             return EXIT_USAGE;
         }
     };
     let loaded = match llm::load(&source, args.ctx, false, true) {
         Ok(l) => l,
         Err(e) => {
-            return e.report("it cannot chat; use `gpuport generate --raw` to complete text");
+            return llm::report(
+                &e,
+                "it cannot chat; use `gpuport generate --raw` to complete text",
+            );
         }
     };
     let Some(template) = &loaded.template else {

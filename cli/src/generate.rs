@@ -134,13 +134,13 @@ pub fn run(a: GenerateArgs) -> u8 {
     let source = match llm::resolve(&a.model) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error [{}]: {e}", e.code());
             return EXIT_USAGE;
         }
     };
     let loaded = match llm::load(&source, a.sampling.ctx, false, !a.raw) {
         Ok(l) => l,
-        Err(e) => return e.report("use `generate --raw` to send the text as-is"),
+        Err(e) => return llm::report(&e, "use `generate --raw` to send the text as-is"),
     };
     let ids = match prompt_ids(&loaded, &a.prompt, a.raw) {
         Ok(ids) => ids,

@@ -20,11 +20,7 @@ pub fn registered(overrides: &[Runtime]) -> Vec<RuntimeSupport> {
         .collect()
 }
 
-/// Total RAM of this machine in MiB, when the OS tells it (Linux `/proc/meminfo`). Read by hand:
-/// one line of one file does not justify a system-information dependency.
+/// Total RAM of this machine in MiB, when the OS tells it.
 pub fn ram_mb() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
+    gpuport_llm::loader::host_ram_mb()
 }

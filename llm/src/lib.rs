@@ -26,6 +26,7 @@ pub mod chat;
 pub mod config;
 pub mod error;
 pub mod kv_cache;
+pub mod loader;
 pub mod model;
 pub mod prefill;
 pub mod program;
