@@ -21,6 +21,14 @@
 //! # Ok(()) }
 //! ```
 
+use std::collections::BTreeMap;
+
+use gpuport_manifest_core::hash::{ParamSchema, interface_id, parameter_schema_id};
+use gpuport_manifest_core::mlc::PROGRAM_SCHEMA;
+use gpuport_runtime::gguf::{Gguf, Metadata, TensorInfo};
+use serde_json::{Value, json};
+
+use super::config::ModelConfig;
 use super::error::LlmError;
 use super::kv_cache::{DEFAULT_PAGE, KvCache};
 use super::model::{Model, Rows, Scratch};
@@ -217,4 +225,67 @@ impl<'m> Program<'m> {
         }
         Ok(())
     }
+}
+
+/// The tasks object a GGUF implies (what `interface_id` hashes): `chat.completions` when it
+/// carries a chat template, else `text.completions`, run by the `generation` executor, text in
+/// (the tokenizer) and text out.
+pub fn tasks(g: &Gguf) -> Value {
+    let task = if g.value("tokenizer.chat_template").is_some() {
+        "chat.completions"
+    } else {
+        "text.completions"
+    };
+    json!({
+        task: {
+            "executor": "generation",
+            "inputs": {"text": {"processor": "tokenizer"}},
+            "output": "text"
+        }
+    })
+}
+
+fn params(parameters: &[&TensorInfo]) -> Vec<ParamSchema> {
+    parameters
+        .iter()
+        .map(|t| ParamSchema {
+            name: t.name.clone(),
+            shape: t.dims.iter().rev().copied().collect(),
+            dtype: t.type_name(),
+        })
+        .collect()
+}
+
+/// The `mlc.compiled-program` document this executor satisfies for `g` (mlc-model-package-v1):
+///
+/// - `interface_id`: the canonical id of the tasks the file implies ([`tasks`]);
+/// - `parameter_schema_id`: the canonical id of the parameters the forward pass reads, each
+///   `{name, shape (outermost first), dtype}` with the GGML type name as the dtype (a GGUF
+///   stores blocks, not MLC's element dtypes; docs/spec/hashes.md);
+/// - `programs.generation.exports`: the roles of [`EXPORTS`];
+/// - `resources`: from the parameter shapes — the largest parameter and their total, the
+///   figures `gpuport can-run` reports as `largest_tensor_bytes` and `weight_bytes`; no
+///   WebGPU feature is required (the kernels read f16 through `unpack2x16float`, subgroups
+///   are optional).
+pub fn document(g: &Gguf, cfg: &ModelConfig) -> Result<Value, String> {
+    let parameters = super::weights::parameters(cfg, g);
+    let interface = interface_id(&tasks(g)).map_err(|e| e.to_string())?;
+    let schema = parameter_schema_id(&params(&parameters)).map_err(|e| e.to_string())?;
+    let exports: BTreeMap<&str, &str> = EXPORTS.into_iter().collect();
+    let largest = parameters.iter().map(|t| t.bytes).max().unwrap_or(0);
+    let total: u64 = parameters.iter().map(|t| t.bytes).sum();
+    Ok(json!({
+        "schema": PROGRAM_SCHEMA,
+        "schema_version": 1,
+        "interface_id": interface,
+        "parameter_schema_id": schema,
+        "programs": {
+            "generation": {"kind": "token_generation", "exports": exports}
+        },
+        "resources": {
+            "required_features": [],
+            "max_storage_buffer_binding_size": largest,
+            "estimated_device_memory_bytes": total
+        }
+    }))
 }
