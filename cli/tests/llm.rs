@@ -13,9 +13,14 @@ fn gpuport(args: &[&str]) -> Output {
     gpuport_with_store(args, None)
 }
 
-/// `gpuport args…` with `GPUPORT_STORE` set to `store` when given.
+/// `gpuport args…` with `GPUPORT_STORE` set to `store` when given, and measured decode speeds
+/// kept out of the user's cache.
 fn gpuport_with_store(args: &[&str], store: Option<&std::path::Path>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuport"));
+    cmd.env(
+        "GPUPORT_SPEEDS",
+        std::env::temp_dir().join(format!("gpuport-test-speeds-{}.json", std::process::id())),
+    );
     if let Some(store) = store {
         cmd.env("GPUPORT_STORE", store);
     }
@@ -52,25 +57,33 @@ fn generate_raw_greedy_from_the_store_matches_llama_cpp() {
     .unwrap();
     let case = &fixture["cases"][0];
     let want: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
-    let out = gpuport_with_store(
-        &[
-            "generate",
-            "smollm2",
-            "--raw",
-            "--prompt",
-            case["text"].as_str().unwrap(),
-            "--temperature",
-            "0",
-            "--max-tokens",
-            "4",
-            "--json",
-        ],
-        Some(store.path()),
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<u32> = serde_json::from_value(report["ids"].clone()).unwrap();
-    assert_eq!(ids, want[..4]);
+    // Four greedy tokens of the fixture's first prompt, `steps` decode steps per submit: the
+    // report and stderr.
+    let generate = |steps: &str| {
+        let out = gpuport_with_store(
+            &[
+                "generate",
+                "smollm2",
+                "--raw",
+                "--prompt",
+                case["text"].as_str().unwrap(),
+                "--temperature",
+                "0",
+                "--max-tokens",
+                "4",
+                "--steps-per-submit",
+                steps,
+                "--json",
+            ],
+            Some(store.path()),
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ids: Vec<u32> = serde_json::from_value(report["ids"].clone()).unwrap();
+        assert_eq!(ids, want[..4]);
+        (report, text(&out.stderr))
+    };
+    let (report, stderr) = generate("8");
     assert_eq!(report["stop_reason"], "length");
     assert_eq!(
         report["prompt_tokens"],
@@ -79,35 +92,11 @@ fn generate_raw_greedy_from_the_store_matches_llama_cpp() {
     // Four tokens at 8 steps per submit are the prefill's token and one decode batch: no
     // steady rate to measure (issue 18: this printed tens of thousands of tok/s).
     assert!(report["decode_tokens_per_s"].is_null(), "{report}");
-    assert!(
-        text(&out.stderr).contains("decode n/a"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(stderr.contains("decode n/a"), "{stderr}");
 
     // One step per submit: batches 2 and 3 are measured, at a rate a CPU adapter can reach
     // (SmolLM2 reads ~98 MB per token; lavapipe streams ~1.2 GB/s).
-    let out = gpuport_with_store(
-        &[
-            "generate",
-            "smollm2",
-            "--raw",
-            "--prompt",
-            case["text"].as_str().unwrap(),
-            "--temperature",
-            "0",
-            "--max-tokens",
-            "4",
-            "--steps-per-submit",
-            "1",
-            "--json",
-        ],
-        Some(store.path()),
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<u32> = serde_json::from_value(report["ids"].clone()).unwrap();
-    assert_eq!(ids, want[..4]);
+    let (report, _) = generate("1");
     let rate = report["decode_tokens_per_s"].as_f64().unwrap();
     assert!(rate > 0.0, "{report}");
     if report["adapter"].as_str().unwrap().contains("llvmpipe") {
