@@ -52,14 +52,23 @@ fuzz_target!(init: { tokenizers(); }, |data: &[u8]| {
             let ids = tok.encode(&text, head & 4 != 0, parse_special);
             assert!(ids.iter().all(|&id| (id as usize) < tok.len()));
         }
-        // Plain text (no BOS, no control tokens parsed) decodes back to itself; SentencePiece
-        // may have added its space prefix.
-        let ids = tok.encode(&text, false, false);
-        let back = String::from_utf8_lossy(&tok.decode(&ids, true)).into_owned();
-        assert!(
-            back == *text || back.strip_prefix(' ') == Some(&*text),
-            "{text:?} came back as {back:?}"
-        );
+        // Plain text (no BOS, no control tokens parsed) decodes back to itself (SentencePiece
+        // may add its space prefix) — when every character does alone: a vocabulary without a
+        // token for some byte (SmolLM2 has none for bytes 4, 6, 19, 20, 22 and 29) drops it,
+        // as llama.cpp does.
+        let alone = |c: char| {
+            let ids = tok.encode(c.encode_utf8(&mut [0; 4]), false, false);
+            let back = String::from_utf8_lossy(&tok.decode(&ids, true)).into_owned();
+            back.trim_start_matches(' ') == c.to_string().trim_start_matches(' ')
+        };
+        if text.chars().all(alone) {
+            let ids = tok.encode(&text, false, false);
+            let back = String::from_utf8_lossy(&tok.decode(&ids, true)).into_owned();
+            assert!(
+                back == *text || back.strip_prefix(' ') == Some(&*text),
+                "{text:?} came back as {back:?}"
+            );
+        }
     } else {
         let ids: Vec<u32> = rest
             .chunks_exact(4)
