@@ -194,6 +194,8 @@ pub fn run(a: GenerateArgs) -> u8 {
             true
         },
     );
+    // An error before the first token: clear the spinner before it is printed.
+    stage.done();
     let done = Instant::now();
     let generated = match result {
         Ok(g) => g,
