@@ -14,7 +14,7 @@
 
 use gpuport_kernels::attention::PAGE_MULTIPLE;
 
-use super::config::ModelConfig;
+use super::arch::ModelConfig;
 use gpuport_runtime::device::Gpu;
 use gpuport_runtime::error::GpuError;
 use gpuport_runtime::ops::KvLayer;

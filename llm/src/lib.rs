@@ -22,8 +22,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod arch;
 pub mod chat;
-pub mod config;
 pub mod error;
 pub mod kv_cache;
 pub mod loader;
@@ -35,8 +35,8 @@ pub mod session;
 pub mod tokenizer;
 pub mod weights;
 
+pub use arch::{Arch, LayerNames, ModelConfig};
 pub use chat::{ChatTemplate, Message, stop_tokens};
-pub use config::{Arch, ModelConfig};
 pub use error::LlmError;
 pub use kv_cache::KvCache;
 pub use model::Model;

@@ -11,7 +11,7 @@ use gpuport_kernels::quant::GgmlType;
 use gpuport_kernels::rowops::{self, ElementOp, NormKind};
 use gpuport_kernels::sample;
 
-use super::config::ModelConfig;
+use super::arch::ModelConfig;
 use super::error::LlmError;
 use super::kv_cache::KvCache;
 use super::weights::{self, InputNorm, LoadPlan, Projections, Weights};
@@ -225,7 +225,8 @@ impl Model {
         ops::gemv_call(gpu, rec, call, self.tunables_for(gpu, call.w, call.input))
     }
 
-    /// Records `out = [W_1; W_2; …] norm(x)`, the parts' outputs one after another: the
+    /// Records `out = [W_1; W_2; …] norm(x) (+ bias)`, the parts' outputs one after another
+    /// (a bias vector covers them all, added by each GEMV's residual epilogue): the
     /// RMSNorm is fused into each GEMV (every workgroup normalizes the row itself), a
     /// LayerNorm runs first on its own. A folded norm first applies the post-norm of the
     /// projection in `s.proj` and its residual add to `x`, the first GEMV writing the new
@@ -236,11 +237,16 @@ impl Model {
         rec: &mut Recorder<'_>,
         [x, x_next, out]: [&Tensor; 3],
         norm: &InputNorm,
-        parts: &Projections,
+        (parts, bias): (&Projections, Option<&Tensor>),
         s: &Scratch,
     ) -> Result<bool, GpuError> {
         let c = &self.cfg;
         let folded = matches!(norm, InputNorm::Folded { .. });
+        if folded && bias.is_some() {
+            return Err(GpuError::Shape(
+                "a biased projection behind a folded post-norm".into(),
+            ));
+        }
         let (input, x_in, weights) = match (norm, c.norm) {
             (InputNorm::Plain(w), NormKind::Rms) => (GemvInput::RmsNorm, x, Some(w)),
             (InputNorm::Plain(w), NormKind::RmsPlusOne) => (GemvInput::RmsNormPlusOne, x, Some(w)),
@@ -283,6 +289,7 @@ impl Model {
                 input,
                 norm: weights.map(|w| (w, c.eps)),
                 fold: folded.then_some((x, (i == 0).then_some(x_next))),
+                residual: bias,
                 ..GemvCall::new(w, x_in, out)
             };
             if separate {
@@ -293,6 +300,7 @@ impl Model {
                 call = GemvCall {
                     y_first,
                     input: form,
+                    residual: bias,
                     ..GemvCall::new(w, &vector, out)
                 };
             }
@@ -432,7 +440,8 @@ impl Model {
         let (mut x, mut x_next) = (&s.x, &s.x_alt);
         for (i, l) in w.layers.iter().enumerate() {
             let ins = [x, x_next, &s.qkv];
-            if self.normed_projections(gpu, rec, ins, &l.attn_norm, &l.attn_in, s)? {
+            let attn_in = (&l.attn_in, l.qkv_bias.as_ref());
+            if self.normed_projections(gpu, rec, ins, &l.attn_norm, attn_in, s)? {
                 (x, x_next) = (x_next, x);
             }
             let p = self.attention_params(i, pos, kv.capacity(), l.qk_norm.is_some())?;
@@ -443,7 +452,7 @@ impl Model {
                 (x, x_next) = (x_next, x);
             }
             let ins = [x, x_next, &s.gate];
-            if self.normed_projections(gpu, rec, ins, &l.ffn_norm, &l.ffn_in, s)? {
+            if self.normed_projections(gpu, rec, ins, &l.ffn_norm, (&l.ffn_in, None), s)? {
                 (x, x_next) = (x_next, x);
             }
             let down = [&l.w_down, &s.gate, x, x_next];
@@ -456,7 +465,7 @@ impl Model {
                 stacks: vec![w.output.clone()],
             };
             let ins = [x, x_next, &s.logits];
-            self.normed_projections(gpu, rec, ins, &w.output_norm, &out, s)?;
+            self.normed_projections(gpu, rec, ins, &w.output_norm, (&out, None), s)?;
         }
         Ok(())
     }

@@ -160,7 +160,8 @@ impl Model {
             if self.batch_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj, &post, &h])? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
-            self.batch_projections(gpu, rec, &h, &l.attn_in, &qkv, n)?;
+            let bias = l.qkv_bias.as_ref();
+            self.batch_projections(gpu, rec, &h, (&l.attn_in, bias), &qkv, n)?;
             let mut p =
                 self.attention_params(i, pos + n - 1, kv.capacity(), l.qk_norm.is_some())?;
             p.tokens = n as u32;
@@ -185,7 +186,7 @@ impl Model {
             if self.batch_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj, &post, &h])? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
-            self.batch_projections(gpu, rec, &h, &l.ffn_in, &gate, n)?;
+            self.batch_projections(gpu, rec, &h, (&l.ffn_in, None), &gate, n)?;
             if self.batch_out(gpu, rec, &l.w_down, [&gate, &x, &x_alt, &proj], glu, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
@@ -217,13 +218,14 @@ impl Model {
         }
     }
 
-    /// `out[t] = [W_1; W_2; …] h[t]` for the batch's rows, the parts side by side in each row.
+    /// `out[t] = [W_1; W_2; …] h[t] (+ bias)` for the batch's rows, the parts side by side in
+    /// each row.
     fn batch_projections(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         h: &Tensor,
-        parts: &Projections,
+        (parts, bias): (&Projections, Option<&Tensor>),
         out: &Tensor,
         n: usize,
     ) -> Result<(), GpuError> {
@@ -239,6 +241,7 @@ impl Model {
                 y_stride: width,
                 y_first,
                 residual: None,
+                bias,
                 input: GemvInput::Plain,
             };
             ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
@@ -268,6 +271,7 @@ impl Model {
             y_stride: self.cfg.embd,
             y_first: 0,
             residual: (!post_norms).then_some(x),
+            bias: None,
             input,
         };
         ops::gemm(gpu, rec, call, self.gemm_tile(w))?;

@@ -28,7 +28,7 @@ use gpuport_manifest_core::mlc::PROGRAM_SCHEMA;
 use gpuport_runtime::gguf::{Gguf, Metadata, TensorInfo};
 use serde_json::{Value, json};
 
-use super::config::ModelConfig;
+use super::arch::ModelConfig;
 use super::error::LlmError;
 use super::kv_cache::{DEFAULT_PAGE, KvCache};
 use super::model::{Model, Rows, Scratch};

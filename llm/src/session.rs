@@ -104,11 +104,13 @@ pub struct Generated {
     pub decode: Option<DecodeTiming>,
 }
 
-/// The decode rate as measured: tokens delivered by the second and later decode batches over
-/// the wall time from the first decode batch's readback to the last one's. The first token
-/// (sampled with the prefill) and the first decode batch are left out because their GPU work
-/// overlaps the prefill's and the pipelined submits': counting them turned an 8-token reply
-/// into "55,042 tok/s". A reply shorter than two decode batches has no measurable rate.
+/// The decode rate as measured: tokens delivered by the decode batches over the wall time from
+/// the first decode batch's submit to the last batch's readback. That submit waits for the
+/// first token's readback (the batch is recorded while the prefill runs, so only the submit
+/// waits): the GPU is idle then, so the interval holds the decode work and nothing else. An
+/// earlier count that started at a pipelined readback turned an 8-token reply into "55,042
+/// tok/s" (a driver may finish a readback only with later work, lavapipe does), and a
+/// 12-token one into 4,520. A reply of the first token alone has no decode rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecodeTiming {
     /// Tokens counted.
@@ -320,14 +322,15 @@ impl<'m> Session<'m> {
     }
 
     /// Records, from the token at position `run_from` (sampled, not yet run), up to
-    /// `budget` sampling steps, each running the newest token and sampling the next, and
-    /// submits them with the readback of the sampled ids. Returns `None` when no step fits.
-    fn submit_batch(
+    /// `budget` sampling steps, each running the newest token and sampling the next. Returns
+    /// `None` when no step fits; else the recording and its step count, for
+    /// [`Session::submit_steps`].
+    fn record_steps(
         &mut self,
         run_from: usize,
         budget: usize,
         sampling: &Sampling,
-    ) -> Result<Option<Batch>, LlmError> {
+    ) -> Result<Option<(Recorder<'m>, usize)>, LlmError> {
         let ctx = self.kv.capacity();
         let steps = budget
             .min(self.steps_per_submit.max(1))
@@ -346,8 +349,18 @@ impl<'m> Session<'m> {
                 .record_token(self.gpu, &mut rec, &self.scratch, ids, &self.kv, p, true)?;
             self.record_sample(&mut rec, p, sampling)?;
         }
+        Ok(Some((rec, steps)))
+    }
+
+    /// Submits steps recorded by [`Session::record_steps`] from `run_from`, with the readback
+    /// of the ids they sample.
+    fn submit_steps(
+        &mut self,
+        (mut rec, steps): (Recorder<'m>, usize),
+        run_from: usize,
+    ) -> Result<Batch, LlmError> {
         self.submit(&mut rec)?;
-        Ok(Some(self.read_sampled(run_from + 1, steps)?))
+        self.read_sampled(run_from + 1, steps)
     }
 
     /// Starts the readback of the ids sampled at positions `first..first + count`.
@@ -408,32 +421,33 @@ impl<'m> Session<'m> {
         self.submit(&mut rec)?;
         out.submits += 1;
         let mut inflight = self.read_sampled(last + 1, 1)?;
-        // Readbacks completed so far, the wall time of the first decode batch's, and the
-        // tokens delivered after it (DecodeTiming).
-        let mut readbacks = 0usize;
+        // When the first decode batch was submitted (DecodeTiming), and the tokens delivered
+        // since.
         let mut decode_from: Option<std::time::Instant> = None;
         let mut decode_tokens = 0usize;
         loop {
             // The next batch starts from the in-flight batch's last sampled token.
             let run_from = inflight.first + inflight.count - 1;
             let budget = req.max_tokens - out.tokens.len() - inflight.count;
-            let next = self.submit_batch(run_from, budget, &req.sampling)?;
-            out.submits += usize::from(next.is_some());
+            let mut recorded = self.record_steps(run_from, budget, &req.sampling)?;
+            let first = decode_from.is_none();
+            // Past the first token the next batch goes in before this one is read (pipelined);
+            // the first decode batch waits until the first token is delivered (below).
+            let mut next = match recorded.take() {
+                Some(r) if !first => Some(self.submit_steps(r, run_from)?),
+                other => {
+                    recorded = other;
+                    None
+                }
+            };
             let ids: Vec<u32> =
                 bytemuck::pod_collect_to_vec(&self.gpu.finish_readback(inflight.readback)?);
-            let arrived = std::time::Instant::now();
-            readbacks += 1;
-            match decode_from {
-                // Readback 1 is the prefill's token, readback 2 the first decode batch.
-                None if readbacks == 2 => decode_from = Some(arrived),
-                Some(from) => {
-                    decode_tokens += ids.len();
-                    out.decode = Some(DecodeTiming {
-                        tokens: decode_tokens,
-                        seconds: (arrived - from).as_secs_f64(),
-                    });
-                }
-                None => {}
+            if let Some(from) = decode_from {
+                decode_tokens += ids.len();
+                out.decode = Some(DecodeTiming {
+                    tokens: decode_tokens,
+                    seconds: from.elapsed().as_secs_f64(),
+                });
             }
             let mut stopped = None;
             for (j, &id) in ids.iter().enumerate() {
@@ -456,6 +470,17 @@ impl<'m> Session<'m> {
                     break;
                 }
             }
+            if first && stopped.is_none() {
+                // The GPU is idle now: the decode interval starts with this submit. (A CPU
+                // adapter may run a submit inside `queue.submit`; submitting after the first
+                // token's callback keeps that out of the time to first token too.)
+                decode_from = Some(std::time::Instant::now());
+                next = recorded
+                    .take()
+                    .map(|r| self.submit_steps(r, run_from))
+                    .transpose()?;
+            }
+            out.submits += usize::from(next.is_some());
             // Within the batch every sampled token but the last was run; the last is run by
             // the next batch when there is one.
             let ran = inflight.count - 1 + usize::from(next.is_some());

@@ -4,7 +4,7 @@
 
 use gpuport_kernels::quant::GgmlType;
 
-use super::config::ModelConfig;
+use super::arch::{self, ModelConfig};
 use super::error::LlmError;
 use gpuport_gguf::{Gguf, GgufError, TensorInfo};
 use gpuport_runtime::device::Gpu;
@@ -20,6 +20,9 @@ pub struct LayerWeights {
     pub wo: Tensor,
     /// Per-head query norm then per-head key norm (Gemma 3), `2 head_dim` f32.
     pub qk_norm: Option<Tensor>,
+    /// Query, key and value biases, concatenated like the projections' outputs (Qwen2),
+    /// `q_dim + 2 kv_dim` f32.
+    pub qkv_bias: Option<Tensor>,
     /// Pre-feed-forward norm.
     pub ffn_norm: InputNorm,
     /// Gate and up `[ff, embd]` projections.
@@ -92,32 +95,41 @@ struct Need {
 
 fn needs(cfg: &ModelConfig, g: &Gguf) -> Vec<Need> {
     let mut out = Vec::new();
-    let mut need =
-        |name: String, shape: Vec<usize>, norm: bool| out.push(Need { name, shape, norm });
+    let mut need = |name: &str, shape: Vec<usize>, norm: bool| {
+        out.push(Need {
+            name: name.to_string(),
+            shape,
+            norm,
+        })
+    };
     let (e, q, kv, ff) = (cfg.embd, cfg.q_dim(), cfg.kv_dim(), cfg.ff);
-    need("token_embd.weight".into(), vec![cfg.vocab, e], false);
-    need("output_norm.weight".into(), vec![e], true);
-    if g.tensor("output.weight").is_some() {
-        need("output.weight".into(), vec![cfg.vocab, e], false);
+    need(arch::TOKEN_EMBD, vec![cfg.vocab, e], false);
+    need(arch::OUTPUT_NORM, vec![e], true);
+    if g.tensor(arch::OUTPUT).is_some() {
+        need(arch::OUTPUT, vec![cfg.vocab, e], false);
     }
     for i in 0..cfg.layers {
-        let b = |s: &str| format!("blk.{i}.{s}.weight");
-        need(b("attn_norm"), vec![e], true);
-        need(b("attn_q"), vec![q, e], false);
-        need(b("attn_k"), vec![kv, e], false);
-        need(b("attn_v"), vec![kv, e], false);
-        need(b("attn_output"), vec![e, q], false);
-        need(b("ffn_norm"), vec![e], true);
-        need(b("ffn_gate"), vec![ff, e], false);
-        need(b("ffn_up"), vec![ff, e], false);
-        need(b("ffn_down"), vec![e, ff], false);
-        if cfg.qk_norm {
-            need(b("attn_q_norm"), vec![cfg.head_dim], true);
-            need(b("attn_k_norm"), vec![cfg.head_dim], true);
+        let n = cfg.layer_names(i);
+        need(&n.attn_norm, vec![e], true);
+        for (name, rows) in n.qkv.iter().zip([q, kv, kv]) {
+            need(name, vec![rows, e], false);
         }
-        if cfg.post_norms {
-            need(b("post_attention_norm"), vec![e], true);
-            need(b("post_ffw_norm"), vec![e], true);
+        if let Some(biases) = &n.qkv_bias {
+            for (name, rows) in biases.iter().zip([q, kv, kv]) {
+                need(name, vec![rows], true);
+            }
+        }
+        need(&n.attn_out, vec![e, q], false);
+        need(&n.ffn_norm, vec![e], true);
+        for name in &n.gate_up {
+            need(name, vec![ff, e], false);
+        }
+        need(&n.down, vec![e, ff], false);
+        for name in n.qk_norm.iter().flatten() {
+            need(name, vec![cfg.head_dim], true);
+        }
+        for name in n.post_norms.iter().flatten() {
+            need(name, vec![e], true);
         }
     }
     out
@@ -281,52 +293,38 @@ impl Weights {
                 _ => InputNorm::Plain(get(&own)?),
             })
         };
-        let b = |i: usize, s: &str| format!("blk.{i}.{s}.weight");
-        let embd = get("token_embd.weight")?;
-        let output = match g.tensor("output.weight") {
-            Some(_) => get("output.weight")?,
+        let embd = get(arch::TOKEN_EMBD)?;
+        let output = match g.tensor(arch::OUTPUT) {
+            Some(_) => get(arch::OUTPUT)?,
             None => embd.clone(),
         };
+        let names: Vec<_> = (0..cfg.layers).map(|i| cfg.layer_names(i)).collect();
+        let post_ffn = |n: &arch::LayerNames| n.post_norms.as_ref().map(|[_, f]| f.clone());
         let mut layers = Vec::with_capacity(cfg.layers);
-        for i in 0..cfg.layers {
-            let prev_post = i.checked_sub(1).map(|p| b(p, "post_ffw_norm"));
-            let b = |s: &str| b(i, s);
+        for (i, n) in names.iter().enumerate() {
+            let prev_post = i.checked_sub(1).and_then(|p| post_ffn(&names[p]));
+            let post_attn = n.post_norms.as_ref().map(|[a, _]| a.clone());
             layers.push(LayerWeights {
-                attn_norm: norm(prev_post, b("attn_norm"))?,
-                attn_in: projections(
-                    gpu,
-                    g,
-                    &[b("attn_q"), b("attn_k"), b("attn_v")],
-                    &format!("blk.{i} q+k+v"),
-                )?,
-                wo: get(&b("attn_output"))?,
-                qk_norm: match cfg.qk_norm {
-                    true => Some(concat_f32(
-                        gpu,
-                        g,
-                        &[b("attn_q_norm"), b("attn_k_norm")],
-                        &format!("blk.{i} q+k norms"),
-                    )?),
-                    false => None,
+                attn_norm: norm(prev_post, n.attn_norm.clone())?,
+                attn_in: projections(gpu, g, &n.qkv, &format!("blk.{i} q+k+v"))?,
+                wo: get(&n.attn_out)?,
+                qk_norm: match &n.qk_norm {
+                    Some(both) => Some(concat_f32(gpu, g, both, &format!("blk.{i} q+k norms"))?),
+                    None => None,
                 },
-                ffn_norm: norm(Some(b("post_attention_norm")), b("ffn_norm"))?,
-                ffn_in: projections(
-                    gpu,
-                    g,
-                    &[b("ffn_gate"), b("ffn_up")],
-                    &format!("blk.{i} gate+up"),
-                )?,
-                w_down: get(&b("ffn_down"))?,
+                qkv_bias: match &n.qkv_bias {
+                    Some(all) => Some(concat_f32(gpu, g, all, &format!("blk.{i} q+k+v bias"))?),
+                    None => None,
+                },
+                ffn_norm: norm(post_attn, n.ffn_norm.clone())?,
+                ffn_in: projections(gpu, g, &n.gate_up, &format!("blk.{i} gate+up"))?,
+                w_down: get(&n.down)?,
             });
         }
+        let last_post = names.last().and_then(post_ffn);
         Ok(Weights {
             embd,
-            output_norm: norm(
-                cfg.layers
-                    .checked_sub(1)
-                    .map(|last| b(last, "post_ffw_norm")),
-                "output_norm.weight".into(),
-            )?,
+            output_norm: norm(last_post, arch::OUTPUT_NORM.into())?,
             output,
             layers,
         })

@@ -2,7 +2,8 @@
 //! run by the executor on the adapter at hand and by an independent f64 CPU forward pass in
 //! this file: logits agree at every position, greedy generation equals the CPU's argmax chain,
 //! and the decode loop's control flow (steps per submit, stop tokens, cancellation, a full
-//! context, cache reuse across calls) is exact.
+//! context, cache reuse across calls) is exact. The same model as `qwen2` (q, k, v biases,
+//! NEOX RoPE) checks that architecture's blocks the same way.
 
 #![allow(clippy::unwrap_used)]
 
@@ -22,8 +23,15 @@ const LAYERS: usize = 2;
 const EPS: f32 = 1e-5;
 const BASE: f32 = 10_000.0;
 
-/// (name, rows, cols, type) of every tensor; weights are stored as the GGUF holds them.
+/// (name, rows, cols, type) of every tensor of the `llama` model; weights are stored as the
+/// GGUF holds them.
 fn tensors() -> Vec<(String, usize, usize, GgmlType)> {
+    tensors_of("llama")
+}
+
+/// The tensors of the tiny model as architecture `arch` (`llama` or `qwen2`, which adds the
+/// q, k, v biases).
+fn tensors_of(arch: &str) -> Vec<(String, usize, usize, GgmlType)> {
     let mut t = vec![
         ("token_embd.weight".to_string(), VOCAB, EMBD, GgmlType::Q8_0),
         ("output_norm.weight".to_string(), 1, EMBD, GgmlType::F32),
@@ -42,15 +50,28 @@ fn tensors() -> Vec<(String, usize, usize, GgmlType)> {
             (b("ffn_up"), FF, EMBD, GgmlType::Q8_0),
             (b("ffn_down"), EMBD, FF, GgmlType::Q4K),
         ]);
+        if arch == "qwen2" {
+            let b = |s: &str| format!("blk.{i}.{s}.bias");
+            t.extend([
+                (b("attn_q"), 1, HEADS * HD, GgmlType::F32),
+                (b("attn_k"), 1, KV_HEADS * HD, GgmlType::F32),
+                (b("attn_v"), 1, KV_HEADS * HD, GgmlType::F32),
+            ]);
+        }
     }
     t
 }
 
 /// The model file and every tensor dequantized (row-major `[rows, cols]`).
 fn build() -> (Vec<u8>, std::collections::HashMap<String, Vec<f32>>) {
+    build_as("llama")
+}
+
+/// [`build`] as architecture `name` (see [`tensors_of`]).
+fn build_as(name: &str) -> (Vec<u8>, std::collections::HashMap<String, Vec<f32>>) {
     let mut w = GgufWriter::new();
-    let arch = |k: &str| format!("llama.{k}");
-    w.meta("general.architecture", Value::String("llama".into()))
+    let arch = |k: &str| format!("{name}.{k}");
+    w.meta("general.architecture", Value::String(name.into()))
         .meta(&arch("block_count"), Value::U32(LAYERS as u32))
         .meta(&arch("context_length"), Value::U32(64))
         .meta(&arch("embedding_length"), Value::U32(EMBD as u32))
@@ -64,7 +85,7 @@ fn build() -> (Vec<u8>, std::collections::HashMap<String, Vec<f32>>) {
         .meta(&arch("attention.layer_norm_rms_epsilon"), Value::F32(EPS))
         .meta(&arch("vocab_size"), Value::U32(VOCAB as u32));
     let mut values = std::collections::HashMap::new();
-    for (i, (name, rows, cols, ty)) in tensors().into_iter().enumerate() {
+    for (i, (name, rows, cols, ty)) in tensors_of(name).into_iter().enumerate() {
         let elems = rows * cols;
         let data = if name.contains("norm") {
             // Norm weights near 1.
@@ -115,15 +136,21 @@ fn rmsnorm(x: &[f64], w: &[f32]) -> Vec<f64> {
         .collect()
 }
 
-/// RoPE, GGUF's "normal" llama layout: pairs (2i, 2i + 1).
-fn rope(x: &mut [f64], heads: usize, pos: usize) {
+/// RoPE: GGUF's "normal" llama layout rotates pairs (2i, 2i + 1), NEOX (qwen2) pairs
+/// (i, i + HD / 2).
+fn rope(x: &mut [f64], heads: usize, pos: usize, neox: bool) {
     for h in 0..heads {
         for i in 0..HD / 2 {
             let theta = pos as f64 * f64::from(BASE).powf(-2.0 * i as f64 / HD as f64);
             let (c, s) = (theta.cos(), theta.sin());
-            let (a, b) = (x[h * HD + 2 * i], x[h * HD + 2 * i + 1]);
-            x[h * HD + 2 * i] = a * c - b * s;
-            x[h * HD + 2 * i + 1] = a * s + b * c;
+            let (ia, ib) = if neox {
+                (h * HD + i, h * HD + i + HD / 2)
+            } else {
+                (h * HD + 2 * i, h * HD + 2 * i + 1)
+            };
+            let (a, b) = (x[ia], x[ib]);
+            x[ia] = a * c - b * s;
+            x[ib] = a * s + b * c;
         }
     }
 }
@@ -144,6 +171,16 @@ fn cpu_logits_of_rows(
     rows: &[Vec<f32>],
 ) -> Vec<Vec<f64>> {
     let g = |n: &str| &v[n];
+    // The qwen2 build: biases on q, k, v and NEOX RoPE.
+    let qwen2 = v.contains_key("blk.0.attn_q.bias");
+    let add_bias = |x: &mut Vec<f64>, l: usize, which: &str| {
+        if qwen2 {
+            let bias = &v[&format!("blk.{l}.{which}.bias")];
+            x.iter_mut()
+                .zip(bias)
+                .for_each(|(a, b)| *a += f64::from(*b));
+        }
+    };
     let mut keys: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LAYERS];
     let mut vals: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LAYERS];
     let mut out = Vec::new();
@@ -154,9 +191,12 @@ fn cpu_logits_of_rows(
             let h = rmsnorm(&x, g(&b("attn_norm")));
             let mut q = matvec(g(&b("attn_q")), &h, HEADS * HD);
             let mut k = matvec(g(&b("attn_k")), &h, KV_HEADS * HD);
-            let vv = matvec(g(&b("attn_v")), &h, KV_HEADS * HD);
-            rope(&mut q, HEADS, pos);
-            rope(&mut k, KV_HEADS, pos);
+            let mut vv = matvec(g(&b("attn_v")), &h, KV_HEADS * HD);
+            add_bias(&mut q, l, "attn_q");
+            add_bias(&mut k, l, "attn_k");
+            add_bias(&mut vv, l, "attn_v");
+            rope(&mut q, HEADS, pos, qwen2);
+            rope(&mut k, KV_HEADS, pos, qwen2);
             keys[l].push(k);
             vals[l].push(vv);
             let mut attn = vec![0.0; HEADS * HD];
@@ -361,6 +401,46 @@ fn tiny_llama_matches_the_cpu_forward_pass_and_decodes_exactly() {
 /// runs on its own instead of inside the output projection: logits at a context on each side
 /// of that switch (the cache carried across, so the second call prefills only the new tokens)
 /// agree with the CPU forward pass.
+/// The qwen2 blocks (q, k, v biases through the decode GEMVs' epilogue and the prefill GEMM's
+/// bias row; NEOX RoPE) against the CPU: logits after every prefix, batched and token by
+/// token, and the greedy chain.
+#[test]
+fn tiny_qwen2_matches_the_cpu_forward_pass() {
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build_as("qwen2");
+    let g = Gguf::parse(bytes).unwrap();
+    let model = Model::load(&gpu, &g, 24).unwrap();
+    assert_eq!(model.cfg.arch, gpuport_llm::Arch::Qwen2);
+    let mut session = Session::new(&gpu, &model, 24).unwrap();
+    let prompt = [5u32, 77, 123, 9, 250];
+    let cpu = cpu_logits(&values, &prompt);
+    for batched in [true, false] {
+        session.batched_prefill = Some(batched);
+        for n in 1..=prompt.len() {
+            session.reset();
+            let got = session.logits(&prompt[..n]).unwrap();
+            assert_logits_close(&got, &cpu[n - 1], &format!("prefix {n}, batched {batched}"));
+        }
+    }
+    let mut seq = prompt.to_vec();
+    for _ in 0..6 {
+        let l = cpu_logits(&values, &seq);
+        seq.push(argmax(l.last().unwrap()));
+    }
+    let got = session
+        .generate(
+            &Request {
+                prompt: &prompt,
+                max_tokens: 6,
+                stop: &[],
+                sampling: Sampling::GREEDY,
+            },
+            |_| true,
+        )
+        .unwrap();
+    assert_eq!(got.tokens, seq[prompt.len()..]);
+}
+
 #[test]
 fn tiny_llama_long_context_matches_on_both_sides_of_the_fused_combine() {
     let Some(gpu) = support::gpu() else { return };

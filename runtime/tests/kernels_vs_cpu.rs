@@ -617,8 +617,8 @@ fn gemv_q8_input_checks_its_bindings() {
 
 /// The prefill GEMM against the CPU (each token row a GEMV of f64 sums) for every weight type:
 /// 37 tokens (no multiple of any tile), 45 rows, rows of X and Y wider than the matrix, the
-/// output from a column offset with a residual, the GLU input forms, and tiles from 16 × 16 to
-/// 64 × 64.
+/// output from a column offset with a residual (even types) or a bias row (odd types), the GLU
+/// input forms, and tiles from 16 × 16 to 64 × 64.
 #[test]
 fn gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm::{self, GemmTile};
@@ -650,6 +650,9 @@ fn gemm_matches_cpu_for_every_type() {
         let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
         let rt = gpu.upload_f32(&res, &[res.len()], "residual").unwrap();
         let y = gpu.zeros_f32(&[tokens * y_stride], "y").unwrap();
+        let bias = support::random_f32(y_stride, 43);
+        let bt = gpu.upload_f32(&bias, &[y_stride], "bias").unwrap();
+        let with_bias = i % 2 == 1;
         let call = ops::GemmCall {
             w: &w,
             x: &xt,
@@ -658,7 +661,8 @@ fn gemm_matches_cpu_for_every_type() {
             x_stride,
             y_stride,
             y_first,
-            residual: Some(&rt),
+            residual: (!with_bias).then_some(&rt),
+            bias: with_bias.then_some(&bt),
             input,
         };
         let mut rec = Recorder::new(&gpu);
@@ -685,7 +689,12 @@ fn gemm_matches_cpu_for_every_type() {
                     .map(|(a, b)| (a * b).abs())
                     .sum();
                 let tol = 2e-6 * magnitude + 1e-5;
-                let w = want[t * rows + row] + res[t * y_stride + r];
+                let added = if with_bias {
+                    bias[r]
+                } else {
+                    res[t * y_stride + r]
+                };
+                let w = want[t * rows + row] + added;
                 assert!(
                     (g - w).abs() <= tol,
                     "{} {input:?} {tile:?} token {t} row {row}: GPU {g} CPU {w}",
@@ -718,6 +727,7 @@ fn gemm_empty_edges_and_bad_shapes() {
         y_stride: 4,
         y_first: 0,
         residual: None,
+        bias: None,
         input: GemvInput::Plain,
     };
     let mut rec = Recorder::new(&gpu);

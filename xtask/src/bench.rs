@@ -459,6 +459,7 @@ fn gemm_sweep(
             y_stride: shape.rows,
             y_first: 0,
             residual: None,
+            bias: None,
             input: gemv::GemvInput::Plain,
         };
         let mut best: Option<GemmRow> = None;

