@@ -55,6 +55,14 @@ pub struct DecodeAttnParams {
     /// Positions per page of the paged KV cache (set by the launcher from the cache; a
     /// multiple of [`PAGE_MULTIPLE`]).
     pub page: u32,
+    /// Prefill passes: 1 when each token's position and page-table base come from a row
+    /// table (a batch of rows of several sequences; set by the launcher), 0 for one
+    /// sequence's consecutive positions.
+    pub row_table: u32,
+    /// The row table's first entry for this batch (set by the launcher).
+    pub rows_first: u32,
+    /// Unused (the block is a multiple of 16 bytes).
+    pub pad: [u32; 2],
 }
 
 /// What a KV-cache page's positions must be a multiple of: the largest key block, so that a

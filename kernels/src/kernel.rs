@@ -38,6 +38,8 @@ pub enum Family {
     AttnPrefill,
     /// Token sampling.
     Sample,
+    /// Rows of 32-bit words gathered by an index list.
+    Gather,
 }
 
 impl Family {
@@ -60,6 +62,7 @@ impl Family {
             Family::AttnPrep => "attn_prep",
             Family::AttnPrefill => "attn_prefill",
             Family::Sample => "sample",
+            Family::Gather => "gather",
         }
     }
 
@@ -81,6 +84,7 @@ impl Family {
             Family::AttnPrep => "attn_prep.wgsl",
             Family::AttnPrefill => "attn_prefill.wgsl",
             Family::Sample => "sample.wgsl",
+            Family::Gather => "gather.wgsl",
         }
     }
 }

@@ -308,6 +308,45 @@ pub fn argmax_reference(x: &[f32]) -> Option<u32> {
     best.map(|(i, _)| i as u32)
 }
 
+/// Uniform block of `gather.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct GatherParams {
+    /// Rows gathered.
+    pub rows: u32,
+    /// Words per row.
+    pub width: u32,
+    /// The first index.
+    pub idx_first: u32,
+    /// Words between consecutive indices.
+    pub idx_stride: u32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+    /// Unused (the block is a multiple of 16 bytes).
+    pub pad: [u32; 3],
+}
+
+/// The gather variant.
+pub fn gather_spec(wg: u32) -> KernelSpec {
+    KernelSpec {
+        family: Family::Gather,
+        quant: None,
+        reduction: None,
+        constants: vec![("WG", wg)],
+    }
+}
+
+/// CPU reference of `gather.wgsl`.
+pub fn gather_reference(src: &[u32], idx: &[u32], p: &GatherParams) -> Vec<u32> {
+    let w = p.width as usize;
+    (0..p.rows as usize)
+        .flat_map(|r| {
+            let at = idx[p.idx_first as usize + r * p.idx_stride as usize] as usize * w;
+            src[at..at + w].to_vec()
+        })
+        .collect()
+}
+
 /// Every row-kernel variant.
 pub fn all_specs() -> Vec<KernelSpec> {
     let mut out = Vec::new();
@@ -322,6 +361,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
             rope_spec(true, wg),
             argmax_spec(wg, 0),
             argmax_spec(wg, 1),
+            gather_spec(wg),
         ]);
     }
     out

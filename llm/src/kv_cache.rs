@@ -1,16 +1,23 @@
-//! The paged KV cache (the MLC `create_kv_cache` role): per layer a pool of key pages and a
-//! pool of value pages (`[pages, page, kv_heads, head_dim]` f32), and one page table for the
-//! sequence (logical page → pool page, shared by every layer, on the GPU and mirrored here).
-//! The attention kernels resolve positions through the table (`attn_pages.wgsl`), so a
-//! sequence's pages need not be contiguous or in order: positions are backed page by page as
-//! the sequence grows, truncation (a new prompt diverging from the cached one, `/reset`)
-//! returns whole pages to the free list, and the pages a later turn takes are whichever are
-//! free.
+//! The paged KV cache (the MLC `create_kv_cache` role). A [`KvPool`] holds, per layer, a pool of
+//! key pages and a pool of value pages (`[pages, page, kv_heads, head_dim]` f32) shared by every
+//! sequence of a model, one free list of pages, and one page-table buffer in which each sequence
+//! slot owns a stretch (logical page → pool page; on the GPU and mirrored here). The attention
+//! kernels resolve positions through the tables (`attn_pages.wgsl`), so a sequence's pages need
+//! not be contiguous or in order: positions are backed page by page as a sequence grows, and
+//! truncation (a new prompt diverging from the cached one, `/reset`) or the end of a sequence
+//! returns pages to the free list.
 //!
-//! The pools are allocated for the whole capacity when the cache is made (WebGPU buffers do not
-//! grow in place, and a pool is one binding). What paging buys today is that positions are not
-//! tied to pool rows; sharing a prefix's pages between sequences is the next step the layout
-//! allows.
+//! Pages are reference-counted: [`KvPool::fork`] starts a sequence on another's pages for a
+//! shared prompt prefix (N requests with one system prompt prefill it once). A page shared by
+//! several sequences is never written: a sequence that grows into a partly filled shared page
+//! first copies it to a page of its own (copy-on-write), and a fully filled shared page is only
+//! read.
+//!
+//! A [`KvCache`] is a pool with one sequence: the single-sequence [`crate::Session`] and the
+//! MLC roles use it.
+//!
+//! The pools are allocated when the pool is made (WebGPU buffers do not grow in place, and a
+//! pool is one binding per layer and kind).
 
 use gpuport_kernels::attention::PAGE_MULTIPLE;
 
@@ -30,21 +37,341 @@ pub fn pool_bytes(cfg: &ModelConfig, capacity: usize, page: usize) -> u64 {
     2 * (cfg.layers * positions * cfg.kv_dim() * 4) as u64
 }
 
-/// A sequence's paged KV cache.
-pub struct KvCache {
-    /// Per layer: the key pool and the value pool.
-    layers: Vec<(Tensor, Tensor)>,
-    /// The page table on the GPU (u32, one entry per logical page of the capacity).
-    table: Tensor,
+/// Page-table entries a slot's stretch is rounded up to: 64 entries are 256 bytes, the largest
+/// storage-binding offset alignment WebGPU allows, so each slot's table binds on its own.
+const TABLE_ALIGN: usize = 64;
+
+/// A sequence in a [`KvPool`]: its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SeqId(pub u32);
+
+/// One sequence's state.
+#[derive(Debug, Clone, Default)]
+struct Seq {
     /// Pool page of each backed logical page, in order.
     backed: Vec<u32>,
+    /// Positions filled.
+    len: usize,
+}
+
+/// KV pages shared by every sequence of a model.
+pub struct KvPool {
+    /// Per layer: the key pool and the value pool.
+    layers: Vec<(Tensor, Tensor)>,
+    /// Every slot's page table (u32, `slots × table_stride`).
+    table: Tensor,
+    table_stride: usize,
+    /// Sequences by slot; `None` = free slot.
+    seqs: Vec<Option<Seq>>,
+    /// Sequences referencing each pool page.
+    refs: Vec<u32>,
     /// Pool pages not in use; the next one taken is the last.
     free: Vec<u32>,
     page: usize,
-    capacity: usize,
-    len: usize,
+    /// Positions one sequence can hold.
+    seq_capacity: usize,
     /// Elements of one position's keys (all KV heads).
     kv_dim: usize,
+}
+
+/// What went wrong with a pool request.
+fn shape(what: String) -> GpuError {
+    GpuError::Shape(what)
+}
+
+impl KvPool {
+    /// A pool of `pages` pages of `page` positions (a positive multiple of 64) for model `cfg`,
+    /// with `slots` sequence slots of up to `seq_capacity` positions each.
+    pub fn new(
+        gpu: &Gpu,
+        cfg: &ModelConfig,
+        (slots, seq_capacity): (usize, usize),
+        pages: usize,
+        page: usize,
+    ) -> Result<KvPool, GpuError> {
+        if seq_capacity == 0 || slots == 0 || page == 0 || !page.is_multiple_of(DEFAULT_PAGE) {
+            return Err(shape(format!(
+                "a KV pool of {slots} sequences of {seq_capacity} positions in pages of {page} \
+                 (positive counts, pages a multiple of {DEFAULT_PAGE})"
+            )));
+        }
+        let seq_pages = seq_capacity.div_ceil(page);
+        if pages < seq_pages {
+            return Err(shape(format!(
+                "a KV pool of {pages} pages cannot hold one sequence of {seq_capacity} positions \
+                 ({seq_pages} pages of {page})"
+            )));
+        }
+        // One pool of each kind per layer.
+        let n = pages * page * cfg.kv_dim();
+        let layers = (0..cfg.layers)
+            .map(|i| {
+                Ok((
+                    gpu.zeros_f32(&[n], &format!("key pages {i}"))?,
+                    gpu.zeros_f32(&[n], &format!("value pages {i}"))?,
+                ))
+            })
+            .collect::<Result<_, GpuError>>()?;
+        let table_stride = seq_pages.div_ceil(TABLE_ALIGN) * TABLE_ALIGN;
+        let entries = slots * table_stride;
+        let table = gpu.upload(
+            &vec![0u8; 4 * entries],
+            Elem::U32,
+            &[entries],
+            "page tables",
+        )?;
+        Ok(KvPool {
+            layers,
+            table,
+            table_stride,
+            seqs: vec![None; slots],
+            refs: vec![0; pages],
+            free: (0..pages as u32).rev().collect(),
+            page,
+            seq_capacity,
+            kv_dim: cfg.kv_dim(),
+        })
+    }
+
+    /// Whether this pool has the layers and KV width of model `cfg`.
+    pub fn fits(&self, cfg: &ModelConfig) -> bool {
+        self.layers.len() == cfg.layers && self.kv_dim == cfg.kv_dim()
+    }
+
+    /// Positions one sequence can hold.
+    pub fn seq_capacity(&self) -> usize {
+        self.seq_capacity
+    }
+
+    /// Positions per page.
+    pub fn page(&self) -> usize {
+        self.page
+    }
+
+    /// Pages not used by any sequence.
+    pub fn free_pages(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Pages in the pool.
+    pub fn total_pages(&self) -> usize {
+        self.refs.len()
+    }
+
+    /// Sequences referencing pool page `page` (tests and accounting).
+    pub fn page_refs(&self, page: u32) -> u32 {
+        self.refs.get(page as usize).copied().unwrap_or(0)
+    }
+
+    fn seq(&self, id: SeqId) -> Result<&Seq, GpuError> {
+        self.seqs
+            .get(id.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| shape(format!("sequence {} is not open in this KV pool", id.0)))
+    }
+
+    fn seq_mut(&mut self, id: SeqId) -> Result<&mut Seq, GpuError> {
+        self.seqs
+            .get_mut(id.0 as usize)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| shape(format!("sequence {} is not open in this KV pool", id.0)))
+    }
+
+    /// Opens an empty sequence in a free slot.
+    pub fn open(&mut self) -> Result<SeqId, GpuError> {
+        let slot =
+            self.seqs.iter().position(Option::is_none).ok_or_else(|| {
+                shape(format!("all {} sequence slots are in use", self.seqs.len()))
+            })?;
+        self.seqs[slot] = Some(Seq::default());
+        Ok(SeqId(slot as u32))
+    }
+
+    /// Opens a sequence that starts with the first `len` positions of `src` (at most its
+    /// length), sharing their pages: nothing is copied until one of them writes into a shared,
+    /// partly filled page.
+    pub fn fork(&mut self, gpu: &Gpu, src: SeqId, len: usize) -> Result<SeqId, GpuError> {
+        let from = self.seq(src)?;
+        let len = len.min(from.len);
+        let shared: Vec<u32> = from.backed[..len.div_ceil(self.page)].to_vec();
+        let id = self.open()?;
+        for &p in &shared {
+            self.refs[p as usize] += 1;
+        }
+        self.write_table(gpu, id, 0, &shared);
+        *self.seq_mut(id)? = Seq {
+            backed: shared,
+            len,
+        };
+        Ok(id)
+    }
+
+    /// Ends sequence `id`: its pages lose a reference (unshared ones go back to the free list)
+    /// and its slot is free.
+    pub fn close(&mut self, id: SeqId) -> Result<(), GpuError> {
+        self.truncate(id, 0)?;
+        self.seqs[id.0 as usize] = None;
+        Ok(())
+    }
+
+    /// Positions filled in sequence `id`.
+    pub fn len(&self, id: SeqId) -> Result<usize, GpuError> {
+        Ok(self.seq(id)?.len)
+    }
+
+    /// Pool page of each backed logical page of `id`, in order.
+    pub fn page_table(&self, id: SeqId) -> Result<&[u32], GpuError> {
+        Ok(&self.seq(id)?.backed)
+    }
+
+    /// The first entry of `id`'s page table in the table buffer (row tables name it).
+    pub fn table_base(&self, id: SeqId) -> u32 {
+        (id.0 as usize * self.table_stride) as u32
+    }
+
+    /// Sequence `id`'s stretch of the table buffer, as the single-sequence kernels bind it
+    /// (in place of [`KvLayer::pages`]).
+    pub(crate) fn seq_table(&self, id: SeqId) -> Tensor {
+        let seq_pages = self.seq_capacity.div_ceil(self.page);
+        self.table.view(self.table_base(id) as usize, seq_pages)
+    }
+
+    /// Layer `i` with every sequence's page table (for batches whose row table names each
+    /// row's sequence).
+    pub(crate) fn layer_all(&self, i: usize) -> KvLayer<'_> {
+        let (k, v) = &self.layers[i];
+        KvLayer {
+            k,
+            v,
+            pages: &self.table,
+            page: self.page as u32,
+        }
+    }
+
+    fn write_table(&self, gpu: &Gpu, id: SeqId, first: usize, entries: &[u32]) {
+        if entries.is_empty() {
+            return;
+        }
+        let at = self.table_base(id) as usize + first;
+        gpu.queue.write_buffer(
+            &self.table.buffer,
+            self.table.offset + 4 * at as u64,
+            bytemuck::cast_slice(entries),
+        );
+    }
+
+    fn take_page(&mut self) -> Result<u32, GpuError> {
+        let page = self.free.pop().ok_or_else(|| {
+            shape(format!(
+                "the KV pool's {} pages are all in use",
+                self.refs.len()
+            ))
+        })?;
+        self.refs[page as usize] = 1;
+        Ok(page)
+    }
+
+    fn release_page(&mut self, page: u32) {
+        let r = &mut self.refs[page as usize];
+        *r = r.saturating_sub(1);
+        if *r == 0 {
+            self.free.push(page);
+        }
+    }
+
+    /// Backs positions `len..len + n` of `id` with pages it may write (copying a shared, partly
+    /// filled last page first) and counts them as filled: the caller records the work that
+    /// fills them next. On failure nothing changes but a copied page.
+    pub fn extend(&mut self, gpu: &Gpu, id: SeqId, n: usize) -> Result<(), GpuError> {
+        let (len, backed) = {
+            let s = self.seq(id)?;
+            (s.len, s.backed.len())
+        };
+        let want = len + n;
+        if want > self.seq_capacity {
+            return Err(shape(format!(
+                "{want} positions in a KV cache of {}",
+                self.seq_capacity
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let need = want.div_ceil(self.page).saturating_sub(backed);
+        let partial = !len.is_multiple_of(self.page);
+        let cow = partial && self.refs[self.seq(id)?.backed[backed - 1] as usize] > 1;
+        if need + usize::from(cow) > self.free.len() {
+            return Err(shape(format!(
+                "the KV pool has {} free pages, {} more are needed",
+                self.free.len(),
+                need + usize::from(cow)
+            )));
+        }
+        if cow {
+            // Copy the shared page's filled rows to a page of this sequence's own.
+            let old = self.seq(id)?.backed[backed - 1];
+            let new = self.take_page()?;
+            self.copy_page(gpu, old, new, len % self.page);
+            self.release_page(old);
+            self.seq_mut(id)?.backed[backed - 1] = new;
+            self.write_table(gpu, id, backed - 1, &[new]);
+        }
+        let mut added = Vec::with_capacity(need);
+        for _ in 0..need {
+            added.push(self.take_page()?);
+        }
+        self.write_table(gpu, id, backed, &added);
+        let s = self.seq_mut(id)?;
+        s.backed.extend(added);
+        s.len = want;
+        Ok(())
+    }
+
+    /// Copies the first `rows` positions of pool page `from` to page `to` in every layer.
+    fn copy_page(&self, gpu: &Gpu, from: u32, to: u32, rows: usize) {
+        let row_bytes = (self.kv_dim * 4) as u64;
+        let page_bytes = self.page as u64 * row_bytes;
+        let bytes = rows as u64 * row_bytes;
+        // A copy within one buffer is not allowed: through a staging buffer of one page.
+        let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("copied KV page"),
+            size: page_bytes,
+            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        for (k, v) in &self.layers {
+            for t in [k, v] {
+                let at = |p: u32| t.offset + u64::from(p) * page_bytes;
+                enc.copy_buffer_to_buffer(&t.buffer, at(from), &staging, 0, bytes);
+                enc.copy_buffer_to_buffer(&staging, 0, &t.buffer, at(to), bytes);
+            }
+        }
+        // Queue order puts the copy before any later submit's reads and writes.
+        gpu.queue.submit([enc.finish()]);
+    }
+
+    /// Keeps positions `..len` of `id` (no-op past the end); whole pages past it lose this
+    /// sequence's reference.
+    pub fn truncate(&mut self, id: SeqId, len: usize) -> Result<(), GpuError> {
+        let page = self.page;
+        let s = self.seq_mut(id)?;
+        s.len = s.len.min(len);
+        let keep = s.len.div_ceil(page).min(s.backed.len());
+        let dropped: Vec<u32> = s.backed.drain(keep..).collect();
+        for p in dropped {
+            self.release_page(p);
+        }
+        Ok(())
+    }
+}
+
+/// A single sequence's paged KV cache: a [`KvPool`] of one slot holding its whole capacity.
+pub struct KvCache {
+    pool: KvPool,
+    seq: SeqId,
+    /// The sequence's stretch of the table, as the decode kernels bind it.
+    table: Tensor,
 }
 
 impl KvCache {
@@ -57,111 +384,65 @@ impl KvCache {
         page: usize,
     ) -> Result<KvCache, GpuError> {
         if capacity == 0 || page == 0 || !page.is_multiple_of(DEFAULT_PAGE) {
-            return Err(GpuError::Shape(format!(
+            return Err(shape(format!(
                 "a KV cache of {capacity} positions in pages of {page} (a positive multiple of \
                  {DEFAULT_PAGE})"
             )));
         }
-        let pages = capacity.div_ceil(page);
-        // One pool of each kind per layer: pool_bytes / (2 layers) bytes.
-        let n = pages * page * cfg.kv_dim();
-        let layers = (0..cfg.layers)
-            .map(|i| {
-                Ok((
-                    gpu.zeros_f32(&[n], &format!("key pages {i}"))?,
-                    gpu.zeros_f32(&[n], &format!("value pages {i}"))?,
-                ))
-            })
-            .collect::<Result<_, GpuError>>()?;
-        let table = gpu.upload(&vec![0u8; 4 * pages], Elem::U32, &[pages], "page table")?;
-        Ok(KvCache {
-            layers,
-            table,
-            backed: Vec::with_capacity(pages),
-            free: (0..pages as u32).rev().collect(),
-            page,
-            capacity,
-            len: 0,
-            kv_dim: cfg.kv_dim(),
-        })
+        let mut pool = KvPool::new(gpu, cfg, (1, capacity), capacity.div_ceil(page), page)?;
+        let seq = pool.open()?;
+        let table = pool.seq_table(seq);
+        Ok(KvCache { pool, seq, table })
     }
 
     /// Whether this cache has the layers and KV width of model `cfg`.
     pub fn fits(&self, cfg: &ModelConfig) -> bool {
-        self.layers.len() == cfg.layers && self.kv_dim == cfg.kv_dim()
+        self.pool.fits(cfg)
     }
 
     /// Positions the cache can hold.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.pool.seq_capacity()
     }
 
     /// Positions filled (the sequence so far).
     pub fn len(&self) -> usize {
-        self.len
+        self.pool.len(self.seq).unwrap_or(0)
     }
 
     /// Whether no position is filled.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Positions per page.
     pub fn page(&self) -> usize {
-        self.page
+        self.pool.page()
     }
 
     /// Pool page of each backed logical page, in order.
     pub fn page_table(&self) -> &[u32] {
-        &self.backed
+        self.pool.page_table(self.seq).unwrap_or(&[])
     }
 
     /// Layer `i` as the attention kernels bind it.
     pub(crate) fn layer(&self, i: usize) -> KvLayer<'_> {
-        let (k, v) = &self.layers[i];
         KvLayer {
-            k,
-            v,
             pages: &self.table,
-            page: self.page as u32,
+            ..self.pool.layer_all(i)
         }
     }
 
     /// Backs positions `len..len + n` with pages (writing the new table entries) and counts
     /// them as filled: the caller records the work that fills them next.
     pub(crate) fn extend(&mut self, gpu: &Gpu, n: usize) -> Result<(), GpuError> {
-        let want = self.len + n;
-        if want > self.capacity {
-            return Err(GpuError::Shape(format!(
-                "{want} positions in a KV cache of {}",
-                self.capacity
-            )));
-        }
-        let first = self.backed.len();
-        while self.backed.len() * self.page < want {
-            // The capacity check above leaves a free page for every logical one.
-            let Some(page) = self.free.pop() else {
-                return Err(GpuError::Shape("the KV cache ran out of pages".into()));
-            };
-            self.backed.push(page);
-        }
-        if self.backed.len() > first {
-            gpu.queue.write_buffer(
-                &self.table.buffer,
-                self.table.offset + 4 * first as u64,
-                bytemuck::cast_slice(&self.backed[first..]),
-            );
-        }
-        self.len = want;
-        Ok(())
+        self.pool.extend(gpu, self.seq, n)
     }
 
     /// Keeps positions `..len` (no-op past the end); whole pages past it go back to the free
     /// list.
     pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
-        let keep = self.len.div_ceil(self.page);
-        self.free
-            .extend(self.backed.drain(keep.min(self.backed.len())..));
+        // The cache's own sequence is always open.
+        let _ = self.pool.truncate(self.seq, len);
     }
 }

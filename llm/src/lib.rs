@@ -23,6 +23,7 @@
 //! ```
 
 pub mod arch;
+pub mod batch;
 pub mod chat;
 pub mod error;
 pub mod kv_cache;
@@ -36,9 +37,10 @@ pub mod tokenizer;
 pub mod weights;
 
 pub use arch::{Arch, LayerNames, ModelConfig};
+pub use batch::{Batch, BatchShape, PrefillItem};
 pub use chat::{ChatTemplate, Message, stop_tokens};
 pub use error::LlmError;
-pub use kv_cache::KvCache;
+pub use kv_cache::{KvCache, KvPool, SeqId};
 pub use model::Model;
 pub use program::Program;
 pub use session::{DecodeTiming, Generated, Request, Sampling, Session, StopReason};

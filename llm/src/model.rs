@@ -384,6 +384,9 @@ impl Model {
             tokens: 1,
             qkv_stride: 0,
             page: 0,
+            row_table: 0,
+            rows_first: 0,
+            pad: [0; 2],
         })
     }
 

@@ -6,7 +6,7 @@
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::rowops::ElementOp;
 
-use super::kv_cache::KvCache;
+use super::kv_cache::{KvCache, KvPool};
 use super::model::{Model, Rows};
 use super::weights::{InputNorm, Projections};
 use gpuport_runtime::device::Gpu;
@@ -22,7 +22,8 @@ pub const PREFILL_BATCH: usize = 256;
 /// Activations of a batch of tokens, `tokens` rows each.
 pub(crate) struct BatchScratch {
     tokens: usize,
-    x: Tensor,
+    /// The first activations of the batch's rows.
+    pub(crate) x: Tensor,
     x_alt: Tensor,
     /// The normed input of the next projections.
     h: Tensor,
@@ -60,6 +61,32 @@ impl BatchScratch {
     pub(crate) fn tokens(&self) -> usize {
         self.tokens
     }
+}
+
+/// How the rows of a batch attend.
+#[derive(Clone, Copy)]
+pub(crate) enum BatchRows<'a> {
+    /// Positions `pos..pos + n` of one sequence's cache.
+    Consecutive {
+        /// The cache.
+        kv: &'a KvCache,
+        /// The first row's position.
+        pos: usize,
+    },
+    /// Rows of several sequences of a pool, each named by its entry of the row table.
+    Table {
+        /// The pool.
+        pool: &'a KvPool,
+        /// The row table (`ops::RowTable`).
+        table: &'a Tensor,
+        /// The batch's first row in it.
+        first: u32,
+    },
+}
+
+/// The final rows of a whole batch, output-normed (`[rows, hidden]`).
+pub(crate) struct BatchResidual {
+    pub(crate) normed: Tensor,
 }
 
 /// Whether prompts run as batches (tiled GEMMs) on `gpu` unless a session says otherwise, else
@@ -139,12 +166,36 @@ impl Model {
         pos: usize,
         n: usize,
     ) -> Result<(), GpuError> {
+        self.check_batch(b, n)?;
+        let x = b.x.view(0, n * self.cfg.embd);
+        self.first_rows(gpu, rec, input, pos, &x)?;
+        let rows = BatchRows::Consecutive { kv, pos };
+        self.record_layers(gpu, rec, b, n, rows).map(|_| ())
+    }
+
+    pub(crate) fn check_batch(&self, b: &BatchScratch, n: usize) -> Result<(), GpuError> {
         if n == 0 || n > b.tokens {
             return Err(GpuError::Shape(format!(
-                "a prefill batch of {n} tokens (at most {})",
+                "a batch of {n} rows (at most {})",
                 b.tokens
             )));
         }
+        Ok(())
+    }
+
+    /// The layers over `n` rows whose first activations are in `b.x`: attention of
+    /// consecutive positions of one cache, or of rows of several sequences of a pool (then
+    /// the last layer runs whole and the function returns the final residual rows, for the
+    /// output norm; else the last layer stops after its keys and values and it returns
+    /// `None`).
+    pub(crate) fn record_layers(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        b: &BatchScratch,
+        n: usize,
+        rows_of: BatchRows<'_>,
+    ) -> Result<Option<BatchResidual>, GpuError> {
         let c = &self.cfg;
         let w = &self.weights;
         let (e, qkv_width) = (c.embd, c.q_dim() + 2 * c.kv_dim());
@@ -154,33 +205,58 @@ impl Model {
         let qkv = rows(&b.qkv, qkv_width);
         let [q, attn] = [&b.q, &b.attn].map(|t| rows(t, c.q_dim()));
         let gate = rows(&b.gate, 2 * c.ff);
-        self.first_rows(gpu, rec, input, pos, &x)?;
         let glu = self.glu_input()?;
+        let whole = matches!(rows_of, BatchRows::Table { .. });
         for (i, l) in w.layers.iter().enumerate() {
             if self.batch_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj, &post, &h])? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             let bias = l.qkv_bias.as_ref();
             self.batch_projections(gpu, rec, &h, (&l.attn_in, bias), &qkv, n)?;
-            let mut p =
-                self.attention_params(i, pos + n - 1, kv.capacity(), l.qk_norm.is_some())?;
-            p.tokens = n as u32;
-            p.qkv_stride = qkv_width as u32;
-            let last = i + 1 == w.layers.len();
+            let last = i + 1 == w.layers.len() && !whole;
             let out = (!last).then_some(&attn);
-            let (neox, norm) = (c.rope_neox, l.qk_norm.as_ref());
-            ops::attention_prefill(gpu, rec, p, neox, [&qkv, &q], kv.layer(i), out, norm)?;
+            let (neox, qk_norm) = (c.rope_neox, l.qk_norm.as_ref());
+            let call = match rows_of {
+                BatchRows::Consecutive { kv, pos } => {
+                    let mut p =
+                        self.attention_params(i, pos + n - 1, kv.capacity(), qk_norm.is_some())?;
+                    p.tokens = n as u32;
+                    p.qkv_stride = qkv_width as u32;
+                    let (qkv, q, kv) = (&qkv, &q, kv.layer(i));
+                    ops::RowsAttention {
+                        p,
+                        neox,
+                        qkv,
+                        q,
+                        kv,
+                        rows: None,
+                        out,
+                        qk_norm,
+                    }
+                }
+                BatchRows::Table { pool, table, first } => {
+                    let cap = pool.seq_capacity();
+                    let mut p = self.attention_params(i, cap - 1, cap, qk_norm.is_some())?;
+                    p.tokens = n as u32;
+                    p.qkv_stride = qkv_width as u32;
+                    ops::RowsAttention {
+                        p,
+                        neox,
+                        qkv: &qkv,
+                        q: &q,
+                        kv: pool.layer_all(i),
+                        rows: Some(ops::RowTable { table, first }),
+                        out,
+                        qk_norm,
+                    }
+                }
+            };
+            ops::attention_rows(gpu, rec, call)?;
             if last {
-                break;
+                return Ok(None);
             }
-            if self.batch_out(
-                gpu,
-                rec,
-                &l.wo,
-                [&attn, &x, &x_alt, &proj],
-                GemvInput::Plain,
-                n,
-            )? {
+            let outs = [&attn, &x, &x_alt, &proj];
+            if self.batch_out(gpu, rec, &l.wo, outs, GemvInput::Plain, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             if self.batch_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj, &post, &h])? {
@@ -191,7 +267,11 @@ impl Model {
                 std::mem::swap(&mut x, &mut x_alt);
             }
         }
-        Ok(())
+        // The output norm of every row into `h`.
+        if self.batch_norm(gpu, rec, &w.output_norm, [&x, &x_alt, &proj, &post, &h])? {
+            std::mem::swap(&mut x, &mut x_alt);
+        }
+        Ok(Some(BatchResidual { normed: h }))
     }
 
     /// The input norm of every row of `x` into `h`; a folded norm first adds the post-normed

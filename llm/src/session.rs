@@ -12,7 +12,7 @@ use super::prefill::BatchScratch;
 use gpuport_runtime::device::Gpu;
 use gpuport_runtime::ops;
 use gpuport_runtime::recorder::Recorder;
-use gpuport_runtime::tensor::PendingReadback;
+use gpuport_runtime::tensor::{PendingReadback, Tensor};
 
 /// How the next token is chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,7 +42,7 @@ impl Sampling {
         seed: 0,
     };
 
-    fn check(&self) -> Result<(), LlmError> {
+    pub(crate) fn check(&self) -> Result<(), LlmError> {
         let bad = |what: String| Err(LlmError::Request(what));
         if !self.temperature.is_finite() {
             return bad(format!("temperature {}", self.temperature));
@@ -58,6 +58,59 @@ impl Sampling {
         }
         Ok(())
     }
+}
+
+/// What one sampling step binds: the logits row, the sampler's scratch, and the token buffer
+/// the sampled id goes to (and the penalty's recent ids come from).
+pub(crate) struct SamplerTensors<'a> {
+    pub(crate) logits: &'a Tensor,
+    pub(crate) probs: &'a Tensor,
+    pub(crate) part: &'a Tensor,
+    pub(crate) argmax_part: &'a Tensor,
+    pub(crate) sampled: &'a Tensor,
+    pub(crate) tokens: &'a Tensor,
+}
+
+/// Records the choice of the token after position `pos` of a sequence whose position 0 is
+/// element `base` of `t.tokens`, from `t.logits`, into `tokens[base + pos + 1]`: an argmax when
+/// greedy without a penalty, else the sampler's stages (its random stream is keyed by the seed
+/// and the position, so a sequence draws the same wherever its tokens live).
+pub(crate) fn record_sample(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    t: SamplerTensors<'_>,
+    (base, pos): (usize, usize),
+    s: &Sampling,
+) -> Result<(), LlmError> {
+    let n_recent = (s.penalty_last_n as usize).min(pos + 1);
+    let out_index = base + pos + 1;
+    if s.temperature <= 0.0 && s.repeat_penalty == 1.0 {
+        // Greedy without a penalty is an argmax over the whole GPU.
+        let bound = [t.logits, t.argmax_part, t.tokens, t.sampled];
+        ops::argmax(gpu, rec, bound, out_index)?;
+        return Ok(());
+    }
+    let p = SampleParams {
+        vocab: t.logits.shape.iter().product::<usize>() as u32,
+        top_k: s.top_k,
+        n_recent: if s.repeat_penalty == 1.0 {
+            0
+        } else {
+            n_recent as u32
+        },
+        step: pos as u32,
+        temperature: s.temperature,
+        top_p: s.top_p,
+        penalty: s.repeat_penalty,
+        seed_lo: s.seed as u32,
+        seed_hi: (s.seed >> 32) as u32,
+        recent_start: (base + pos + 1 - n_recent) as u32,
+        out_index: out_index as u32,
+        round: 0,
+    };
+    let bound = [t.logits, t.probs, t.tokens, t.sampled, t.part];
+    ops::sample(gpu, rec, p, bound)?;
+    Ok(())
 }
 
 /// Why generation stopped.
@@ -284,41 +337,16 @@ impl<'m> Session<'m> {
         pos: usize,
         s: &Sampling,
     ) -> Result<(), LlmError> {
-        let n_recent = (s.penalty_last_n as usize).min(pos + 1);
-        let p = SampleParams {
-            vocab: self.model.cfg.vocab as u32,
-            top_k: s.top_k,
-            n_recent: if s.repeat_penalty == 1.0 {
-                0
-            } else {
-                n_recent as u32
-            },
-            step: pos as u32,
-            temperature: s.temperature,
-            top_p: s.top_p,
-            penalty: s.repeat_penalty,
-            seed_lo: s.seed as u32,
-            seed_hi: (s.seed >> 32) as u32,
-            recent_start: (pos + 1 - n_recent) as u32,
-            out_index: pos as u32 + 1,
-            round: 0,
-        };
         let sc = &self.scratch;
-        if s.temperature <= 0.0 && s.repeat_penalty == 1.0 {
-            // Greedy without a penalty is an argmax over the whole GPU.
-            let t = [&sc.logits, &sc.argmax_part, &sc.tokens, &sc.sampled];
-            ops::argmax(self.gpu, rec, t, pos + 1)?;
-        } else {
-            let t = [
-                &sc.logits,
-                &sc.probs,
-                &sc.tokens,
-                &sc.sampled,
-                &sc.sample_part,
-            ];
-            ops::sample(self.gpu, rec, p, t)?;
-        }
-        Ok(())
+        let on = SamplerTensors {
+            logits: &sc.logits,
+            probs: &sc.probs,
+            part: &sc.sample_part,
+            argmax_part: &sc.argmax_part,
+            sampled: &sc.sampled,
+            tokens: &sc.tokens,
+        };
+        record_sample(self.gpu, rec, on, (0, pos), s)
     }
 
     /// Records, from the token at position `run_from` (sampled, not yet run), up to

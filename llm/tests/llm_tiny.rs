@@ -23,14 +23,8 @@ const LAYERS: usize = 2;
 const EPS: f32 = 1e-5;
 const BASE: f32 = 10_000.0;
 
-/// (name, rows, cols, type) of every tensor of the `llama` model; weights are stored as the
-/// GGUF holds them.
-fn tensors() -> Vec<(String, usize, usize, GgmlType)> {
-    tensors_of("llama")
-}
-
-/// The tensors of the tiny model as architecture `arch` (`llama` or `qwen2`, which adds the
-/// q, k, v biases).
+/// (name, rows, cols, type) of every tensor of the tiny model as architecture `arch` (`llama`,
+/// or `qwen2`, which adds the q, k, v biases); weights are stored as the GGUF holds them.
 fn tensors_of(arch: &str) -> Vec<(String, usize, usize, GgmlType)> {
     let mut t = vec![
         ("token_embd.weight".to_string(), VOCAB, EMBD, GgmlType::Q8_0),
@@ -622,4 +616,247 @@ fn oversized_requests_and_device_loss_are_typed_errors() {
     let err = Session::new(&gpu, &model, 16).map(drop).unwrap_err();
     assert_eq!(err.code(), "DEVICE_LOST", "{err}");
     assert!(gpu.check().is_err());
+}
+
+/// Greedy continuation of `seq` by `n` tokens on the CPU.
+fn cpu_greedy(
+    values: &std::collections::HashMap<String, Vec<f32>>,
+    seq: &[u32],
+    n: usize,
+) -> Vec<u32> {
+    let mut s = seq.to_vec();
+    for _ in 0..n {
+        let l = cpu_logits(values, &s);
+        s.push(argmax(l.last().unwrap()));
+    }
+    s[seq.len()..].to_vec()
+}
+
+/// Prompts of different lengths from a seeded generator.
+fn prompts(n: usize, seed: u64) -> Vec<Vec<u32>> {
+    let r = support::random_f32(64 * n, seed);
+    (0..n)
+        .map(|i| {
+            let len = 1 + (i * 5 + 3) % 9;
+            (0..len)
+                .map(|j| ((r[i * 64 + j].abs() * 997.0) as u32) % VOCAB as u32)
+                .collect()
+        })
+        .collect()
+}
+
+/// N = 1, 3, 8 sequences of different prompt lengths through shared forward passes (prompt
+/// rows of all of them in one call, split across forwards of 16 rows, then 5 decode steps of
+/// all in one submit): the first token's logits match the f64 CPU forward pass, and every
+/// sequence's greedy ids equal the CPU's argmax chain and the single-sequence session's.
+#[test]
+fn batched_rows_match_the_cpu_and_the_single_sequence_path() {
+    use gpuport_llm::{Batch, BatchShape, PrefillItem};
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let model = Model::load(&gpu, &g, 32).unwrap();
+    let mut session = Session::new(&gpu, &model, 32).unwrap();
+    let shape = BatchShape {
+        slots: 8,
+        seq_capacity: 32,
+        pages: 8,
+        max_rows: 16,
+    };
+    let mut batch = Batch::new(&gpu, &model, shape).unwrap();
+    for n in [1usize, 3, 8] {
+        let ps = prompts(n, 7 + n as u64);
+        let seqs: Vec<_> = (0..n).map(|_| batch.open().unwrap()).collect();
+        let items: Vec<PrefillItem<'_>> = seqs
+            .iter()
+            .zip(&ps)
+            .map(|(s, p)| PrefillItem {
+                seq: *s,
+                tokens: p,
+                sample: Some(Sampling::GREEDY),
+            })
+            .collect();
+        let first = batch.prefill(&items).unwrap();
+        let total: usize = ps.iter().map(Vec::len).sum();
+        if total <= shape.max_rows {
+            // One forward: its logits are every sequence's.
+            let logits = batch.last_logits(n).unwrap();
+            for (i, p) in ps.iter().enumerate() {
+                let cpu = cpu_logits(&values, p);
+                assert_logits_close(&logits[i], cpu.last().unwrap(), &format!("N {n} seq {i}"));
+            }
+        }
+        let decoded = batch
+            .decode(
+                &seqs
+                    .iter()
+                    .map(|s| (*s, Sampling::GREEDY))
+                    .collect::<Vec<_>>(),
+                5,
+            )
+            .unwrap();
+        for (i, p) in ps.iter().enumerate() {
+            let mut got = vec![first[i].unwrap()];
+            got.extend(&decoded[i]);
+            let want = cpu_greedy(&values, p, 6);
+            assert_eq!(
+                got, want,
+                "N {n}, sequence {i} (prompt {p:?}) against the CPU"
+            );
+            session.reset();
+            let alone = session
+                .generate(
+                    &Request {
+                        prompt: p,
+                        max_tokens: 6,
+                        stop: &[],
+                        sampling: Sampling::GREEDY,
+                    },
+                    |_| true,
+                )
+                .unwrap();
+            assert_eq!(got, alone.tokens, "N {n}, sequence {i} against the session");
+            assert_eq!(batch.cached(seqs[i]).unwrap().len(), p.len() + 5);
+        }
+        for s in seqs {
+            batch.close(s).unwrap();
+        }
+        assert_eq!(
+            batch.pool().free_pages(),
+            shape.pages,
+            "N {n}: pages returned"
+        );
+    }
+}
+
+/// One forward with a sequence decoding (its pending token) beside another's prompt rows,
+/// sampled sequences with their own seeds equal to the session's draws, a prefix shared by a
+/// fork (the shared page copied before the fork writes into it, the original unharmed), and a
+/// truncated sequence whose pages are reused.
+#[test]
+fn batched_rows_mix_prefill_and_decode_share_prefixes_and_reuse_pages() {
+    use gpuport_llm::{Batch, BatchShape, PrefillItem};
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let model = Model::load(&gpu, &g, 96).unwrap();
+    let shape = BatchShape {
+        slots: 4,
+        seq_capacity: 96,
+        pages: 6,
+        max_rows: 96,
+    };
+    let mut batch = Batch::new(&gpu, &model, shape).unwrap();
+    let ps = prompts(2, 99);
+    let (a, b) = (batch.open().unwrap(), batch.open().unwrap());
+    let greedy = Some(Sampling::GREEDY);
+    let item = |seq, tokens, sample| PrefillItem {
+        seq,
+        tokens,
+        sample,
+    };
+    let first_a = batch.prefill(&[item(a, &ps[0], greedy)]).unwrap()[0].unwrap();
+    // Mixed: a's pending token (a decode row) and b's prompt in one forward.
+    let mixed = batch
+        .prefill(&[item(a, &[], greedy), item(b, &ps[1], greedy)])
+        .unwrap();
+    let want_a = cpu_greedy(&values, &ps[0], 2);
+    assert_eq!(
+        vec![first_a, mixed[0].unwrap()],
+        want_a,
+        "a decoding beside b's prompt"
+    );
+    assert_eq!(
+        mixed[1].unwrap(),
+        cpu_greedy(&values, &ps[1], 1)[0],
+        "b's prompt beside a"
+    );
+
+    // Sampled, each with its own seed: the same draws as a session with that seed.
+    let sampled = |seed| Sampling {
+        temperature: 0.9,
+        top_k: 40,
+        top_p: 0.95,
+        seed,
+        ..Sampling::GREEDY
+    };
+    let c = batch.open().unwrap();
+    let d = batch.open().unwrap();
+    let got = batch
+        .prefill(&[
+            item(c, &ps[0], Some(sampled(11))),
+            item(d, &ps[1], Some(sampled(12))),
+        ])
+        .unwrap();
+    let steps = batch
+        .decode(&[(c, sampled(11)), (d, sampled(12))], 4)
+        .unwrap();
+    let mut session = Session::new(&gpu, &model, 96).unwrap();
+    for (i, (p, seed)) in [(&ps[0], 11), (&ps[1], 12)].into_iter().enumerate() {
+        session.reset();
+        let alone = session
+            .generate(
+                &Request {
+                    prompt: p,
+                    max_tokens: 5,
+                    stop: &[],
+                    sampling: sampled(seed),
+                },
+                |_| true,
+            )
+            .unwrap();
+        let mut mine = vec![got[i].unwrap()];
+        mine.extend(&steps[i]);
+        assert_eq!(mine, alone.tokens, "seed {seed}: batch and session draws");
+    }
+    for s in [a, b, c, d] {
+        batch.close(s).unwrap();
+    }
+    assert_eq!(batch.pool().free_pages(), shape.pages);
+
+    // A 70-token prefix (one full page and 6 positions of the next) shared by a fork.
+    let prefix: Vec<u32> = (0..70).map(|i| (i * 37 + 11) % VOCAB as u32).collect();
+    let p = batch.open().unwrap();
+    batch.prefill(&[item(p, &prefix, greedy)]).unwrap();
+    let table = batch.pool().page_table(p).unwrap().to_vec();
+    let q = batch.fork(p, prefix.len()).unwrap();
+    assert_eq!(batch.pool().page_table(q).unwrap(), table.as_slice());
+    assert!(table.iter().all(|pg| batch.pool().page_refs(*pg) == 2));
+    // q writes into the shared partial page: it gets its own copy first.
+    let suffix = [3u32, 141, 59];
+    let q_next = batch.prefill(&[item(q, &suffix, greedy)]).unwrap()[0].unwrap();
+    let q_table = batch.pool().page_table(q).unwrap().to_vec();
+    assert_eq!(q_table[0], table[0], "the full page stays shared");
+    assert_ne!(q_table[1], table[1], "the partial page was copied");
+    let mut q_seq = prefix.clone();
+    q_seq.extend(suffix);
+    assert_eq!(
+        q_next,
+        cpu_greedy(&values, &q_seq, 1)[0],
+        "the fork after its suffix"
+    );
+    // p continues from its own, untouched pages.
+    let p_next = batch.prefill(&[item(p, &[7, 8], greedy)]).unwrap()[0].unwrap();
+    let mut p_seq = prefix.clone();
+    p_seq.extend([7, 8]);
+    assert_eq!(
+        p_next,
+        cpu_greedy(&values, &p_seq, 1)[0],
+        "the original after the fork"
+    );
+
+    // Truncation returns pages; the same sequence then takes a different continuation.
+    batch.truncate(q, 10).unwrap();
+    assert_eq!(batch.pool().page_table(q).unwrap().len(), 1);
+    let r_next = batch.prefill(&[item(q, &[42, 43, 44], greedy)]).unwrap()[0].unwrap();
+    let mut r_seq = prefix[..10].to_vec();
+    r_seq.extend([42, 43, 44]);
+    assert_eq!(
+        r_next,
+        cpu_greedy(&values, &r_seq, 1)[0],
+        "after truncation"
+    );
+    batch.close(p).unwrap();
+    batch.close(q).unwrap();
+    assert_eq!(batch.pool().free_pages(), shape.pages);
 }

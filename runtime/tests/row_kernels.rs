@@ -261,6 +261,9 @@ fn decode_attention_matches() {
             tokens: 1,
             qkv_stride: 0,
             page: 0,
+            row_table: 0,
+            rows_first: 0,
+            pad: [0; 2],
         };
         let qkv: Vec<f32> = support::random_f32(lead as usize + qn + 2 * kvn, 1)
             .iter()
@@ -389,6 +392,9 @@ fn prefill_attention_matches() {
             tokens,
             qkv_stride: stride as u32,
             page: 0,
+            row_table: 0,
+            rows_first: 0,
+            pad: [0; 2],
         };
         let qkv: Vec<f32> = support::random_f32(tokens as usize * stride, 11)
             .iter()

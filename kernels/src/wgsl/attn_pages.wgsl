@@ -5,5 +5,12 @@
 
 // The pool row of logical position j.
 fn cache_row(j: u32) -> u32 {
-    return pages[j / p.page] * p.page + j % p.page;
+    return cache_row_in(0u, j);
 }
+
+// The pool row of logical position j of the sequence whose page table starts at entry `base`
+// of `pages` (batches of several sequences share one table buffer).
+fn cache_row_in(base: u32, j: u32) -> u32 {
+    return pages[base + j / p.page] * p.page + j % p.page;
+}
+

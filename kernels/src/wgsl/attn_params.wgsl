@@ -21,6 +21,12 @@ struct Params {
     tokens: u32,    // prefill: tokens in the batch, at positions n_keys - tokens ..
     qkv_stride: u32,// prefill: elements between consecutive tokens' rows of `qkv`
     page: u32,      // positions per page of the paged KV cache (a multiple of 64)
+    row_table: u32, // prefill passes: 1 = token t's position and page-table base are
+                    // rows[4 (rows_first + t)], rows[4 (rows_first + t) + 1] (rows of several
+                    // sequences in one batch); 0 = position n_keys - tokens + t, base 0
+    rows_first: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 // Floats per (head, key block) in `part`: the block's value sum (head_dim), then m and l, then

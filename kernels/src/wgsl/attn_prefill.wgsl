@@ -1,6 +1,7 @@
 // Prefill, second pass: causal attention of a batch of prepared queries (attn_prep.wgsl)
 // against the KV cache, flash-style. Workgroup (h, t) takes query head h of batch token t at
-// position pos = n_keys - tokens + t and walks its keys [first, pos] (first = pos + 1 - window
+// position pos = n_keys - tokens + t (or its row's own position and sequence: attn_rows.wgsl;
+// a batch may mix sequences, each row attending to its own) and walks its keys [first, pos] (first = pos + 1 - window
 // with a sliding window) in blocks of KB, keeping a running max m, exp-sum l and
 // exp-weighted value sum o: each block rescales them by exp(m_old - m_new) and adds its own,
 // so no per-block partials leave the workgroup. GQA: head h reads KV head h / (heads /
@@ -24,6 +25,8 @@ override LPK: u32 = WG / KB;
 @group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
 // The page table.
 @group(0) @binding(5) var<storage, read> pages: array<u32>;
+// The batch's rows (attn_rows.wgsl).
+@group(0) @binding(6) var<storage, read> rows: array<u32>;
 
 var<workgroup> qs: array<vec4<f32>, 64>;
 var<workgroup> weights: array<f32, 256>;
@@ -31,13 +34,15 @@ var<workgroup> osum: array<vec4<f32>, 256>;
 
 //!include wgreduce
 //!include attn_pages.wgsl
+//!include attn_rows.wgsl
 //!include attn_score.wgsl
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let h = l.wg.x;
     let t = l.wg.y;
-    let pos = p.n_keys - p.tokens + t;
+    let at = batch_row(t);
+    let pos = at.x;
     var first = 0u;
     if p.window > 0u && pos + 1u > p.window {
         first = pos + 1u - p.window;
@@ -61,7 +66,7 @@ fn main(l: Lanes) {
     for (var j0 = first - first % KB; j0 <= pos; j0 += KB) {
         let j = j0 + key;
         let live = j >= first && j <= pos;
-        let base = cache_row(j0);
+        let base = cache_row_in(at.y, j0);
         var acc = vec4<f32>(0.0);
         if live {
             let kr = (base + key) * row4 + kb4;

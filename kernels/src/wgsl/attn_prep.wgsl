@@ -1,5 +1,6 @@
 // Prefill, first pass: the attention inputs of a batch of tokens. Token t of the batch sits at
-// position pos = n_keys - tokens + t, its projections at qkv[t * qkv_stride ..] (queries at
+// position pos = n_keys - tokens + t (or, with a row table, at its own position in its own
+// sequence: attn_rows.wgsl), its projections at qkv[t * qkv_stride ..] (queries at
 // q_src, keys at k_src, values at v_src). Workgroup (slot, t): slots below `heads` normalize
 // and rotate query head `slot` into q [tokens, heads, head_dim]; the others take KV head
 // slot - heads, normalize and rotate its key into the key cache and copy its value into the
@@ -21,16 +22,20 @@ override NEOX: u32 = 0u;
 @group(0) @binding(5) var<storage, read> nw: array<f32>;
 // The page table.
 @group(0) @binding(6) var<storage, read> pages: array<u32>;
+// The batch's rows (attn_rows.wgsl).
+@group(0) @binding(7) var<storage, read> rows: array<u32>;
 
 //!include wgreduce
 //!include attn_pages.wgsl
+//!include attn_rows.wgsl
 //!include attn_prepare.wgsl
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let slot = l.wg.x;
     let t = l.wg.y;
-    let pos = p.n_keys - p.tokens + t;
+    let at = batch_row(t);
+    let pos = at.x;
     let row = t * p.qkv_stride;
     let hd = p.head_dim;
     if slot < p.heads {
@@ -43,7 +48,7 @@ fn main(l: Lanes) {
     }
     let g = slot - p.heads;
     load_head(l, row + p.k_src + g * hd, hd);
-    let out = (cache_row(pos) * p.kv_heads + g) * hd;
+    let out = (cache_row_in(at.y, pos) * p.kv_heads + g) * hd;
     for (var d = l.lid; d < hd; d += WG) {
         k[out + d] = rotated(d, pos);
         v[out + d] = qkv[row + p.v_src + g * hd + d];

@@ -150,24 +150,101 @@ pub fn gemm(
 /// rotated; keys and values written to the cache `kv`, the prepared queries to `q`
 /// (`[tokens, heads, head_dim]`), and, when `out` is given, each token's causal attention
 /// output to it (`[tokens, heads * head_dim]`; without it only the cache is filled, as for a
-/// model's last layer). Tensors `[qkv, q]`.
+/// model's last layer). Tensors `[qkv, q]`. [`attention_rows`] with no row table.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_prefill(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    mut p: DecodeAttnParams,
+    p: DecodeAttnParams,
     neox: bool,
     [qkv, q]: [&Tensor; 2],
     kv: KvLayer<'_>,
     out: Option<&Tensor>,
     qk_norm: Option<&Tensor>,
 ) -> Result<(), GpuError> {
+    let call = RowsAttention {
+        p,
+        neox,
+        qkv,
+        q,
+        kv,
+        rows: None,
+        out,
+        qk_norm,
+    };
+    attention_rows(gpu, rec, call)
+}
+
+/// The rows of a batch that mixes sequences: entries `4 (first + t) ..` of `table` (u32) are
+/// token t's position, the first entry of its sequence's page table in the [`KvLayer`]'s
+/// `pages` (which then holds every sequence's table), its token's index in the token buffer,
+/// and 0.
+#[derive(Clone, Copy)]
+pub struct RowTable<'a> {
+    /// (position, page-table base, token index, 0) per row.
+    pub table: &'a Tensor,
+    /// The batch's first pair.
+    pub first: u32,
+}
+
+/// One launch of the prefill attention passes over a batch of rows.
+#[derive(Clone, Copy)]
+pub struct RowsAttention<'a> {
+    /// Shapes and options; `tokens` rows, `qkv_stride` between their projections. Without a
+    /// row table the rows are positions `n_keys - tokens ..` of one sequence; with one,
+    /// `n_keys` bounds every row's position + 1 and `max_ctx` one sequence's capacity.
+    pub p: DecodeAttnParams,
+    /// RoPE pairs (i, i + d/2).
+    pub neox: bool,
+    /// The rows' projections.
+    pub qkv: &'a Tensor,
+    /// The prepared queries (`[tokens, heads, head_dim]`).
+    pub q: &'a Tensor,
+    /// The caches.
+    pub kv: KvLayer<'a>,
+    /// Each row's position and sequence, when the batch mixes sequences.
+    pub rows: Option<RowTable<'a>>,
+    /// The attention output (`[tokens, heads * head_dim]`), or only fill the caches.
+    pub out: Option<&'a Tensor>,
+    /// Query norm then key norm weights, when `p.norm` is set.
+    pub qk_norm: Option<&'a Tensor>,
+}
+
+/// Records a [`RowsAttention`]: the preparation pass (queries into `q`, keys and values into
+/// each row's sequence at its position), then, with an output, the causal pass (each row
+/// attends to its own sequence's positions up to its own).
+pub fn attention_rows(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: RowsAttention<'_>,
+) -> Result<(), GpuError> {
     const WG: u32 = 128;
+    let RowsAttention {
+        mut p,
+        neox,
+        qkv,
+        q,
+        kv,
+        rows,
+        out,
+        qk_norm,
+    } = call;
     let (heads, hd, tokens) = (p.heads as usize, p.head_dim as usize, p.tokens as usize);
     p.page = kv.page;
-    let ok = attention_inputs_fit(&p, p.qkv_stride as usize, kv, qk_norm)
+    p.row_table = u32::from(rows.is_some());
+    p.rows_first = rows.map_or(0, |r| r.first);
+    // With a row table the pages binding holds every sequence's table: the checks see one
+    // sequence's share of it.
+    let seq_pages = (p.max_ctx as usize).div_ceil(kv.page.max(1) as usize);
+    let own = kv.pages.view(0, seq_pages.min(elems(kv.pages)));
+    let checked = match rows {
+        Some(_) => KvLayer { pages: &own, ..kv },
+        None => kv,
+    };
+    let ok = attention_inputs_fit(&p, p.qkv_stride as usize, checked, qk_norm)
         && tokens > 0
-        && tokens <= p.n_keys as usize
+        && (rows.is_some() || tokens <= p.n_keys as usize)
+        && rows.is_none_or(|r| elems(r.table) >= 4 * (r.first as usize + tokens))
         && elems(qkv) >= tokens * p.qkv_stride as usize
         && elems(q) >= tokens * heads * hd
         && out.is_none_or(|o| elems(o) >= tokens * heads * hd)
@@ -175,22 +252,24 @@ pub fn attention_prefill(
     if !ok {
         return Err(GpuError::Shape(format!(
             "prefill attention {p:?} with q/k/v {:?}, caches {:?}, {:?}, page table {:?}, \
-             queries {:?}, output {:?}, norm weights {:?}",
+             queries {:?}, output {:?}, norm weights {:?}, row table {:?}",
             qkv.shape,
             kv.k.shape,
             kv.v.shape,
             kv.pages.shape,
             q.shape,
             out.map(|o| &o.shape),
-            qk_norm.map(|w| &w.shape)
+            qk_norm.map(|w| &w.shape),
+            rows.map(|r| &r.table.shape)
         )));
     }
+    let table = rows.map_or(kv.pages, |r| r.table);
     launch(
         gpu,
         rec,
         &attention::prep_spec(WG, reduction(gpu), neox),
         &p,
-        &[qkv, kv.k, kv.v, q, qk_norm.unwrap_or(qkv), kv.pages],
+        &[qkv, kv.k, kv.v, q, qk_norm.unwrap_or(qkv), kv.pages, table],
         (p.heads + p.kv_heads, p.tokens),
     )?;
     let Some(out) = out else {
@@ -202,7 +281,7 @@ pub fn attention_prefill(
         rec,
         &attention::prefill_spec(WG, kb, reduction(gpu)),
         &p,
-        &[q, kv.k, kv.v, out, kv.pages],
+        &[q, kv.k, kv.v, out, kv.pages, table],
         (p.heads, p.tokens),
     )
 }

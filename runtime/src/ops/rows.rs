@@ -404,3 +404,47 @@ pub fn sample(
     }
     Ok(())
 }
+
+/// `dst[i] = src[idx[idx_first + i idx_stride]]` for rows of `width` 32-bit words (`src`, `dst`
+/// of any 32-bit element type): the token ids of a batch's rows from the token buffer, or the
+/// activation rows whose logits are wanted.
+pub fn gather(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    [src, idx, dst]: [&Tensor; 3],
+    (rows, width): (usize, usize),
+    (idx_first, idx_stride): (usize, usize),
+) -> Result<(), GpuError> {
+    let last = idx_first + rows.saturating_sub(1) * idx_stride;
+    if rows == 0 {
+        return Ok(());
+    }
+    if elems(dst) < rows * width || elems(idx) <= last || width == 0 || dst.shares_buffer(src) {
+        return Err(GpuError::Shape(format!(
+            "gather of {rows} rows of {width} from {:?} by {:?} (from {idx_first}, stride \
+             {idx_stride}) into {:?}",
+            src.shape, idx.shape, dst.shape
+        )));
+    }
+    let wg = 256;
+    let grid = grid_2d(
+        ((rows * width) as u32).div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    let p = rowops::GatherParams {
+        rows: rows as u32,
+        width: width as u32,
+        idx_first: idx_first as u32,
+        idx_stride: idx_stride as u32,
+        grid_x: grid.0,
+        pad: [0; 3],
+    };
+    launch(
+        gpu,
+        rec,
+        &rowops::gather_spec(wg),
+        &p,
+        &[src, idx, dst],
+        grid,
+    )
+}

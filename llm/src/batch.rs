@@ -1,0 +1,577 @@
+//! Many sequences through one forward pass. A [`Batch`] holds a [`KvPool`] shared by up to
+//! `slots` sequences, one GPU token buffer in which each sequence owns a stretch (prompt ids
+//! written by the CPU, sampled ids by the GPU), and the activations of a batch of rows. A row
+//! is (sequence, position): decode of N sequences is N rows at their own positions, a prompt
+//! chunk is many rows of one sequence, and one forward may mix both (chunked prefill beside
+//! decode). Attention reads each row's own page table through the row table
+//! (`attn_rows.wgsl`); every other block is row-wise.
+//!
+//! Multi-step decode records K forwards per submit, each sampling every row's next token on
+//! the GPU into its sequence's stretch (each row with its own sampling parameters and seed)
+//! for the next forward to embed; the ids come back in one readback per submit.
+//!
+//! What is guaranteed: a sequence's greedy ids equal those of the same sequence decoded alone
+//! in a [`crate::Session`] or in a batch of any size, wherever its pages and tokens live; its
+//! logits match the single-sequence path to the tolerance of a different summation (the
+//! batched path uses the GEMM kernels, the single-sequence decode the GEMVs; both are checked
+//! against an f64 CPU forward pass in `tests/llm_batch.rs`).
+
+use std::collections::HashMap;
+
+use super::error::LlmError;
+use super::kv_cache::{KvPool, SeqId};
+use super::model::Model;
+use super::prefill::{BatchRows, BatchScratch};
+use super::session::{SamplerTensors, Sampling, record_sample};
+use gpuport_kernels::rowops;
+use gpuport_kernels::sample;
+use gpuport_runtime::device::Gpu;
+use gpuport_runtime::ops::{self, GemmCall};
+use gpuport_runtime::recorder::Recorder;
+use gpuport_runtime::tensor::{Elem, Tensor};
+
+/// The shape of a [`Batch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchShape {
+    /// Sequences open at once.
+    pub slots: usize,
+    /// Positions one sequence can hold.
+    pub seq_capacity: usize,
+    /// KV pages in the pool (each [`crate::kv_cache::DEFAULT_PAGE`] positions); sequences
+    /// share them.
+    pub pages: usize,
+    /// Rows one forward pass takes (prompt chunks are split to this).
+    pub max_rows: usize,
+}
+
+/// Words of the row table per row: position, page-table base, token index, 0.
+const ROW_WORDS: usize = 4;
+
+/// Logits rows are this many floats apart (256-byte aligned views).
+const LOGITS_ALIGN: usize = 64;
+
+/// One sequence's part of a [`Batch::prefill`] call.
+#[derive(Debug, Clone)]
+pub struct PrefillItem<'a> {
+    /// The sequence.
+    pub seq: SeqId,
+    /// Tokens to append after the sequence's pending token (if it has one, it runs first).
+    pub tokens: &'a [u32],
+    /// Sample the token after the last one, with these parameters; it becomes the sequence's
+    /// pending token.
+    pub sample: Option<Sampling>,
+}
+
+/// A sequence's host-side state.
+#[derive(Debug, Clone, Default)]
+struct SeqState {
+    /// Tokens whose keys and values are in the pool, by position.
+    cached: Vec<u32>,
+    /// The sampled token after them, not yet run.
+    pending: Option<u32>,
+}
+
+/// Many sequences of one model on the GPU.
+pub struct Batch<'m> {
+    gpu: &'m Gpu,
+    model: &'m Model,
+    pool: KvPool,
+    shape: BatchShape,
+    /// The token buffer (u32, `slots × token_stride`).
+    tokens: Tensor,
+    token_stride: usize,
+    scratch: BatchScratch,
+    /// Each row's token id (u32, `max_rows`).
+    ids: Tensor,
+    /// The output-normed rows whose logits are wanted (`[slots, hidden]`).
+    wanted: Tensor,
+    /// Their logits (`[slots, logits_stride]`).
+    logits: Tensor,
+    logits_stride: usize,
+    probs: Tensor,
+    sample_part: Tensor,
+    argmax_part: Tensor,
+    sampled: Tensor,
+    /// Row tables of the forwards of one submit (u32), grown as needed.
+    table: Tensor,
+    seqs: HashMap<SeqId, SeqState>,
+}
+
+/// One forward pass of a submit: its rows and the rows whose logits are sampled.
+struct Forward {
+    /// (sequence, position, token index) per row.
+    rows: Vec<(SeqId, usize, usize)>,
+    /// Per sampled row: its index in `rows` and the sampling parameters.
+    sampled: Vec<(usize, Sampling)>,
+}
+
+impl<'m> Batch<'m> {
+    /// A batch runner of the given shape on `model`.
+    pub fn new(gpu: &'m Gpu, model: &'m Model, shape: BatchShape) -> Result<Batch<'m>, LlmError> {
+        let c = &model.cfg;
+        if shape.max_rows == 0 || shape.slots == 0 || shape.seq_capacity == 0 {
+            return Err(LlmError::Request(format!("a batch of shape {shape:?}")));
+        }
+        let page = super::kv_cache::DEFAULT_PAGE;
+        let pool = KvPool::new(gpu, c, (shape.slots, shape.seq_capacity), shape.pages, page)?;
+        let token_stride = (shape.seq_capacity + 1).div_ceil(LOGITS_ALIGN) * LOGITS_ALIGN;
+        let u32s = |n: usize, what: &str| gpu.upload(&vec![0u8; 4 * n], Elem::U32, &[n], what);
+        let logits_stride = c.vocab.div_ceil(LOGITS_ALIGN) * LOGITS_ALIGN;
+        Ok(Batch {
+            gpu,
+            model,
+            pool,
+            shape,
+            tokens: u32s(shape.slots * token_stride, "batch tokens")?,
+            token_stride,
+            scratch: BatchScratch::new(gpu, model, shape.max_rows)?,
+            ids: u32s(shape.max_rows, "batch row ids")?,
+            wanted: gpu.zeros_f32(&[shape.slots * c.embd], "batch sampled rows")?,
+            logits: gpu.zeros_f32(&[shape.slots * logits_stride], "batch logits")?,
+            logits_stride,
+            probs: gpu.zeros_f32(&[c.vocab], "batch probabilities")?,
+            sample_part: gpu.zeros_f32(&[sample::scratch_words(c.vocab)], "batch sampler")?,
+            argmax_part: u32s(2 * rowops::ARGMAX_GROUPS as usize, "batch argmax partials")?,
+            sampled: u32s(2, "batch sampled")?,
+            table: u32s(1024, "batch row tables")?,
+            seqs: HashMap::new(),
+        })
+    }
+
+    /// The KV pool (page accounting).
+    pub fn pool(&self) -> &KvPool {
+        &self.pool
+    }
+
+    /// Opens an empty sequence.
+    pub fn open(&mut self) -> Result<SeqId, LlmError> {
+        let id = self.pool.open()?;
+        self.seqs.insert(id, SeqState::default());
+        Ok(id)
+    }
+
+    /// Opens a sequence that starts with the first `len` cached positions of `src`, sharing
+    /// their KV pages (a common prompt prefix is prefilled once).
+    pub fn fork(&mut self, src: SeqId, len: usize) -> Result<SeqId, LlmError> {
+        let from = self.state(src)?;
+        let len = len.min(from.cached.len());
+        let prefix = from.cached[..len].to_vec();
+        let id = self.pool.fork(self.gpu, src, len)?;
+        self.write_tokens(id, 0, &prefix);
+        self.seqs.insert(
+            id,
+            SeqState {
+                cached: prefix,
+                pending: None,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Ends a sequence; its pages lose its reference.
+    pub fn close(&mut self, seq: SeqId) -> Result<(), LlmError> {
+        self.state(seq)?;
+        self.pool.close(seq)?;
+        self.seqs.remove(&seq);
+        Ok(())
+    }
+
+    /// Keeps the first `len` cached positions of `seq` and drops its pending token.
+    pub fn truncate(&mut self, seq: SeqId, len: usize) -> Result<(), LlmError> {
+        let s = self.state_mut(seq)?;
+        s.cached.truncate(len);
+        s.pending = None;
+        let keep = s.cached.len();
+        self.pool.truncate(seq, keep)?;
+        Ok(())
+    }
+
+    /// The tokens whose keys and values `seq` holds.
+    pub fn cached(&self, seq: SeqId) -> Result<&[u32], LlmError> {
+        Ok(&self.state(seq)?.cached)
+    }
+
+    /// The sampled token after them, not yet run.
+    pub fn pending(&self, seq: SeqId) -> Result<Option<u32>, LlmError> {
+        Ok(self.state(seq)?.pending)
+    }
+
+    /// The logits of the sampled rows of the last forward pass of the last call, in order
+    /// (for [`Batch::prefill`] in one forward: one per sampling item; for
+    /// [`Batch::decode`]: the last step's, one per sequence).
+    pub fn last_logits(&self, rows: usize) -> Result<Vec<Vec<f32>>, LlmError> {
+        let rows = rows.min(self.shape.slots);
+        let all = self.gpu.readback_f32(&self.logits)?;
+        let vocab = self.model.cfg.vocab;
+        Ok((0..rows)
+            .map(|r| all[r * self.logits_stride..r * self.logits_stride + vocab].to_vec())
+            .collect())
+    }
+
+    fn state(&self, seq: SeqId) -> Result<&SeqState, LlmError> {
+        self.seqs
+            .get(&seq)
+            .ok_or_else(|| LlmError::Request(format!("sequence {} is not open", seq.0)))
+    }
+
+    fn state_mut(&mut self, seq: SeqId) -> Result<&mut SeqState, LlmError> {
+        self.seqs
+            .get_mut(&seq)
+            .ok_or_else(|| LlmError::Request(format!("sequence {} is not open", seq.0)))
+    }
+
+    fn token_base(&self, seq: SeqId) -> usize {
+        seq.0 as usize * self.token_stride
+    }
+
+    fn write_tokens(&self, seq: SeqId, pos: usize, ids: &[u32]) {
+        if ids.is_empty() {
+            return;
+        }
+        let at = self.token_base(seq) + pos;
+        self.gpu.queue.write_buffer(
+            &self.tokens.buffer,
+            self.tokens.offset + 4 * at as u64,
+            bytemuck::cast_slice(ids),
+        );
+    }
+
+    /// Appends each item's tokens to its sequence (after its pending token), all sequences'
+    /// rows in shared forward passes of up to `max_rows` rows, and samples the next token of
+    /// the items that ask (returned in order, `None` for the others; it becomes the
+    /// sequence's pending token). One submit, one readback.
+    pub fn prefill(&mut self, items: &[PrefillItem<'_>]) -> Result<Vec<Option<u32>>, LlmError> {
+        let vocab = self.model.cfg.vocab as u32;
+        let mut rows = Vec::new();
+        let mut sampled = Vec::new();
+        let mut plans = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            if let Some(s) = &item.sample {
+                s.check()?;
+            }
+            if let Some(bad) = item.tokens.iter().find(|t| **t >= vocab) {
+                return Err(LlmError::Request(format!(
+                    "token id {bad} is outside the vocabulary of {vocab}"
+                )));
+            }
+            if items[..i].iter().any(|o| o.seq == item.seq) {
+                return Err(LlmError::Request(format!(
+                    "sequence {} appears twice in one prefill",
+                    item.seq.0
+                )));
+            }
+            let st = self.state(item.seq)?;
+            let mut new: Vec<u32> = st.pending.into_iter().collect();
+            new.extend_from_slice(item.tokens);
+            if new.is_empty() {
+                return Err(LlmError::Request(format!(
+                    "sequence {} has no token to run",
+                    item.seq.0
+                )));
+            }
+            let start = st.cached.len();
+            if start + new.len() > self.shape.seq_capacity {
+                return Err(LlmError::Request(format!(
+                    "sequence {} would hold {} positions, the context holds {}",
+                    item.seq.0,
+                    start + new.len(),
+                    self.shape.seq_capacity
+                )));
+            }
+            let base = self.token_base(item.seq);
+            for (j, _) in new.iter().enumerate() {
+                rows.push((item.seq, start + j, base + start + j));
+            }
+            if let Some(s) = item.sample {
+                sampled.push((rows.len() - 1, s, i));
+            }
+            plans.push((item.seq, start, new));
+        }
+        // Back every sequence's new positions (the pool refuses before anything is written
+        // when pages run out) and write the prompt ids.
+        let mut extended = Vec::new();
+        let backed = plans.iter().try_for_each(|(seq, _, new)| {
+            self.pool.extend(self.gpu, *seq, new.len())?;
+            extended.push(*seq);
+            Ok::<_, LlmError>(())
+        });
+        if let Err(e) = backed {
+            for seq in extended {
+                let keep = self.state(seq)?.cached.len();
+                self.pool.truncate(seq, keep)?;
+            }
+            return Err(e);
+        }
+        for (seq, start, new) in &plans {
+            self.write_tokens(*seq, *start, new);
+        }
+        // Forwards of up to max_rows rows, the sampled rows each in the forward holding it.
+        let mut forwards = Vec::new();
+        for (f, chunk) in rows.chunks(self.shape.max_rows).enumerate() {
+            let first = f * self.shape.max_rows;
+            forwards.push(Forward {
+                rows: chunk.to_vec(),
+                sampled: sampled
+                    .iter()
+                    .filter(|(r, _, _)| (first..first + chunk.len()).contains(r))
+                    .map(|(r, s, _)| (r - first, *s))
+                    .collect(),
+            });
+        }
+        let result = self.run(&forwards, &sampled_positions(&rows, &sampled));
+        let ids = match result {
+            Ok(ids) => ids,
+            Err(e) => {
+                for (seq, _, _) in &plans {
+                    let keep = self.state(*seq)?.cached.len();
+                    self.pool.truncate(*seq, keep)?;
+                }
+                return Err(e);
+            }
+        };
+        let mut out = vec![None; items.len()];
+        for (seq, _, new) in plans {
+            let st = self.state_mut(seq)?;
+            st.cached.extend_from_slice(&new);
+            st.pending = None;
+        }
+        for ((_, _, item), id) in sampled.iter().zip(ids) {
+            out[*item] = Some(id);
+            self.state_mut(items[*item].seq)?.pending = Some(id);
+        }
+        Ok(out)
+    }
+
+    /// `steps` decode steps of every listed sequence in one submit: each step runs each
+    /// sequence's pending token and samples the next on the GPU (with that sequence's
+    /// parameters) for the following step. Returns each sequence's `steps` new tokens; the
+    /// last becomes its pending token. Stop tokens are the caller's: [`Batch::truncate`] drops
+    /// what followed one.
+    pub fn decode(
+        &mut self,
+        seqs: &[(SeqId, Sampling)],
+        steps: usize,
+    ) -> Result<Vec<Vec<u32>>, LlmError> {
+        let mut starts = Vec::with_capacity(seqs.len());
+        for (i, (seq, s)) in seqs.iter().enumerate() {
+            s.check()?;
+            if seqs[..i].iter().any(|(o, _)| o == seq) {
+                return Err(LlmError::Request(format!(
+                    "sequence {} appears twice in one decode",
+                    seq.0
+                )));
+            }
+            let st = self.state(*seq)?;
+            let Some(pending) = st.pending else {
+                return Err(LlmError::Request(format!(
+                    "sequence {} has no sampled token to decode from",
+                    seq.0
+                )));
+            };
+            if st.cached.len() + steps > self.shape.seq_capacity {
+                return Err(LlmError::Request(format!(
+                    "sequence {} would hold {} positions, the context holds {}",
+                    seq.0,
+                    st.cached.len() + steps,
+                    self.shape.seq_capacity
+                )));
+            }
+            starts.push((st.cached.len(), pending));
+        }
+        if steps == 0 || seqs.is_empty() {
+            return Ok(vec![Vec::new(); seqs.len()]);
+        }
+        if seqs.len() > self.shape.max_rows {
+            return Err(LlmError::Request(format!(
+                "{} sequences in one decode, a forward takes {} rows",
+                seqs.len(),
+                self.shape.max_rows
+            )));
+        }
+        let mut extended = Vec::new();
+        let backed = seqs.iter().try_for_each(|(seq, _)| {
+            self.pool.extend(self.gpu, *seq, steps)?;
+            extended.push(*seq);
+            Ok::<_, LlmError>(())
+        });
+        let undo = |b: &mut Batch<'m>, list: &[SeqId]| -> Result<(), LlmError> {
+            for seq in list {
+                let keep = b.state(*seq)?.cached.len();
+                b.pool.truncate(*seq, keep)?;
+            }
+            Ok(())
+        };
+        if let Err(e) = backed {
+            undo(self, &extended)?;
+            return Err(e);
+        }
+        for ((seq, _), (start, pending)) in seqs.iter().zip(&starts) {
+            self.write_tokens(*seq, *start, &[*pending]);
+        }
+        let forwards: Vec<Forward> = (0..steps)
+            .map(|k| Forward {
+                rows: seqs
+                    .iter()
+                    .zip(&starts)
+                    .map(|((seq, _), (start, _))| {
+                        (*seq, start + k, self.token_base(*seq) + start + k)
+                    })
+                    .collect(),
+                sampled: seqs.iter().enumerate().map(|(r, (_, s))| (r, *s)).collect(),
+            })
+            .collect();
+        // Read back, per sequence, the ids after each of its steps' positions.
+        let wanted: Vec<usize> = (0..steps)
+            .flat_map(|k| {
+                seqs.iter()
+                    .zip(&starts)
+                    .map(move |((seq, _), (start, _))| (*seq, start + k + 1))
+            })
+            .map(|(seq, pos)| self.token_base(seq) + pos)
+            .collect();
+        let ids = match self.run(&forwards, &wanted) {
+            Ok(ids) => ids,
+            Err(e) => {
+                undo(self, &extended)?;
+                return Err(e);
+            }
+        };
+        // `ids` is step-major: step k's id of sequence i at k * N + i.
+        let n = seqs.len();
+        let out: Vec<Vec<u32>> = (0..n)
+            .map(|i| (0..steps).map(|k| ids[k * n + i]).collect())
+            .collect();
+        for (((seq, _), (_, pending)), mine) in seqs.iter().zip(&starts).zip(&out) {
+            let st = self.state_mut(*seq)?;
+            st.cached.push(*pending);
+            st.cached.extend_from_slice(&mine[..mine.len() - 1]);
+            st.pending = mine.last().copied();
+        }
+        Ok(out)
+    }
+
+    /// Records `forwards` in one submit and reads back the token buffer at `read` (absolute
+    /// indices).
+    fn run(&mut self, forwards: &[Forward], read: &[usize]) -> Result<Vec<u32>, LlmError> {
+        // Row tables of every forward, one after another: rows, then sampled row indices.
+        let mut words: Vec<u32> = Vec::new();
+        let mut at = Vec::with_capacity(forwards.len());
+        for f in forwards {
+            // Each forward's rows start on a whole row of the table (the attention kernels
+            // index it by row).
+            words.resize(words.len().div_ceil(ROW_WORDS) * ROW_WORDS, 0);
+            let first = words.len();
+            for (seq, pos, token) in &f.rows {
+                words.extend([*pos as u32, self.pool.table_base(*seq), *token as u32, 0]);
+            }
+            let picks = words.len();
+            words.extend(f.sampled.iter().map(|(r, _)| *r as u32));
+            at.push((first, picks));
+        }
+        if words.len() > self.table.shape[0] {
+            let n = words.len().next_power_of_two();
+            self.table = self
+                .gpu
+                .upload(&vec![0u8; 4 * n], Elem::U32, &[n], "batch row tables")?;
+        }
+        self.gpu.queue.write_buffer(
+            &self.table.buffer,
+            self.table.offset,
+            bytemuck::cast_slice(&words),
+        );
+        let mut rec = Recorder::new(self.gpu);
+        for (f, (first, picks)) in forwards.iter().zip(at) {
+            self.record_forward(&mut rec, f, first, picks)?;
+        }
+        rec.submit()?;
+        let mut ids = Vec::with_capacity(read.len());
+        if !read.is_empty() {
+            let all: Vec<u32> = bytemuck::pod_collect_to_vec(&self.gpu.readback(&self.tokens)?);
+            ids.extend(read.iter().map(|i| all[*i]));
+        }
+        Ok(ids)
+    }
+
+    /// Records one forward whose row table starts at word `first` of `self.table` and whose
+    /// sampled-row list starts at word `picks`.
+    fn record_forward(
+        &self,
+        rec: &mut Recorder<'_>,
+        f: &Forward,
+        first: usize,
+        picks: usize,
+    ) -> Result<(), LlmError> {
+        let (gpu, model) = (self.gpu, self.model);
+        let c = &model.cfg;
+        let n = f.rows.len();
+        model.check_batch(&self.scratch, n)?;
+        // Each row's token id, then its embedding.
+        let ids = self.ids.view(0, n);
+        ops::gather(
+            gpu,
+            rec,
+            [&self.tokens, &self.table, &ids],
+            (n, 1),
+            (first + 2, ROW_WORDS),
+        )?;
+        let x = self.scratch.x.view(0, n * c.embd);
+        ops::embed(gpu, rec, &model.weights.embd, &ids, 0, &x, c.embed_scale)?;
+        let rows = BatchRows::Table {
+            pool: &self.pool,
+            table: &self.table,
+            first: (first / ROW_WORDS) as u32,
+        };
+        let Some(last) = model.record_layers(gpu, rec, &self.scratch, n, rows)? else {
+            return Ok(());
+        };
+        let m = f.sampled.len();
+        if m == 0 {
+            return Ok(());
+        }
+        // The sampled rows' normed activations, their logits, and a token each.
+        let wanted = self.wanted.view(0, m * c.embd);
+        ops::gather(
+            gpu,
+            rec,
+            [&last.normed, &self.table, &wanted],
+            (m, c.embd),
+            (picks, 1),
+        )?;
+        let out = &model.weights.output;
+        let call = GemmCall {
+            w: out,
+            x: &wanted,
+            y: &self.logits,
+            tokens: m,
+            x_stride: c.embd,
+            y_stride: self.logits_stride,
+            y_first: 0,
+            residual: None,
+            bias: None,
+            input: gpuport_kernels::gemv::GemvInput::Plain,
+        };
+        ops::gemm(gpu, rec, call, model.gemm_tile(out))?;
+        for (i, (row, s)) in f.sampled.iter().enumerate() {
+            let (seq, pos, _) = f.rows[*row];
+            let logits = self.logits.view(i * self.logits_stride, c.vocab);
+            let on = SamplerTensors {
+                logits: &logits,
+                probs: &self.probs,
+                part: &self.sample_part,
+                argmax_part: &self.argmax_part,
+                sampled: &self.sampled,
+                tokens: &self.tokens,
+            };
+            record_sample(gpu, rec, on, (self.token_base(seq), pos), s)?;
+        }
+        Ok(())
+    }
+}
+
+/// The token-buffer indices the sampled rows write (`rows[r].2 + 1`).
+fn sampled_positions(
+    rows: &[(SeqId, usize, usize)],
+    sampled: &[(usize, Sampling, usize)],
+) -> Vec<usize> {
+    sampled.iter().map(|(r, _, _)| rows[*r].2 + 1).collect()
+}
