@@ -14,7 +14,36 @@
 //! in a [`crate::Session`] or in a batch of any size, wherever its pages and tokens live; its
 //! logits match the single-sequence path to the tolerance of a different summation (the
 //! batched path uses the GEMM kernels, the single-sequence decode the GEMVs; both are checked
-//! against an f64 CPU forward pass in `tests/llm_batch.rs`).
+//! against an f64 CPU forward pass in `tests/llm_tiny.rs`).
+//!
+//! ```no_run
+//! use gpuport_runtime::gguf::Gguf;
+//! use gpuport_llm::{Batch, BatchShape, Model, PrefillItem, Sampling, Tokenizer};
+//! use gpuport_runtime::{Gpu, GpuOptions};
+//!
+//! let gpu = Gpu::new(&GpuOptions::default())?;
+//! let g = Gguf::open("models/SmolLM2-135M-Instruct.Q4_1.gguf".as_ref())?;
+//! let tok = Tokenizer::from_gguf(&g)?;
+//! let model = Model::load(&gpu, &g, 1024)?;
+//! let shape = BatchShape { slots: 8, seq_capacity: 1024, pages: 64, max_rows: 256 };
+//! let mut batch = Batch::new(&gpu, &model, shape)?;
+//! let system = tok.encode("You are terse.", true, true);
+//! let root = batch.open()?;
+//! batch.prefill(&[PrefillItem { seq: root, tokens: &system, sample: None }])?;
+//! let questions = ["Capital of France?", "Two plus two?"];
+//! let seqs: Vec<_> = questions.iter().map(|_| batch.fork(root, system.len())).collect::<Result<_, _>>()?;
+//! let asks: Vec<Vec<u32>> = questions.iter().map(|q| tok.encode(q, false, true)).collect();
+//! let items: Vec<PrefillItem> = seqs.iter().zip(&asks).map(|(s, q)| PrefillItem {
+//!     seq: *s, tokens: q, sample: Some(Sampling::GREEDY),
+//! }).collect();
+//! let first = batch.prefill(&items)?;
+//! let steps = batch.decode(&seqs.iter().map(|s| (*s, Sampling::GREEDY)).collect::<Vec<_>>(), 16)?;
+//! for (first, rest) in first.into_iter().zip(steps) {
+//!     let ids: Vec<u32> = first.into_iter().chain(rest).collect();
+//!     println!("{}", String::from_utf8_lossy(&tok.decode(&ids, false)));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::HashMap;
 

@@ -158,12 +158,12 @@ pub struct Generated {
 }
 
 /// The decode rate as measured: tokens delivered by the decode batches over the wall time from
-/// the first decode batch's submit to the last batch's readback. That submit waits for the
-/// first token's readback (the batch is recorded while the prefill runs, so only the submit
-/// waits): the GPU is idle then, so the interval holds the decode work and nothing else. An
-/// earlier count that started at a pipelined readback turned an 8-token reply into "55,042
-/// tok/s" (a driver may finish a readback only with later work, lavapipe does), and a
-/// 12-token one into 4,520. A reply of the first token alone has no decode rate.
+/// the moment the first decode batch starts to the last batch's readback. On a GPU that batch
+/// is queued behind the prefill and starts when the first token's readback completes; a CPU
+/// adapter (lavapipe) runs a submit inside `queue.submit`, so there the first decode batch is
+/// submitted after the first token arrives and the interval starts at that submit. An earlier
+/// count that started at a pipelined readback on lavapipe turned an 8-token reply into "55,042
+/// tok/s", and a 12-token one into 4,520. A reply of the first token alone has no decode rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecodeTiming {
     /// Tokens counted.
@@ -391,6 +391,11 @@ impl<'m> Session<'m> {
         self.read_sampled(run_from + 1, steps)
     }
 
+    /// Whether this adapter may execute a submit inside `queue.submit` (a CPU adapter).
+    fn gpu_runs_in_submit(&self) -> bool {
+        self.gpu.info().device_type == wgpu::DeviceType::Cpu
+    }
+
     /// Starts the readback of the ids sampled at positions `first..first + count`.
     fn read_sampled(&self, first: usize, count: usize) -> Result<Batch, LlmError> {
         let view = self.scratch.tokens.view(first, count);
@@ -459,10 +464,14 @@ impl<'m> Session<'m> {
             let budget = req.max_tokens - out.tokens.len() - inflight.count;
             let mut recorded = self.record_steps(run_from, budget, &req.sampling)?;
             let first = decode_from.is_none();
-            // Past the first token the next batch goes in before this one is read (pipelined);
-            // the first decode batch waits until the first token is delivered (below).
+            // The next batch goes in before this one is read (pipelined) — for the first
+            // decode batch too on a GPU, where it then queues behind the prefill. A CPU adapter
+            // may run a submit inside `queue.submit`: there the first decode batch waits until
+            // the first token is delivered (below), which keeps it out of the time to first
+            // token and out of the first readback's wait.
+            let early = !first || !self.gpu_runs_in_submit();
             let mut next = match recorded.take() {
-                Some(r) if !first => Some(self.submit_steps(r, run_from)?),
+                Some(r) if early => Some(self.submit_steps(r, run_from)?),
                 other => {
                     recorded = other;
                     None
@@ -476,6 +485,9 @@ impl<'m> Session<'m> {
                     tokens: decode_tokens,
                     seconds: from.elapsed().as_secs_f64(),
                 });
+            } else if early {
+                // The first token is here and the first decode batch runs from now on.
+                decode_from = Some(std::time::Instant::now());
             }
             let mut stopped = None;
             for (j, &id) in ids.iter().enumerate() {
@@ -498,10 +510,8 @@ impl<'m> Session<'m> {
                     break;
                 }
             }
-            if first && stopped.is_none() {
-                // The GPU is idle now: the decode interval starts with this submit. (A CPU
-                // adapter may run a submit inside `queue.submit`; submitting after the first
-                // token's callback keeps that out of the time to first token too.)
+            if first && !early && stopped.is_none() {
+                // The adapter is idle now: the decode interval starts with this submit.
                 decode_from = Some(std::time::Instant::now());
                 next = recorded
                     .take()

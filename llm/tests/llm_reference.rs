@@ -129,6 +129,15 @@ fn smollm2_matches_llama_cpp() {
 }
 
 #[test]
+fn qwen2_matches_llama_cpp() {
+    check(
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        "qwen2_greedy.json",
+        0.5,
+    );
+}
+
+#[test]
 fn gemma3_matches_llama_cpp() {
     check("gemma-3-270m-q4_k_m.gguf", "gemma3_greedy.json", 1.0);
 }

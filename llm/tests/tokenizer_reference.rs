@@ -74,6 +74,14 @@ fn smollm2_bpe_matches_llama_cpp() {
 }
 
 #[test]
+fn qwen2_bpe_matches_llama_cpp() {
+    check(
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        "qwen2_tokens.json",
+    );
+}
+
+#[test]
 fn gemma3_spm_matches_llama_cpp() {
     check("gemma-3-270m-q4_k_m.gguf", "gemma3_tokens.json");
 }

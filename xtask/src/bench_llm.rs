@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use gpuport_llm::{Model, Request, Sampling, Session};
+use gpuport_llm::{Batch, BatchShape, Model, PrefillItem, Request, Sampling, Session};
 use gpuport_runtime::bench::stream_ceiling;
 use gpuport_runtime::gguf::Gguf;
 use gpuport_runtime::{Gpu, GpuOptions};
@@ -29,6 +29,18 @@ pub struct Options {
     pub json: Option<PathBuf>,
     /// How the decode runs sample (greedy: the two-stage argmax; otherwise the sampler).
     pub sampling: Sampling,
+    /// Sequence counts to decode at once through `Batch`.
+    pub batch: Vec<usize>,
+}
+
+#[derive(Serialize)]
+struct BatchRun {
+    sequences: usize,
+    steps_per_submit: usize,
+    /// Tokens of all sequences per second.
+    tokens_per_s: f64,
+    /// Wall time of one step of every sequence.
+    ms_per_step: f64,
 }
 
 #[derive(Serialize)]
@@ -55,6 +67,8 @@ struct Report {
     prefill_tokens_per_s: f64,
     time_to_first_token_ms: f64,
     decode: Vec<DecodeRun>,
+    /// Several sequences decoded at once (`--batch`).
+    batched: Vec<BatchRun>,
     /// One decode step at position `prompt_tokens`, per kernel family: (kernel, dispatches,
     /// total microseconds).
     step_profile: Vec<(String, usize, f64)>,
@@ -154,6 +168,12 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     } else {
         Vec::new()
     };
+    drop(session);
+    let batched = o
+        .batch
+        .iter()
+        .map(|&n| batch_decode(&gpu, &model, n, o.gen_tokens, &o.sampling))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let report = Report {
         model: o.model.display().to_string(),
         adapter: gpu.info().name.clone(),
@@ -165,6 +185,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         prefill_tokens_per_s: o.prompt_tokens as f64 / ttft,
         time_to_first_token_ms: ttft * 1e3,
         decode,
+        batched,
         step_profile,
     };
     println!(
@@ -203,10 +224,69 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             );
         }
     }
+    for b in &report.batched {
+        println!(
+            "batch of {:>3}: {:>8.1} tok/s ({:.3} ms per step of all, {} steps per submit)",
+            b.sequences, b.tokens_per_s, b.ms_per_step, b.steps_per_submit
+        );
+    }
     if let Some(path) = o.json {
         std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")?;
     }
     Ok(())
+}
+
+/// `n` sequences with 64-token prompts decoded together, `tokens` steps each at 8 steps per
+/// submit (one warm-up round first).
+fn batch_decode(
+    gpu: &Gpu,
+    model: &Model,
+    n: usize,
+    tokens: usize,
+    sampling: &Sampling,
+) -> anyhow::Result<BatchRun> {
+    const PROMPT: usize = 64;
+    const STEPS: usize = 8;
+    let capacity = PROMPT + 2 * tokens + 2 * STEPS;
+    let pages = n * capacity.div_ceil(gpuport_llm::kv_cache::DEFAULT_PAGE);
+    let shape = BatchShape {
+        slots: n,
+        seq_capacity: capacity,
+        pages,
+        max_rows: (n * PROMPT).min(512),
+    };
+    let mut batch = Batch::new(gpu, model, shape)?;
+    let seqs: Vec<_> = (0..n).map(|_| batch.open()).collect::<Result<_, _>>()?;
+    let prompts: Vec<Vec<u32>> = (0..n)
+        .map(|i| ids(PROMPT, model.cfg.vocab, 100 + i as u64))
+        .collect();
+    let items: Vec<PrefillItem<'_>> = seqs
+        .iter()
+        .zip(&prompts)
+        .map(|(s, p)| PrefillItem {
+            seq: *s,
+            tokens: p,
+            sample: Some(*sampling),
+        })
+        .collect();
+    batch.prefill(&items)?;
+    let all: Vec<_> = seqs.iter().map(|s| (*s, *sampling)).collect();
+    let rounds = tokens.div_ceil(STEPS).max(1);
+    for _ in 0..rounds {
+        batch.decode(&all, STEPS)?;
+    }
+    let t = Instant::now();
+    for _ in 0..rounds {
+        batch.decode(&all, STEPS)?;
+    }
+    let wall = t.elapsed().as_secs_f64();
+    let steps = rounds * STEPS;
+    Ok(BatchRun {
+        sequences: n,
+        steps_per_submit: STEPS,
+        tokens_per_s: (n * steps) as f64 / wall,
+        ms_per_step: wall * 1e3 / steps as f64,
+    })
 }
 
 /// Times every dispatch of one decode step after `prompt`, summed per kernel variant.

@@ -87,6 +87,10 @@ enum Command {
         /// Decode keeping the smallest head of this mass (1: off).
         #[arg(long, default_value_t = 1.0)]
         top_p: f32,
+        /// Also decode this many sequences at once through `Batch` (comma-separated counts;
+        /// 8 steps per submit, 64-token prompts): aggregate tok/s per count.
+        #[arg(long, value_delimiter = ',')]
+        batch: Vec<usize>,
     },
     /// Run every libFuzzer target of `fuzz/` (nightly + cargo-fuzz; skipped without them):
     /// seeded from the project's real files, N seconds each, corpus minimized into
@@ -153,12 +157,14 @@ fn main() -> anyhow::Result<()> {
             temperature,
             top_k,
             top_p,
+            batch,
         } => bench_llm::run(bench_llm::Options {
             model,
             prompt_tokens,
             gen_tokens,
             steps,
             json,
+            batch,
             sampling: gpuport_llm::Sampling {
                 temperature,
                 top_k,
