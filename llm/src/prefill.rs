@@ -216,40 +216,34 @@ impl Model {
             let last = i + 1 == w.layers.len() && !whole;
             let out = (!last).then_some(&attn);
             let (neox, qk_norm) = (c.rope_neox, l.qk_norm.as_ref());
-            let call = match rows_of {
+            // Consecutive positions of one cache, or rows of a pool named by the row table
+            // (`n_keys` then bounds every row's position).
+            let (kv, rows, last_pos, capacity) = match rows_of {
                 BatchRows::Consecutive { kv, pos } => {
-                    let mut p =
-                        self.attention_params(i, pos + n - 1, kv.capacity(), qk_norm.is_some())?;
-                    p.tokens = n as u32;
-                    p.qkv_stride = qkv_width as u32;
-                    let (qkv, q, kv) = (&qkv, &q, kv.layer(i));
-                    ops::RowsAttention {
-                        p,
-                        neox,
-                        qkv,
-                        q,
-                        kv,
-                        rows: None,
-                        out,
-                        qk_norm,
-                    }
+                    (kv.layer(i), None, pos + n - 1, kv.capacity())
                 }
                 BatchRows::Table { pool, table, first } => {
                     let cap = pool.seq_capacity();
-                    let mut p = self.attention_params(i, cap - 1, cap, qk_norm.is_some())?;
-                    p.tokens = n as u32;
-                    p.qkv_stride = qkv_width as u32;
-                    ops::RowsAttention {
-                        p,
-                        neox,
-                        qkv: &qkv,
-                        q: &q,
-                        kv: pool.layer_all(i),
-                        rows: Some(ops::RowTable { table, first }),
-                        out,
-                        qk_norm,
-                    }
+                    (
+                        pool.layer_all(i),
+                        Some(ops::RowTable { table, first }),
+                        cap - 1,
+                        cap,
+                    )
                 }
+            };
+            let mut p = self.attention_params(i, last_pos, capacity, qk_norm.is_some())?;
+            p.tokens = n as u32;
+            p.qkv_stride = qkv_width as u32;
+            let call = ops::RowsAttention {
+                p,
+                neox,
+                qkv: &qkv,
+                q: &q,
+                kv,
+                rows,
+                out,
+                qk_norm,
             };
             ops::attention_rows(gpu, rec, call)?;
             if last {

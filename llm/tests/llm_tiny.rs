@@ -235,6 +235,24 @@ fn cpu_logits_of_rows(
     out
 }
 
+/// The logits after every prefix of `prompt`, with the prompt in batches and token by token,
+/// against the CPU forward pass.
+fn assert_every_prefix(
+    session: &mut Session<'_>,
+    values: &std::collections::HashMap<String, Vec<f32>>,
+    prompt: &[u32],
+) {
+    let cpu = cpu_logits(values, prompt);
+    for batched in [true, false] {
+        session.batched_prefill = Some(batched);
+        for n in 1..=prompt.len() {
+            session.reset();
+            let got = session.logits(&prompt[..n]).unwrap();
+            assert_logits_close(&got, &cpu[n - 1], &format!("prefix {n}, batched {batched}"));
+        }
+    }
+}
+
 /// GPU logits within 1e-3 of the largest CPU logit's magnitude of the f64 CPU forward pass.
 fn assert_logits_close(got: &[f32], want: &[f64], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}");
@@ -269,15 +287,7 @@ fn tiny_llama_matches_the_cpu_forward_pass_and_decodes_exactly() {
 
     // Logits after each prefix, on the GPU and on the CPU, with the prompt in batches and
     // token by token.
-    let cpu = cpu_logits(&values, &prompt);
-    for batched in [true, false] {
-        session.batched_prefill = Some(batched);
-        for n in 1..=prompt.len() {
-            session.reset();
-            let got = session.logits(&prompt[..n]).unwrap();
-            assert_logits_close(&got, &cpu[n - 1], &format!("prefix {n}, batched {batched}"));
-        }
-    }
+    assert_every_prefix(&mut session, &values, &prompt);
     session.batched_prefill = None;
 
     // Greedy continuation: the CPU's argmax chain (checked for clear margins), for every
@@ -391,10 +401,6 @@ fn tiny_llama_matches_the_cpu_forward_pass_and_decodes_exactly() {
     );
 }
 
-/// Past 16 key blocks per head (512 keys of 64-element heads) the attention's combining pass
-/// runs on its own instead of inside the output projection: logits at a context on each side
-/// of that switch (the cache carried across, so the second call prefills only the new tokens)
-/// agree with the CPU forward pass.
 /// The qwen2 blocks (q, k, v biases through the decode GEMVs' epilogue and the prefill GEMM's
 /// bias row; NEOX RoPE) against the CPU: logits after every prefix, batched and token by
 /// token, and the greedy chain.
@@ -407,20 +413,7 @@ fn tiny_qwen2_matches_the_cpu_forward_pass() {
     assert_eq!(model.cfg.arch, gpuport_llm::Arch::Qwen2);
     let mut session = Session::new(&gpu, &model, 24).unwrap();
     let prompt = [5u32, 77, 123, 9, 250];
-    let cpu = cpu_logits(&values, &prompt);
-    for batched in [true, false] {
-        session.batched_prefill = Some(batched);
-        for n in 1..=prompt.len() {
-            session.reset();
-            let got = session.logits(&prompt[..n]).unwrap();
-            assert_logits_close(&got, &cpu[n - 1], &format!("prefix {n}, batched {batched}"));
-        }
-    }
-    let mut seq = prompt.to_vec();
-    for _ in 0..6 {
-        let l = cpu_logits(&values, &seq);
-        seq.push(argmax(l.last().unwrap()));
-    }
+    assert_every_prefix(&mut session, &values, &prompt);
     let got = session
         .generate(
             &Request {
@@ -432,9 +425,13 @@ fn tiny_qwen2_matches_the_cpu_forward_pass() {
             |_| true,
         )
         .unwrap();
-    assert_eq!(got.tokens, seq[prompt.len()..]);
+    assert_eq!(got.tokens, cpu_greedy(&values, &prompt, 6));
 }
 
+/// Past 16 key blocks per head (512 keys of 64-element heads) the attention's combining pass
+/// runs on its own instead of inside the output projection: logits at a context on each side
+/// of that switch (the cache carried across, so the second call prefills only the new tokens)
+/// agree with the CPU forward pass.
 #[test]
 fn tiny_llama_long_context_matches_on_both_sides_of_the_fused_combine() {
     let Some(gpu) = support::gpu() else { return };
