@@ -318,19 +318,11 @@ impl<'m> Batch<'m> {
         }
         // Back every sequence's new positions (the pool refuses before anything is written
         // when pages run out) and write the prompt ids.
-        let mut extended = Vec::new();
-        let backed = plans.iter().try_for_each(|(seq, _, new)| {
-            self.pool.extend(self.gpu, *seq, new.len())?;
-            extended.push(*seq);
-            Ok::<_, LlmError>(())
-        });
-        if let Err(e) = backed {
-            for seq in extended {
-                let keep = self.state(seq)?.cached.len();
-                self.pool.truncate(seq, keep)?;
-            }
-            return Err(e);
-        }
+        let grow: Vec<(SeqId, usize)> = plans
+            .iter()
+            .map(|(seq, _, new)| (*seq, new.len()))
+            .collect();
+        self.extend_all(&grow)?;
         for (seq, start, new) in &plans {
             self.write_tokens(*seq, *start, new);
         }
@@ -351,10 +343,7 @@ impl<'m> Batch<'m> {
         let ids = match result {
             Ok(ids) => ids,
             Err(e) => {
-                for (seq, _, _) in &plans {
-                    let keep = self.state(*seq)?.cached.len();
-                    self.pool.truncate(*seq, keep)?;
-                }
+                self.roll_back(grow.iter().map(|(seq, _)| *seq))?;
                 return Err(e);
             }
         };
@@ -417,23 +406,8 @@ impl<'m> Batch<'m> {
                 self.shape.max_rows
             )));
         }
-        let mut extended = Vec::new();
-        let backed = seqs.iter().try_for_each(|(seq, _)| {
-            self.pool.extend(self.gpu, *seq, steps)?;
-            extended.push(*seq);
-            Ok::<_, LlmError>(())
-        });
-        let undo = |b: &mut Batch<'m>, list: &[SeqId]| -> Result<(), LlmError> {
-            for seq in list {
-                let keep = b.state(*seq)?.cached.len();
-                b.pool.truncate(*seq, keep)?;
-            }
-            Ok(())
-        };
-        if let Err(e) = backed {
-            undo(self, &extended)?;
-            return Err(e);
-        }
+        let grow: Vec<(SeqId, usize)> = seqs.iter().map(|(seq, _)| (*seq, steps)).collect();
+        self.extend_all(&grow)?;
         for ((seq, _), (start, pending)) in seqs.iter().zip(&starts) {
             self.write_tokens(*seq, *start, &[*pending]);
         }
@@ -461,7 +435,7 @@ impl<'m> Batch<'m> {
         let ids = match self.run(&forwards, &wanted) {
             Ok(ids) => ids,
             Err(e) => {
-                undo(self, &extended)?;
+                self.roll_back(grow.iter().map(|(seq, _)| *seq))?;
                 return Err(e);
             }
         };
@@ -477,6 +451,27 @@ impl<'m> Batch<'m> {
             st.pending = mine.last().copied();
         }
         Ok(out)
+    }
+
+    /// Backs `n` more positions of each listed sequence, or none of them (the pool refuses
+    /// before anything is written when pages run out).
+    fn extend_all(&mut self, grow: &[(SeqId, usize)]) -> Result<(), LlmError> {
+        for (i, (seq, n)) in grow.iter().enumerate() {
+            if let Err(e) = self.pool.extend(self.gpu, *seq, *n) {
+                self.roll_back(grow[..i].iter().map(|(seq, _)| *seq))?;
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives back the positions of `seqs` past what they hold (after a failed call).
+    fn roll_back(&mut self, seqs: impl Iterator<Item = SeqId>) -> Result<(), LlmError> {
+        for seq in seqs {
+            let keep = self.state(seq)?.cached.len();
+            self.pool.truncate(seq, keep)?;
+        }
+        Ok(())
     }
 
     /// Records `forwards` in one submit and reads back the token buffer at `read` (absolute
@@ -562,7 +557,7 @@ impl<'m> Batch<'m> {
         ops::gather(
             gpu,
             rec,
-            [&last.normed, &self.table, &wanted],
+            [&last, &self.table, &wanted],
             (m, c.embd),
             (picks, 1),
         )?;

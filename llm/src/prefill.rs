@@ -84,11 +84,6 @@ pub(crate) enum BatchRows<'a> {
     },
 }
 
-/// The final rows of a whole batch, output-normed (`[rows, hidden]`).
-pub(crate) struct BatchResidual {
-    pub(crate) normed: Tensor,
-}
-
 /// Whether prompts run as batches (tiled GEMMs) on `gpu` unless a session says otherwise, else
 /// one decode step per token. A CPU adapter (lavapipe) runs the GEMM tiles far below its GEMV
 /// speed: a 42-token prompt of SmolLM2 took 32 s batched and 22 s token by token there
@@ -185,8 +180,8 @@ impl Model {
 
     /// The layers over `n` rows whose first activations are in `b.x`: attention of
     /// consecutive positions of one cache, or of rows of several sequences of a pool (then
-    /// the last layer runs whole and the function returns the final residual rows, for the
-    /// output norm; else the last layer stops after its keys and values and it returns
+    /// the last layer runs whole and the function returns the rows output-normed, for the
+    /// logits; else the last layer stops after its keys and values and it returns
     /// `None`).
     pub(crate) fn record_layers(
         &self,
@@ -195,7 +190,7 @@ impl Model {
         b: &BatchScratch,
         n: usize,
         rows_of: BatchRows<'_>,
-    ) -> Result<Option<BatchResidual>, GpuError> {
+    ) -> Result<Option<Tensor>, GpuError> {
         let c = &self.cfg;
         let w = &self.weights;
         let (e, qkv_width) = (c.embd, c.q_dim() + 2 * c.kv_dim());
@@ -261,11 +256,9 @@ impl Model {
                 std::mem::swap(&mut x, &mut x_alt);
             }
         }
-        // The output norm of every row into `h`.
-        if self.batch_norm(gpu, rec, &w.output_norm, [&x, &x_alt, &proj, &post, &h])? {
-            std::mem::swap(&mut x, &mut x_alt);
-        }
-        Ok(Some(BatchResidual { normed: h }))
+        // The output norm of every row into `h` (`[rows, hidden]`).
+        self.batch_norm(gpu, rec, &w.output_norm, [&x, &x_alt, &proj, &post, &h])?;
+        Ok(Some(h))
     }
 
     /// The input norm of every row of `x` into `h`; a folded norm first adds the post-normed
