@@ -4,8 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../testing/references.rs"]
-mod references;
+use gpuport_testing::references;
 
 use std::process::{Command, Output, Stdio};
 

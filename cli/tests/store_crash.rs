@@ -7,6 +7,7 @@ mod store_common;
 
 use std::time::{Duration, Instant, SystemTime};
 
+use gpuport_testing::Rng;
 use store_common::https_server::HttpsServer;
 use store_common::*;
 

@@ -531,15 +531,25 @@ impl<'m> Batch<'m> {
         model.check_batch(&self.scratch, n)?;
         // Each row's token id, then its embedding.
         let ids = self.ids.view(0, n);
-        ops::gather(
-            gpu,
-            rec,
-            [&self.tokens, &self.table, &ids],
-            (n, 1),
-            (first + 2, ROW_WORDS),
-        )?;
+        let row_ids = ops::Gather {
+            src: &self.tokens,
+            idx: &self.table,
+            idx_first: first + 2,
+            idx_stride: ROW_WORDS,
+            dst: &ids,
+            rows: n,
+            width: 1,
+        };
+        ops::gather(gpu, rec, row_ids)?;
         let x = self.scratch.x.view(0, n * c.embd);
-        ops::embed(gpu, rec, &model.weights.embd, &ids, 0, &x, c.embed_scale)?;
+        let embed = ops::Embed {
+            table: &model.weights.embd,
+            ids: &ids,
+            id_offset: 0,
+            out: &x,
+            scale: c.embed_scale,
+        };
+        ops::embed(gpu, rec, embed)?;
         let rows = BatchRows::Table {
             pool: &self.pool,
             table: &self.table,
@@ -554,13 +564,16 @@ impl<'m> Batch<'m> {
         }
         // The sampled rows' normed activations, their logits, and a token each.
         let wanted = self.wanted.view(0, m * c.embd);
-        ops::gather(
-            gpu,
-            rec,
-            [&last, &self.table, &wanted],
-            (m, c.embd),
-            (picks, 1),
-        )?;
+        let picked = ops::Gather {
+            src: &last,
+            idx: &self.table,
+            idx_first: picks,
+            idx_stride: 1,
+            dst: &wanted,
+            rows: m,
+            width: c.embd,
+        };
+        ops::gather(gpu, rec, picked)?;
         let out = &model.weights.output;
         let call = GemmCall {
             w: out,

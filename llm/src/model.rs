@@ -133,7 +133,14 @@ impl Model {
         let c = &self.cfg;
         match rows {
             Rows::Ids(ids) => {
-                ops::embed(gpu, rec, &self.weights.embd, ids, pos, out, c.embed_scale)
+                let call = ops::Embed {
+                    table: &self.weights.embd,
+                    ids,
+                    id_offset: pos,
+                    out,
+                    scale: c.embed_scale,
+                };
+                ops::embed(gpu, rec, call)
             }
             Rows::Embeds(e) => {
                 if e.elem != Elem::F32 || e.bytes != out.bytes {
@@ -251,7 +258,7 @@ impl Model {
             (InputNorm::Plain(w), NormKind::Rms) => (GemvInput::RmsNorm, x, Some(w)),
             (InputNorm::Plain(w), NormKind::RmsPlusOne) => (GemvInput::RmsNormPlusOne, x, Some(w)),
             (InputNorm::Plain(w), NormKind::Layer) => {
-                ops::norm(gpu, rec, c.norm, [x, w, &s.h], c.embd, c.eps)?;
+                ops::norm(gpu, rec, c.norm(x, w, &s.h))?;
                 (GemvInput::Plain, &s.h, None)
             }
             (InputNorm::Folded { both: w, .. }, NormKind::Rms) => {
@@ -404,11 +411,19 @@ impl Model {
         qk_norm: Option<&Tensor>,
     ) -> Result<(GemvInput, &'s Tensor), GpuError> {
         let neox = self.cfg.rope_neox;
-        let p = ops::attention_split(gpu, rec, p, neox, [&s.qkv, &s.part], kv, qk_norm)?;
+        let call = ops::DecodeAttention {
+            p,
+            neox,
+            qkv: &s.qkv,
+            part: &s.part,
+            kv,
+            qk_norm,
+        };
+        let p = ops::attention_split(gpu, rec, call)?;
         if let Some(input) = GemvInput::attention_combine(p.heads, p.head_dim, p.blocks) {
             return Ok((input, &s.part));
         }
-        ops::attention_combine(gpu, rec, &p, [&s.part, &s.attn])?;
+        ops::attention_combine(gpu, rec, &p, &s.part, &s.attn)?;
         Ok((GemvInput::Plain, &s.attn))
     }
 

@@ -273,13 +273,20 @@ impl Model {
         let c = &self.cfg;
         match norm {
             InputNorm::Plain(w) => {
-                ops::norm(gpu, rec, c.norm, [x, w, h], c.embd, c.eps)?;
+                ops::norm(gpu, rec, c.norm(x, w, h))?;
                 Ok(false)
             }
             InputNorm::Folded { post: pw, own, .. } => {
-                ops::norm(gpu, rec, c.norm, [proj, pw, post], c.embd, c.eps)?;
-                ops::elementwise(gpu, rec, ElementOp::Add, x, post, x_next, 1.0)?;
-                ops::norm(gpu, rec, c.norm, [x_next, own, h], c.embd, c.eps)?;
+                ops::norm(gpu, rec, c.norm(proj, pw, post))?;
+                let add = ops::Elementwise {
+                    op: ElementOp::Add,
+                    a: x,
+                    b: post,
+                    out: x_next,
+                    s: 1.0,
+                };
+                ops::elementwise(gpu, rec, add)?;
+                ops::norm(gpu, rec, c.norm(x_next, own, h))?;
                 Ok(true)
             }
         }

@@ -86,8 +86,14 @@ pub(crate) fn record_sample(
     let out_index = base + pos + 1;
     if s.temperature <= 0.0 && s.repeat_penalty == 1.0 {
         // Greedy without a penalty is an argmax over the whole GPU.
-        let bound = [t.logits, t.argmax_part, t.tokens, t.sampled];
-        ops::argmax(gpu, rec, bound, out_index)?;
+        let call = ops::Argmax {
+            x: t.logits,
+            part: t.argmax_part,
+            tokens: t.tokens,
+            out_index,
+            out: t.sampled,
+        };
+        ops::argmax(gpu, rec, call)?;
         return Ok(());
     }
     let p = SampleParams {
@@ -108,8 +114,15 @@ pub(crate) fn record_sample(
         out_index: out_index as u32,
         round: 0,
     };
-    let bound = [t.logits, t.probs, t.tokens, t.sampled, t.part];
-    ops::sample(gpu, rec, p, bound)?;
+    let call = ops::Sample {
+        p,
+        logits: t.logits,
+        probs: t.probs,
+        tokens: t.tokens,
+        out: t.sampled,
+        part: t.part,
+    };
+    ops::sample(gpu, rec, call)?;
     Ok(())
 }
 

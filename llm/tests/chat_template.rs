@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use gpuport_testing as support;
 
 use gpuport_llm::{ChatTemplate, Message, Tokenizer, stop_tokens};
 use gpuport_runtime::gguf::Gguf;

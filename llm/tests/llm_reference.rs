@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use gpuport_testing as support;
 
 use gpuport_llm::{Model, Request, Sampling, Session, StopReason};
 use gpuport_runtime::gguf::Gguf;

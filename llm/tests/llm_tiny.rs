@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use gpuport_testing as support;
 
 use gpuport_kernels::quant::{GgmlType, dequantize, random_blocks};
 use gpuport_llm::{Model, Program, Request, Sampling, Session, StopReason};

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use gpuport_testing as support;
 
 use gpuport_llm::{Tokenizer, Utf8Stream};
 use gpuport_runtime::gguf::Gguf;

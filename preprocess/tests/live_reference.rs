@@ -5,8 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../testing/references.rs"]
-mod references;
+use gpuport_testing::references;
 
 use gpuport_manifest_core::modelport::{
     ColorOrder, DType, Dim, ImagePreprocess, InputSpec, Layout, Resize, ResizeMethod, ResizeTarget,

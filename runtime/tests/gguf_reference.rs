@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use gpuport_testing as support;
 
 use gpuport_runtime::gguf::{Gguf, Value};
 use serde_json::Value as Json;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use gpuport_testing as support;
 
 use gpuport_kernels::Reduction;
 use gpuport_kernels::gemv::{self, GemvTunables};
@@ -230,8 +230,14 @@ fn embedding_rows_are_bit_exact() {
         // Whole table in one binding, then bound in chunks of a few rows.
         for max_binding in [u64::MAX, row_bytes * 12] {
             let mut rec = Recorder::new(&gpu);
-            let tensors = [&w, &it, &out];
-            ops::embed_chunked(&gpu, &mut rec, tensors, 1, 24.0, max_binding).unwrap();
+            let call = ops::Embed {
+                table: &w,
+                ids: &it,
+                id_offset: 1,
+                out: &out,
+                scale: 24.0,
+            };
+            ops::embed_chunked(&gpu, &mut rec, call, max_binding).unwrap();
             rec.submit().unwrap();
         }
         let got = gpu.readback_f32(&out).unwrap();

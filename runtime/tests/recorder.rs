@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use gpuport_testing as support;
 
 use gpuport_kernels::gemv::{self, GemvTunables};
 use gpuport_kernels::quant::{GgmlType, random_blocks};

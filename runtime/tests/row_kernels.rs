@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use gpuport_testing as support;
 
 use gpuport_kernels::attention;
 use gpuport_kernels::rowops::{self, ElementOp, NormKind, RopeParams};
@@ -94,7 +94,15 @@ fn norms_match() {
             let wt = gpu.upload_f32(&w, &[wn], "w").unwrap();
             let y = gpu.zeros_f32(&[rows, cols], "y").unwrap();
             run(&gpu, |rec| {
-                ops::norm(&gpu, rec, kind, [&xt, &wt, &y], cols, 1e-6).unwrap()
+                let call = ops::Norm {
+                    kind,
+                    x: &xt,
+                    w: &wt,
+                    y: &y,
+                    cols,
+                    eps: 1e-6,
+                };
+                ops::norm(&gpu, rec, call).unwrap()
             });
             let want = rowops::norm_reference(kind, &x, &w, cols, 1e-6);
             close(
@@ -118,7 +126,14 @@ fn elementwise_ops_match() {
         for op in ElementOp::ALL {
             let out = gpu.zeros_f32(&[n], "out").unwrap();
             run(&gpu, |rec| {
-                ops::elementwise(&gpu, rec, op, &at, &bt, &out, 0.125).unwrap()
+                let call = ops::Elementwise {
+                    op,
+                    a: &at,
+                    b: &bt,
+                    out: &out,
+                    s: 0.125,
+                };
+                ops::elementwise(&gpu, rec, call).unwrap()
             });
             let want: Vec<f32> = a
                 .iter()
@@ -208,7 +223,14 @@ fn softmax_and_argmax_match() {
         let tokens = gpu.upload(&[0xFF; 16], Elem::U32, &[4], "tokens").unwrap();
         let out = gpu.upload(&[0xFF; 8], Elem::U32, &[2], "out").unwrap();
         run(&gpu, |rec| {
-            ops::argmax(&gpu, rec, [&xt, &part, &tokens, &out], 2).unwrap()
+            let call = ops::Argmax {
+                x: &xt,
+                part: &part,
+                tokens: &tokens,
+                out_index: 2,
+                out: &out,
+            };
+            ops::argmax(&gpu, rec, call).unwrap()
         });
         let got = u32::from_le_bytes(gpu.readback(&out).unwrap()[..4].try_into().unwrap());
         assert_eq!(Some(got), rowops::argmax_reference(&x), "argmax n={n}");
@@ -293,9 +315,16 @@ fn decode_attention_matches() {
             pages: &pages,
             page: PAGE as u32,
         };
+        let call = ops::DecodeAttention {
+            p,
+            neox,
+            qkv: &qkvt,
+            part: &st,
+            kv,
+            qk_norm: weights,
+        };
         run(&gpu, |rec| {
-            let tensors = [&qkvt, &st, &out];
-            ops::attention_decode(&gpu, rec, p, neox, tensors, kv, weights).unwrap()
+            ops::attention_decode(&gpu, rec, call, &out).unwrap()
         });
         let (q, k_row, v_row) = prepare_reference(&p, &qkv, &nw, neox);
         let at = (n_keys as usize - 1) * kvn;
@@ -319,7 +348,12 @@ fn decode_attention_matches() {
         // the table has entries.
         let odd = ops::KvLayer { page: 32, ..kv };
         let mut rec = Recorder::new(&gpu);
-        let err = ops::attention_decode(&gpu, &mut rec, p, neox, [&qkvt, &st, &out], odd, weights);
+        let err = ops::attention_decode(
+            &gpu,
+            &mut rec,
+            ops::DecodeAttention { kv: odd, ..call },
+            &out,
+        );
         assert_eq!(err.unwrap_err().code(), "BAD_REQUEST", "{what}");
         if paged.table.len() > 1 {
             let one = gpu.zeros_f32(&[PAGE * kvn], "one page").unwrap();
@@ -328,8 +362,8 @@ fn decode_attention_matches() {
                 v: &one,
                 ..kv
             };
-            let err =
-                ops::attention_decode(&gpu, &mut rec, p, neox, [&qkvt, &st, &out], short, weights);
+            let short = ops::DecodeAttention { kv: short, ..call };
+            let err = ops::attention_decode(&gpu, &mut rec, short, &out);
             assert_eq!(err.unwrap_err().code(), "BAD_REQUEST", "{what}");
         }
     }
@@ -419,10 +453,17 @@ fn prefill_attention_matches() {
             pages: &pages,
             page: PAGE as u32,
         };
-        run(&gpu, |rec| {
-            let tensors = [&qkvt, &qt];
-            ops::attention_prefill(&gpu, rec, p, neox, tensors, kv, Some(&out), weights).unwrap()
-        });
+        let call = ops::RowsAttention {
+            p,
+            neox,
+            qkv: &qkvt,
+            q: &qt,
+            kv,
+            rows: None,
+            out: Some(&out),
+            qk_norm: weights,
+        };
+        run(&gpu, |rec| ops::attention_rows(&gpu, rec, call).unwrap());
         // Each token prepared as a decode step at its position.
         let mut q = Vec::new();
         for t in 0..tokens as usize {

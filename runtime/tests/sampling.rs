@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use gpuport_testing as support;
 
 use gpuport_kernels::sample::{SampleParams, kept_reference, uniform};
 use gpuport_runtime::{Elem, Gpu, Recorder, Tensor, ops};
@@ -69,7 +69,15 @@ fn run(
     let words = gpuport_kernels::sample::scratch_words(n);
     let part = gpu.zeros_f32(&[words], "sampler partials").unwrap();
     let mut rec = Recorder::new(gpu);
-    ops::sample(gpu, &mut rec, p, [&lt, &pt, &rt, &out, &part]).unwrap();
+    let call = ops::Sample {
+        p,
+        logits: &lt,
+        probs: &pt,
+        tokens: &rt,
+        out: &out,
+        part: &part,
+    };
+    ops::sample(gpu, &mut rec, call).unwrap();
     rec.submit().unwrap();
     let o = gpu.readback(&out).unwrap();
     let word = |i: usize| u32::from_le_bytes(o[4 * i..4 * i + 4].try_into().unwrap());

@@ -4,8 +4,7 @@
 
 mod common;
 
-#[path = "../../testing/references.rs"]
-mod references;
+use gpuport_testing::references;
 
 use std::path::Path;
 

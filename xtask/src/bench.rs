@@ -554,12 +554,27 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
     let wn = gpu.upload_f32(&vec![1.0; 640], &[640], "w")?;
     let y = gpu.zeros_f32(&[640], "y")?;
     time("rmsnorm 640".into(), &mut |rec| {
-        ops::norm(gpu, rec, NormKind::Rms, [&x, &wn, &y], 640, 1e-6)
+        let call = ops::Norm {
+            kind: NormKind::Rms,
+            x: &x,
+            w: &wn,
+            y: &y,
+            cols: 640,
+            eps: 1e-6,
+        };
+        ops::norm(gpu, rec, call)
     })?;
     let a = gpu.upload_f32(&vec![0.5; 2048], &[2048], "a")?;
     let o = gpu.zeros_f32(&[2048], "o")?;
     time("geglu 2048".into(), &mut |rec| {
-        ops::elementwise(gpu, rec, ElementOp::GeluMul, &a, &a, &o, 1.0)
+        let call = ops::Elementwise {
+            op: ElementOp::GeluMul,
+            a: &a,
+            b: &a,
+            out: &o,
+            s: 1.0,
+        };
+        ops::elementwise(gpu, rec, call)
     })?;
     for ctx in [512u32, 4096] {
         let p = DecodeAttnParams {
@@ -606,9 +621,17 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
         };
         let s = gpu.zeros_f32(&[ops::attention_scratch(4, 256, ctx)], "scratch")?;
         let o = gpu.zeros_f32(&[1024], "out")?;
+        let call = ops::DecodeAttention {
+            p,
+            neox: true,
+            qkv: &qkv,
+            part: &s,
+            kv,
+            qk_norm: Some(&norms),
+        };
         time(
             format!("attention decode 4q/1kv x 256, {ctx} keys"),
-            &mut |rec| ops::attention_decode(gpu, rec, p, true, [&qkv, &s, &o], kv, Some(&norms)),
+            &mut |rec| ops::attention_decode(gpu, rec, call, &o),
         )?;
     }
     for vocab in [49_152usize, 262_144] {
@@ -638,10 +661,17 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
         };
         let words = gpuport_kernels::sample::scratch_words(vocab);
         let part = gpu.zeros_f32(&[words], "sampler partials")?;
-        let t = [&logits, &probs, &recent, &outp, &part];
+        let call = ops::Sample {
+            p,
+            logits: &logits,
+            probs: &probs,
+            tokens: &recent,
+            out: &outp,
+            part: &part,
+        };
         time(
             format!("sample top-k 40 top-p 0.95, vocab {vocab}"),
-            &mut |rec| ops::sample(gpu, rec, p, t),
+            &mut |rec| ops::sample(gpu, rec, call),
         )?;
         let top_p = SampleParams {
             top_k: 0,
@@ -651,14 +681,14 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             ..p
         };
         time(format!("sample top-p 0.9, vocab {vocab}"), &mut |rec| {
-            ops::sample(gpu, rec, top_p, t)
+            ops::sample(gpu, rec, ops::Sample { p: top_p, ..call })
         })?;
         let g = SampleParams {
             temperature: 0.0,
             ..p
         };
         time(format!("sample greedy, vocab {vocab}"), &mut |rec| {
-            ops::sample(gpu, rec, g, t)
+            ops::sample(gpu, rec, ops::Sample { p: g, ..call })
         })?;
     }
     Ok(out)

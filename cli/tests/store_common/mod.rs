@@ -5,14 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-#[path = "../../../testing/https_server.rs"]
-pub mod https_server;
+pub use gpuport_testing::https_server;
 
 use https_server::HttpsServer;
 
-#[path = "../../../testing/store_fixtures.rs"]
-mod store_fixtures;
-pub use store_fixtures::*;
+pub use gpuport_testing::rng::bytes;
+pub use gpuport_testing::store_fixtures::*;
 
 /// A `gpuport` command using `store` and trusting the server's CA (`ca_file`), with proxy
 /// variables removed (the server is on loopback).

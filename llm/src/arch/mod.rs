@@ -10,6 +10,8 @@ pub mod llama;
 pub mod qwen2;
 
 use gpuport_kernels::rowops::{ElementOp, NormKind};
+use gpuport_runtime::ops;
+use gpuport_runtime::tensor::Tensor;
 
 use gpuport_gguf::{Gguf, GgufError, Metadata};
 
@@ -160,6 +162,18 @@ pub struct ModelConfig {
 }
 
 impl ModelConfig {
+    /// The model's normalization of rows of `x` (hidden width) by `w` into `y`.
+    pub(crate) fn norm<'a>(&self, x: &'a Tensor, w: &'a Tensor, y: &'a Tensor) -> ops::Norm<'a> {
+        ops::Norm {
+            kind: self.norm,
+            x,
+            w,
+            y,
+            cols: self.embd,
+            eps: self.eps,
+        }
+    }
+
     /// Reads the configuration of a supported architecture: the keys every architecture
     /// shares, then the architecture's own file.
     pub fn from_gguf(g: &Gguf) -> Result<ModelConfig, GgufError> {

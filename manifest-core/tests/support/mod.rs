@@ -70,6 +70,4 @@ pub fn document(case: &Case) -> Value {
     doc
 }
 
-#[path = "../../../testing/references.rs"]
-mod references;
-pub use references::*;
+pub use gpuport_testing::references::*;

@@ -6,14 +6,12 @@ use std::time::Duration;
 
 use gpuport_store::{HttpOptions, Store, StoreOptions};
 
-#[path = "../../../testing/https_server.rs"]
-pub mod https_server;
+pub use gpuport_testing::https_server;
 
 use https_server::HttpsServer;
 
-#[path = "../../../testing/store_fixtures.rs"]
-mod store_fixtures;
-pub use store_fixtures::*;
+pub use gpuport_testing::rng::bytes;
+pub use gpuport_testing::store_fixtures::*;
 
 /// Network options trusting exactly the test CA, with short timeouts.
 pub fn http_options(server: &HttpsServer) -> HttpOptions {

@@ -1,7 +1,4 @@
-//! Test harness shared by the crates' integration tests (included with `#[path]`): where the
-//! repository and the fetched models are, and whether a reference peer is installed.
-
-#![allow(dead_code, clippy::unwrap_used)]
+//! Where the repository and the fetched models are, and whether a reference peer is installed.
 
 use std::path::PathBuf;
 

@@ -1,44 +1,13 @@
 //! Store test fixtures shared by the store crate's tests and the CLI's store tests: seeded
 //! bytes, ModelPort bundles on disk or on the test HTTPS server, and the check that every blob
 //! hashes to its name.
-//!
-//! Included next to `https_server` by a test's helper module:
-//! `#[path = "../../../testing/store_fixtures.rs"] mod store_fixtures;`.
-#![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 
 use gpuport_manifest_core::digest::sha256_hex;
 use serde_json::json;
 
-use super::https_server::HttpsServer;
-
-/// Deterministic pseudo-random bytes (xorshift).
-pub fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng::new(seed);
-    (0..len).map(|_| rng.next() as u8).collect()
-}
-
-/// xorshift64: the tests' random points (seed printed so a failure can be replayed).
-pub struct Rng(u64);
-
-impl Rng {
-    /// Seeded generator.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    /// Next value.
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 >> 8
-    }
-    /// A value in `0..n`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+use crate::https_server::HttpsServer;
 
 /// A text-generation ModelPort manifest for `files` (path, bytes).
 pub fn manifest(id: &str, files: &[(&str, &[u8])]) -> String {

@@ -3,9 +3,6 @@
 //! ranges (`Range: bytes=N-`), and faults a test can order per path for the next requests:
 //! cut the transfer mid-file, serve wrong bytes, stall, redirect (to http or elsewhere),
 //! send more bytes than the file has, ignore the range.
-//!
-//! Included by tests with `#[path = "../../testing/https_server.rs"] mod https_server;`.
-#![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -32,7 +29,12 @@ pub enum Fault {
     RedirectTo(String),
     /// Send the file plus this many extra bytes; `declare` says whether Content-Length
     /// announces them (false: no Content-Length, the body ends when the connection closes).
-    Oversize { extra: usize, declare: bool },
+    Oversize {
+        /// Bytes past the file's end.
+        extra: usize,
+        /// Whether Content-Length counts them.
+        declare: bool,
+    },
     /// Answer `200` with the whole file even to a range request.
     IgnoreRange,
     /// Answer this HTTP status (e.g. 503) with an empty body.

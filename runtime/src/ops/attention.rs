@@ -1,0 +1,302 @@
+//! Attention launches (`gpuport_kernels::attention`): decode (split over key blocks, then
+//! combined) and the row passes of prefill and batched forwards (preparation, causal
+//! attention), all over paged KV caches.
+
+use gpuport_kernels::attention::{self, DecodeAttnParams};
+
+use super::{elems, launch, reduction};
+use crate::device::Gpu;
+use crate::error::GpuError;
+use crate::recorder::Recorder;
+use crate::tensor::Tensor;
+
+/// Threads per workgroup of both decode-attention passes.
+const ATTENTION_WG: u32 = 128;
+
+/// One layer of a paged KV cache as the attention kernels see it: pools of keys and values
+/// (`[pages, page, kv_heads, head_dim]` f32) and the sequence's page table (u32, logical page
+/// → pool page; `attn_pages.wgsl`).
+#[derive(Clone, Copy)]
+pub struct KvLayer<'a> {
+    /// The key pool.
+    pub k: &'a Tensor,
+    /// The value pool.
+    pub v: &'a Tensor,
+    /// The page table.
+    pub pages: &'a Tensor,
+    /// Positions per page (a multiple of [`attention::PAGE_MULTIPLE`]).
+    pub page: u32,
+}
+
+/// Decode attention for a new token: its queries, keys and values are read from `qkv` at
+/// `p.q_src`, `p.k_src`, `p.v_src`, normalized per head when `p.norm` is set (weights
+/// `qk_norm`: query norm then key norm) and rotated (RoPE, `neox` pair layout) in the kernel;
+/// the key and value are appended to the cache `kv` at position `p.n_keys - 1`; each block of
+/// cached keys leaves its partial result in `part`.
+#[derive(Clone, Copy)]
+pub struct DecodeAttention<'a> {
+    /// Shapes and options (`blocks` and `page` are set by the launch).
+    pub p: DecodeAttnParams,
+    /// RoPE pairs (i, i + d/2).
+    pub neox: bool,
+    /// The token's projections.
+    pub qkv: &'a Tensor,
+    /// The per-block partials ([`attention_scratch`] elements).
+    pub part: &'a Tensor,
+    /// The cache.
+    pub kv: KvLayer<'a>,
+    /// Query norm then key norm weights, when `p.norm` is set.
+    pub qk_norm: Option<&'a Tensor>,
+}
+
+/// Records a [`DecodeAttention`] and the combine pass: every head's output lands in `out`.
+pub fn attention_decode(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: DecodeAttention<'_>,
+    out: &Tensor,
+) -> Result<(), GpuError> {
+    let part = call.part;
+    let p = attention_split(gpu, rec, call)?;
+    attention_combine(gpu, rec, &p, part, out)
+}
+
+/// The second pass of [`attention_decode`]: combines the partials [`attention_split`] left in
+/// `part` (`p` as it returned) into the attention output `out` (`heads × head_dim`).
+pub fn attention_combine(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    p: &DecodeAttnParams,
+    part: &Tensor,
+    out: &Tensor,
+) -> Result<(), GpuError> {
+    let need = (p.heads * p.blocks) as usize * attention::part_stride(p.head_dim);
+    if elems(out) != (p.heads * p.head_dim) as usize || elems(part) < need {
+        return Err(GpuError::Shape(format!(
+            "combining {} heads × {} in {} blocks from {:?} into {:?}",
+            p.heads, p.head_dim, p.blocks, part.shape, out.shape
+        )));
+    }
+    launch(
+        gpu,
+        rec,
+        &attention::combine_spec(ATTENTION_WG, reduction(gpu)),
+        p,
+        &[part, out],
+        (p.heads, p.head_dim.div_ceil(attention::COMBINE_COLUMNS)),
+    )
+}
+
+/// The first pass of [`attention_decode`] alone: the per-block partials land in `part` (for a
+/// GEMV with the [`gpuport_kernels::gemv::GemvInput::AttnCombine`] input to combine); returns the
+/// parameters with `blocks` and `page` set.
+pub fn attention_split(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: DecodeAttention<'_>,
+) -> Result<DecodeAttnParams, GpuError> {
+    let DecodeAttention {
+        mut p,
+        neox,
+        qkv,
+        part,
+        kv,
+        qk_norm,
+    } = call;
+    let kb = attention::keys_per_block(p.head_dim);
+    let (heads, hd) = (p.heads as usize, p.head_dim as usize);
+    p.blocks = p.n_keys.div_ceil(kb).max(1);
+    p.page = kv.page;
+    let ok = attention_inputs_fit(&p, elems(qkv), kv, qk_norm)
+        && p.n_keys > 0
+        && hd <= 4 * ATTENTION_WG as usize
+        && elems(part) >= heads * p.blocks as usize * attention::part_stride(p.head_dim)
+        && p.blocks <= gpu.limits().max_compute_workgroups_per_dimension;
+    if !ok {
+        return Err(GpuError::Shape(format!(
+            "decode attention {p:?} with q/k/v {:?}, caches {:?}, {:?}, page table {:?}, norm \
+             weights {:?}",
+            qkv.shape,
+            kv.k.shape,
+            kv.v.shape,
+            kv.pages.shape,
+            qk_norm.map(|w| &w.shape)
+        )));
+    }
+    launch(
+        gpu,
+        rec,
+        &attention::decode_spec(ATTENTION_WG, kb, reduction(gpu), neox),
+        &p,
+        &[qkv, kv.k, kv.v, part, qk_norm.unwrap_or(qkv), kv.pages],
+        (p.heads, p.blocks),
+    )?;
+    Ok(p)
+}
+
+/// Whether attention `p` fits its inputs: a head shape the kernels take (head_dim a multiple
+/// of 4, at most 256; an even RoPE width within it; whole GQA groups), q, k and v within the
+/// first `row_len` elements of a projections row, norm weights exactly when a norm is set
+/// (query then key: `2 head_dim`), a cache of whole pages whose table covers `max_ctx`
+/// positions holding `n_keys`, and `p.page` the cache's page.
+pub(super) fn attention_inputs_fit(
+    p: &DecodeAttnParams,
+    row_len: usize,
+    kv: KvLayer<'_>,
+    qk_norm: Option<&Tensor>,
+) -> bool {
+    let (heads, kv_heads, hd, ctx) = (
+        p.heads as usize,
+        p.kv_heads as usize,
+        p.head_dim as usize,
+        p.max_ctx as usize,
+    );
+    let within = |at: u32, n: usize| at as usize + n <= row_len;
+    // The table's entries cannot be checked here (they live on the GPU): the caller keeps them
+    // below the pool's page count (`KvCache` does); a pool with fewer pages than the table
+    // has entries is refused.
+    let page_elems = kv.page as usize * kv_heads * hd;
+    let pool = |t: &Tensor| {
+        elems(t) >= page_elems * elems(kv.pages) && elems(t).is_multiple_of(page_elems.max(1))
+    };
+    kv_heads > 0
+        && hd.is_multiple_of(4)
+        && hd <= 256
+        && p.rot_dims.is_multiple_of(2)
+        && p.rot_dims <= p.head_dim
+        && heads.is_multiple_of(kv_heads)
+        && p.n_keys as usize <= ctx
+        && within(p.q_src, heads * hd)
+        && within(p.k_src, kv_heads * hd)
+        && within(p.v_src, kv_heads * hd)
+        && (p.norm == 0) == qk_norm.is_none()
+        && qk_norm.is_none_or(|w| elems(w) == 2 * hd)
+        && p.page == kv.page
+        && kv.page > 0
+        && kv.page.is_multiple_of(attention::PAGE_MULTIPLE)
+        && elems(kv.pages) * kv.page as usize >= ctx
+        && pool(kv.k)
+        && elems(kv.v) == elems(kv.k)
+}
+
+/// Scratch elements [`attention_decode`] needs for a cache of `max_ctx` positions.
+pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
+    let blocks = max_ctx.div_ceil(attention::keys_per_block(head_dim)).max(1);
+    heads as usize * blocks as usize * attention::part_stride(head_dim)
+}
+
+/// The rows of a batch that mixes sequences: entries `4 (first + t) ..` of `table` (u32) are
+/// token t's position, the first entry of its sequence's page table in the [`KvLayer`]'s
+/// `pages` (which then holds every sequence's table), its token's index in the token buffer,
+/// and 0.
+#[derive(Clone, Copy)]
+pub struct RowTable<'a> {
+    /// (position, page-table base, token index, 0) per row.
+    pub table: &'a Tensor,
+    /// The batch's first pair.
+    pub first: u32,
+}
+
+/// One launch of the prefill attention passes over a batch of `p.tokens` rows: their
+/// queries, keys and values read from `qkv` (row t at `t * p.qkv_stride`, offsets `p.q_src`,
+/// `p.k_src`, `p.v_src`), normalized per head when `p.norm` is set (weights `qk_norm`) and
+/// rotated; keys and values written to the cache `kv` at each row's position, the prepared
+/// queries to `q`, and, when `out` is given, each row's causal attention output to it
+/// (without it only the cache is filled, as for a model's last layer).
+#[derive(Clone, Copy)]
+pub struct RowsAttention<'a> {
+    /// Shapes and options; `tokens` rows, `qkv_stride` between their projections. Without a
+    /// row table the rows are positions `n_keys - tokens ..` of one sequence; with one,
+    /// `n_keys` bounds every row's position + 1 and `max_ctx` one sequence's capacity.
+    pub p: DecodeAttnParams,
+    /// RoPE pairs (i, i + d/2).
+    pub neox: bool,
+    /// The rows' projections.
+    pub qkv: &'a Tensor,
+    /// The prepared queries (`[tokens, heads, head_dim]`).
+    pub q: &'a Tensor,
+    /// The caches.
+    pub kv: KvLayer<'a>,
+    /// Each row's position and sequence, when the batch mixes sequences.
+    pub rows: Option<RowTable<'a>>,
+    /// The attention output (`[tokens, heads * head_dim]`), or only fill the caches.
+    pub out: Option<&'a Tensor>,
+    /// Query norm then key norm weights, when `p.norm` is set.
+    pub qk_norm: Option<&'a Tensor>,
+}
+
+/// Records a [`RowsAttention`]: the preparation pass (queries into `q`, keys and values into
+/// each row's sequence at its position), then, with an output, the causal pass (each row
+/// attends to its own sequence's positions up to its own).
+pub fn attention_rows(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: RowsAttention<'_>,
+) -> Result<(), GpuError> {
+    const WG: u32 = 128;
+    let RowsAttention {
+        mut p,
+        neox,
+        qkv,
+        q,
+        kv,
+        rows,
+        out,
+        qk_norm,
+    } = call;
+    let (heads, hd, tokens) = (p.heads as usize, p.head_dim as usize, p.tokens as usize);
+    p.page = kv.page;
+    p.row_table = u32::from(rows.is_some());
+    p.rows_first = rows.map_or(0, |r| r.first);
+    // With a row table the pages binding holds every sequence's table: the checks see one
+    // sequence's share of it.
+    let seq_pages = (p.max_ctx as usize).div_ceil(kv.page.max(1) as usize);
+    let own = kv.pages.view(0, seq_pages.min(elems(kv.pages)));
+    let checked = match rows {
+        Some(_) => KvLayer { pages: &own, ..kv },
+        None => kv,
+    };
+    let ok = attention_inputs_fit(&p, p.qkv_stride as usize, checked, qk_norm)
+        && tokens > 0
+        && (rows.is_some() || tokens <= p.n_keys as usize)
+        && rows.is_none_or(|r| elems(r.table) >= 4 * (r.first as usize + tokens))
+        && elems(qkv) >= tokens * p.qkv_stride as usize
+        && elems(q) >= tokens * heads * hd
+        && out.is_none_or(|o| elems(o) >= tokens * heads * hd)
+        && p.tokens <= gpu.limits().max_compute_workgroups_per_dimension;
+    if !ok {
+        return Err(GpuError::Shape(format!(
+            "prefill attention {p:?} with q/k/v {:?}, caches {:?}, {:?}, page table {:?}, \
+             queries {:?}, output {:?}, norm weights {:?}, row table {:?}",
+            qkv.shape,
+            kv.k.shape,
+            kv.v.shape,
+            kv.pages.shape,
+            q.shape,
+            out.map(|o| &o.shape),
+            qk_norm.map(|w| &w.shape),
+            rows.map(|r| &r.table.shape)
+        )));
+    }
+    let table = rows.map_or(kv.pages, |r| r.table);
+    launch(
+        gpu,
+        rec,
+        &attention::prep_spec(WG, reduction(gpu), neox),
+        &p,
+        &[qkv, kv.k, kv.v, q, qk_norm.unwrap_or(qkv), kv.pages, table],
+        (p.heads + p.kv_heads, p.tokens),
+    )?;
+    let Some(out) = out else {
+        return Ok(());
+    };
+    let kb = attention::keys_per_block(p.head_dim);
+    launch(
+        gpu,
+        rec,
+        &attention::prefill_spec(WG, kb, reduction(gpu)),
+        &p,
+        &[q, kv.k, kv.v, out, kv.pages, table],
+        (p.heads, p.tokens),
+    )
+}

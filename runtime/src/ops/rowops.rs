@@ -1,0 +1,296 @@
+//! Launches of the row and elementwise kernels (`gpuport_kernels::rowops`).
+
+use gpuport_kernels::grid_2d;
+use gpuport_kernels::rowops::{self, ElementOp, NormKind};
+
+use super::{elems, launch, reduction, row_grid};
+use crate::device::Gpu;
+use crate::error::GpuError;
+use crate::recorder::Recorder;
+use crate::tensor::Tensor;
+
+/// One normalization: `y = norm(x) * w` per row of `cols`.
+#[derive(Clone, Copy)]
+pub struct Norm<'a> {
+    /// RMSNorm (`w` or `1 + w`) or LayerNorm.
+    pub kind: NormKind,
+    /// The rows.
+    pub x: &'a Tensor,
+    /// `cols` weights (LayerNorm: weights then biases, `2 cols`).
+    pub w: &'a Tensor,
+    /// The output, shaped as `x`.
+    pub y: &'a Tensor,
+    /// Elements per row.
+    pub cols: usize,
+    /// Added to the variance.
+    pub eps: f32,
+}
+
+/// Records a [`Norm`].
+pub fn norm(gpu: &Gpu, rec: &mut Recorder<'_>, call: Norm<'_>) -> Result<(), GpuError> {
+    let Norm {
+        kind,
+        x,
+        w,
+        y,
+        cols,
+        eps,
+    } = call;
+    let n = elems(x);
+    let want_w = if kind == NormKind::Layer {
+        2 * cols
+    } else {
+        cols
+    };
+    if cols == 0 || !n.is_multiple_of(cols) || elems(w) != want_w || elems(y) != n {
+        return Err(GpuError::Shape(format!(
+            "norm of {:?} by rows of {cols} with weights {:?} into {:?}",
+            x.shape, w.shape, y.shape
+        )));
+    }
+    let rows = n / cols;
+    let grid = row_grid(gpu, rows);
+    let p = rowops::NormParams {
+        cols: cols as u32,
+        rows: rows as u32,
+        eps,
+        grid_x: grid.0,
+    };
+    launch(
+        gpu,
+        rec,
+        &rowops::norm_spec(kind, 256, reduction(gpu)),
+        &p,
+        &[x, w, y],
+        grid,
+    )
+}
+
+/// One elementwise launch: `out = op(a, b)`.
+#[derive(Clone, Copy)]
+pub struct Elementwise<'a> {
+    /// The operation.
+    pub op: ElementOp,
+    /// The first operand.
+    pub a: &'a Tensor,
+    /// The second operand (at least as long as `a`; unary ops ignore it: pass `a`).
+    pub b: &'a Tensor,
+    /// The result, as long as `a`.
+    pub out: &'a Tensor,
+    /// The scalar of the ops that take one (scale); 1 otherwise.
+    pub s: f32,
+}
+
+/// Records an [`Elementwise`].
+pub fn elementwise(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: Elementwise<'_>,
+) -> Result<(), GpuError> {
+    let Elementwise { op, a, b, out, s } = call;
+    let n = elems(a);
+    if elems(out) != n || elems(b) < n {
+        return Err(GpuError::Shape(format!(
+            "{op:?} of {:?} and {:?} into {:?}",
+            a.shape, b.shape, out.shape
+        )));
+    }
+    let wg = 256;
+    let grid = grid_2d(
+        (n as u32).div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    let p = rowops::ElementParams {
+        n: n as u32,
+        grid_x: grid.0,
+        s,
+        pad: 0,
+    };
+    launch(
+        gpu,
+        rec,
+        &rowops::element_spec(op, wg),
+        &p,
+        &[a, b, out],
+        grid,
+    )
+}
+
+/// Rotates `x` = `[tokens, heads, head_dim]` in place by the positions in `pos` (u32).
+pub fn rope(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    x: &Tensor,
+    pos: &Tensor,
+    mut p: rowops::RopeParams,
+    neox: bool,
+) -> Result<(), GpuError> {
+    let n = (p.tokens * p.heads * p.head_dim) as usize;
+    if elems(x) != n
+        || elems(pos) < p.tokens as usize
+        || !p.rot_dims.is_multiple_of(2)
+        || p.rot_dims > p.head_dim
+    {
+        return Err(GpuError::Shape(format!("rope {p:?} over {:?}", x.shape)));
+    }
+    let wg = 256;
+    let pairs = p.tokens * p.heads * (p.rot_dims / 2);
+    let grid = grid_2d(
+        pairs.div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    p.grid_x = grid.0;
+    launch(gpu, rec, &rowops::rope_spec(neox, wg), &p, &[x, pos], grid)
+}
+
+/// Softmax of each row of `cols`, in place, after `scale` and an optional soft cap.
+pub fn softmax(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    x: &Tensor,
+    cols: usize,
+    scale: f32,
+    cap: f32,
+) -> Result<(), GpuError> {
+    let n = elems(x);
+    if cols == 0 || !n.is_multiple_of(cols) {
+        return Err(GpuError::Shape(format!(
+            "softmax of {:?} by rows of {cols}",
+            x.shape
+        )));
+    }
+    let rows = n / cols;
+    let grid = row_grid(gpu, rows);
+    let p = rowops::SoftmaxParams {
+        cols: cols as u32,
+        rows: rows as u32,
+        scale,
+        cap,
+        grid_x: grid.0,
+        pad: [0; 3],
+    };
+    launch(
+        gpu,
+        rec,
+        &rowops::softmax_spec(256, reduction(gpu)),
+        &p,
+        &[x],
+        grid,
+    )
+}
+
+/// The index of the largest element of `x` (ties: the smallest), written on the GPU to
+/// `tokens[out_index]` and `out[0]` (u32).
+#[derive(Clone, Copy)]
+pub struct Argmax<'a> {
+    /// The values (f32).
+    pub x: &'a Tensor,
+    /// Scratch of `2 * ARGMAX_GROUPS` u32.
+    pub part: &'a Tensor,
+    /// The token buffer the id is written into.
+    pub tokens: &'a Tensor,
+    /// Where in `tokens`.
+    pub out_index: usize,
+    /// Also gets the id (`out[0]`; at least 2 u32).
+    pub out: &'a Tensor,
+}
+
+/// Records an [`Argmax`] (two dispatches).
+pub fn argmax(gpu: &Gpu, rec: &mut Recorder<'_>, call: Argmax<'_>) -> Result<(), GpuError> {
+    let Argmax {
+        x,
+        part,
+        tokens,
+        out_index,
+        out,
+    } = call;
+    let groups = rowops::ARGMAX_GROUPS;
+    if elems(part) < 2 * groups as usize || elems(tokens) <= out_index || elems(out) < 2 {
+        return Err(GpuError::Shape(format!(
+            "argmax of {:?} into tokens {:?} at {out_index}",
+            x.shape, tokens.shape
+        )));
+    }
+    let p = rowops::ArgmaxParams {
+        n: elems(x) as u32,
+        groups,
+        out_index: out_index as u32,
+        pad: 0,
+    };
+    let bound = [x, part, tokens, out];
+    launch(
+        gpu,
+        rec,
+        &rowops::argmax_spec(256, 0),
+        &p,
+        &bound,
+        (groups, 1),
+    )?;
+    launch(gpu, rec, &rowops::argmax_spec(256, 1), &p, &bound, (1, 1))
+}
+
+/// Row `i` of `dst` = row `idx[idx_first + i idx_stride]` of `src`, for `rows` rows of `width`
+/// 32-bit words (`src`, `dst` of any 32-bit element type): the token ids of a batch's rows
+/// from the token buffer, or the activation rows whose logits are wanted.
+#[derive(Clone, Copy)]
+pub struct Gather<'a> {
+    /// The rows to pick from.
+    pub src: &'a Tensor,
+    /// Row indices (u32).
+    pub idx: &'a Tensor,
+    /// The first index used.
+    pub idx_first: usize,
+    /// Indices apart between consecutive output rows.
+    pub idx_stride: usize,
+    /// The picked rows (not in `src`'s buffer).
+    pub dst: &'a Tensor,
+    /// Rows to pick.
+    pub rows: usize,
+    /// 32-bit words per row.
+    pub width: usize,
+}
+
+/// Records a [`Gather`].
+pub fn gather(gpu: &Gpu, rec: &mut Recorder<'_>, call: Gather<'_>) -> Result<(), GpuError> {
+    let Gather {
+        src,
+        idx,
+        idx_first,
+        idx_stride,
+        dst,
+        rows,
+        width,
+    } = call;
+    let last = idx_first + rows.saturating_sub(1) * idx_stride;
+    if rows == 0 {
+        return Ok(());
+    }
+    if elems(dst) < rows * width || elems(idx) <= last || width == 0 || dst.shares_buffer(src) {
+        return Err(GpuError::Shape(format!(
+            "gather of {rows} rows of {width} from {:?} by {:?} (from {idx_first}, stride \
+             {idx_stride}) into {:?}",
+            src.shape, idx.shape, dst.shape
+        )));
+    }
+    let wg = 256;
+    let grid = grid_2d(
+        ((rows * width) as u32).div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    let p = rowops::GatherParams {
+        rows: rows as u32,
+        width: width as u32,
+        idx_first: idx_first as u32,
+        idx_stride: idx_stride as u32,
+        grid_x: grid.0,
+        pad: [0; 3],
+    };
+    launch(
+        gpu,
+        rec,
+        &rowops::gather_spec(wg),
+        &p,
+        &[src, idx, dst],
+        grid,
+    )
+}

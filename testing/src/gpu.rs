@@ -1,0 +1,118 @@
+//! The GPU a test runs on, and what it needs of it — in the spirit of wgpu's `TestParameters`:
+//! a test declares its needs ([`Needs`]) and [`gpu_with`] gives it an adapter that meets them.
+//! Without an adapter, or with one that lacks a need, the test prints `SKIPPED: needs …` and
+//! passes — unless `GPUPORT_REQUIRE_GPU=1` (set by `.ci/run`, which installs Mesa's lavapipe),
+//! which declares that this machine runs every GPU test, so a missing adapter or an unmet need
+//! is a failure instead of a silent skip.
+//!
+//! Needs that only decide *which variants* a test covers (subgroup kernels beside the shared
+//! memory ones) are asked with [`has_subgroups`]: the rest of the test still runs.
+
+use gpuport_runtime::{Gpu, GpuOptions};
+
+/// What a test needs of the adapter.
+#[derive(Debug, Clone, Default)]
+pub struct Needs {
+    features: wgpu::Features,
+    subgroups: bool,
+    timestamps: bool,
+    storage_binding: u64,
+}
+
+impl Needs {
+    /// Nothing beyond an adapter.
+    pub fn none() -> Needs {
+        Needs::default()
+    }
+
+    /// These wgpu features.
+    pub fn features(mut self, features: wgpu::Features) -> Needs {
+        self.features |= features;
+        self
+    }
+
+    /// Subgroup operations (as the runtime enables them).
+    pub fn subgroups(mut self) -> Needs {
+        self.subgroups = true;
+        self
+    }
+
+    /// GPU timestamps inside passes.
+    pub fn timestamps(mut self) -> Needs {
+        self.timestamps = true;
+        self
+    }
+
+    /// A storage binding of at least `bytes`.
+    pub fn storage_binding(mut self, bytes: u64) -> Needs {
+        self.storage_binding = self.storage_binding.max(bytes);
+        self
+    }
+
+    /// The needs `gpu` does not meet, named (empty when it meets them all).
+    pub fn unmet(&self, gpu: &Gpu) -> Vec<String> {
+        let mut out = Vec::new();
+        let missing = self.features - gpu.features();
+        if !missing.is_empty() {
+            out.push(format!("features {missing:?}"));
+        }
+        if self.subgroups && !gpu.has_subgroups() {
+            out.push("subgroups".into());
+        }
+        if self.timestamps && !gpu.has_timestamps() {
+            out.push("timestamps inside passes".into());
+        }
+        let binding = gpu.limits().max_storage_buffer_binding_size;
+        if self.storage_binding > binding {
+            out.push(format!(
+                "a {} byte storage binding (the adapter allows {binding})",
+                self.storage_binding
+            ));
+        }
+        out
+    }
+}
+
+fn gpu_required() -> bool {
+    std::env::var_os("GPUPORT_REQUIRE_GPU").is_some()
+}
+
+/// An adapter that meets `needs`, or `None` after saying `SKIPPED` and why (a failure under
+/// `GPUPORT_REQUIRE_GPU=1`).
+pub fn gpu_with(needs: &Needs) -> Option<Gpu> {
+    let gpu = match Gpu::new(&GpuOptions::default()) {
+        Ok(g) => g,
+        Err(e) => {
+            assert!(!gpu_required(), "GPUPORT_REQUIRE_GPU is set but: {e}");
+            eprintln!("SKIPPED: needs a GPU adapter ({e})");
+            return None;
+        }
+    };
+    let unmet = needs.unmet(&gpu);
+    if unmet.is_empty() {
+        return Some(gpu);
+    }
+    let what = format!("{}, which {} lacks", unmet.join(", "), gpu.info().name);
+    assert!(
+        !gpu_required(),
+        "GPUPORT_REQUIRE_GPU is set but: needs {what}"
+    );
+    eprintln!("SKIPPED: needs {what}");
+    None
+}
+
+/// Any adapter ([`gpu_with`] with [`Needs::none`]).
+pub fn gpu() -> Option<Gpu> {
+    gpu_with(&Needs::none())
+}
+
+/// Whether `gpu` has subgroups; says `SKIPPED` for the subgroup variants when not.
+pub fn has_subgroups(gpu: &Gpu) -> bool {
+    if !gpu.has_subgroups() {
+        eprintln!(
+            "SKIPPED (subgroup variants): needs subgroups, which {} lacks",
+            gpu.info().name
+        );
+    }
+    gpu.has_subgroups()
+}

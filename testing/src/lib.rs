@@ -1,0 +1,19 @@
+#![doc = include_str!("../README.md")]
+// Test tooling: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+#[cfg(feature = "gpu")]
+pub mod gpu;
+#[cfg(feature = "store")]
+pub mod https_server;
+pub mod references;
+pub mod rng;
+#[cfg(feature = "store")]
+pub mod store_fixtures;
+
+#[cfg(feature = "gpu")]
+pub use gpu::{Needs, gpu, gpu_with, has_subgroups};
+pub use references::{
+    available, model, modelport_available, python_modules_available, python_tool, repo_root,
+};
+pub use rng::{Rng, bytes, random_f32};
