@@ -11,14 +11,21 @@
 //! for the next forward to embed; the ids come back in one readback per submit.
 //!
 //! What is guaranteed: a sequence's greedy ids equal those of the same sequence decoded alone
-//! in a [`crate::Session`] or in a batch of any size, wherever its pages and tokens live; its
-//! logits match the single-sequence path to the tolerance of a different summation (the
-//! batched path uses the GEMM kernels, the single-sequence decode the GEMVs; both are checked
-//! against an f64 CPU forward pass in `tests/llm_tiny.rs`).
+//! in a [`crate::Session`] or in a batch of any size, wherever its pages and tokens live. A
+//! forward of one row runs the single-sequence path itself (GEMVs, split-K decode attention
+//! over the sequence's own page table), so a batch of one has the session's logits bit for
+//! bit and its speed; a forward of many rows uses the GEMM kernels and matches to the
+//! tolerance of a different summation (both checked against an f64 CPU forward pass in
+//! `tests/llm_tiny.rs`).
+//!
+//! Stop tokens are per sequence ([`DecodeItem::stop`]): a sequence that samples one ends
+//! there within the submit; the steps it ran past it are dropped from the pool.
+//!
+//! One submit reads back only the ids it sampled (gathered side by side on the GPU).
 //!
 //! ```no_run
 //! use gpuport_runtime::gguf::Gguf;
-//! use gpuport_llm::{Batch, BatchShape, Model, PrefillItem, Sampling, Tokenizer};
+//! use gpuport_llm::{Batch, BatchShape, DecodeItem, Model, PrefillItem, Sampling, Tokenizer};
 //! use gpuport_runtime::{Gpu, GpuOptions};
 //!
 //! let gpu = Gpu::new(&GpuOptions::default())?;
@@ -37,9 +44,13 @@
 //!     seq: *s, tokens: q, sample: Some(Sampling::GREEDY),
 //! }).collect();
 //! let first = batch.prefill(&items)?;
-//! let steps = batch.decode(&seqs.iter().map(|s| (*s, Sampling::GREEDY)).collect::<Vec<_>>(), 16)?;
+//! let stop = gpuport_llm::stop_tokens(&tok);
+//! let decoding: Vec<DecodeItem> = seqs.iter().map(|s| DecodeItem {
+//!     seq: *s, sample: Sampling::GREEDY, stop: &stop,
+//! }).collect();
+//! let steps = batch.decode(&decoding, 16)?;
 //! for (first, rest) in first.into_iter().zip(steps) {
-//!     let ids: Vec<u32> = first.into_iter().chain(rest).collect();
+//!     let ids: Vec<u32> = first.into_iter().chain(rest.ids).collect();
 //!     println!("{}", String::from_utf8_lossy(&tok.decode(&ids, false)));
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -49,7 +60,7 @@ use std::collections::HashMap;
 
 use super::error::LlmError;
 use super::kv_cache::{KvPool, SeqId};
-use super::model::Model;
+use super::model::{Model, Rows, Scratch};
 use super::prefill::{BatchRows, BatchScratch};
 use super::session::{SamplerTensors, Sampling, record_sample};
 use gpuport_kernels::rowops;
@@ -91,6 +102,26 @@ pub struct PrefillItem<'a> {
     pub sample: Option<Sampling>,
 }
 
+/// One sequence's part of a [`Batch::decode`] call.
+#[derive(Debug, Clone, Copy)]
+pub struct DecodeItem<'a> {
+    /// The sequence (it has a pending token).
+    pub seq: SeqId,
+    /// Its sampling parameters and seed.
+    pub sample: Sampling,
+    /// Tokens that end it: the first one sampled is the last id returned.
+    pub stop: &'a [u32],
+}
+
+/// What [`Batch::decode`] produced for one sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    /// The new ids, in order; when `stopped`, the last is the stop token.
+    pub ids: Vec<u32>,
+    /// Whether a stop token ended it (the steps after it are discarded).
+    pub stopped: bool,
+}
+
 /// A sequence's host-side state.
 #[derive(Debug, Clone, Default)]
 struct SeqState {
@@ -121,8 +152,14 @@ pub struct Batch<'m> {
     sample_part: Tensor,
     argmax_part: Tensor,
     sampled: Tensor,
-    /// Row tables of the forwards of one submit (u32), grown as needed.
+    /// Row tables of the forwards of one submit (u32), then the token-buffer indices it
+    /// reads back; grown as needed.
     table: Tensor,
+    /// The ids a submit reads back, gathered from the token buffer (u32), grown as needed.
+    readout: Tensor,
+    /// The activations of a one-row forward, which runs the single-sequence (GEMV) path;
+    /// its logits are row 0 of `logits`.
+    single: Scratch,
     seqs: HashMap<SeqId, SeqState>,
 }
 
@@ -146,6 +183,9 @@ impl<'m> Batch<'m> {
         let token_stride = (shape.seq_capacity + 1).div_ceil(LOGITS_ALIGN) * LOGITS_ALIGN;
         let u32s = |n: usize, what: &str| gpu.upload(&vec![0u8; 4 * n], Elem::U32, &[n], what);
         let logits_stride = c.vocab.div_ceil(LOGITS_ALIGN) * LOGITS_ALIGN;
+        let logits = gpu.zeros_f32(&[shape.slots * logits_stride], "batch logits")?;
+        let mut single = Scratch::new(gpu, c, shape.seq_capacity)?;
+        single.logits = logits.view(0, c.vocab);
         Ok(Batch {
             gpu,
             model,
@@ -156,13 +196,15 @@ impl<'m> Batch<'m> {
             scratch: BatchScratch::new(gpu, model, shape.max_rows)?,
             ids: u32s(shape.max_rows, "batch row ids")?,
             wanted: gpu.zeros_f32(&[shape.slots * c.embd], "batch sampled rows")?,
-            logits: gpu.zeros_f32(&[shape.slots * logits_stride], "batch logits")?,
+            logits,
             logits_stride,
             probs: gpu.zeros_f32(&[c.vocab], "batch probabilities")?,
             sample_part: gpu.zeros_f32(&[sample::scratch_words(c.vocab)], "batch sampler")?,
             argmax_part: u32s(2 * rowops::ARGMAX_GROUPS as usize, "batch argmax partials")?,
             sampled: u32s(2, "batch sampled")?,
             table: u32s(1024, "batch row tables")?,
+            readout: u32s(64, "batch readout")?,
+            single,
             seqs: HashMap::new(),
         })
     }
@@ -362,14 +404,16 @@ impl<'m> Batch<'m> {
 
     /// `steps` decode steps of every listed sequence in one submit: each step runs each
     /// sequence's pending token and samples the next on the GPU (with that sequence's
-    /// parameters) for the following step. Returns each sequence's `steps` new tokens; the
-    /// last becomes its pending token. Stop tokens are the caller's: [`Batch::truncate`] drops
-    /// what followed one.
+    /// parameters and seed) for the following step. Returns each sequence's new tokens —
+    /// `steps` of them, or up to and including the first of its stop tokens, after which its
+    /// remaining steps are discarded (the pool keeps only the positions before the stop) —
+    /// and the last id becomes its pending token.
     pub fn decode(
         &mut self,
-        seqs: &[(SeqId, Sampling)],
+        items: &[DecodeItem<'_>],
         steps: usize,
-    ) -> Result<Vec<Vec<u32>>, LlmError> {
+    ) -> Result<Vec<Decoded>, LlmError> {
+        let seqs: Vec<(SeqId, Sampling)> = items.iter().map(|i| (i.seq, i.sample)).collect();
         let mut starts = Vec::with_capacity(seqs.len());
         for (i, (seq, s)) in seqs.iter().enumerate() {
             s.check()?;
@@ -397,7 +441,11 @@ impl<'m> Batch<'m> {
             starts.push((st.cached.len(), pending));
         }
         if steps == 0 || seqs.is_empty() {
-            return Ok(vec![Vec::new(); seqs.len()]);
+            let none = Decoded {
+                ids: Vec::new(),
+                stopped: false,
+            };
+            return Ok(vec![none; seqs.len()]);
         }
         if seqs.len() > self.shape.max_rows {
             return Err(LlmError::Request(format!(
@@ -441,14 +489,25 @@ impl<'m> Batch<'m> {
         };
         // `ids` is step-major: step k's id of sequence i at k * N + i.
         let n = seqs.len();
-        let out: Vec<Vec<u32>> = (0..n)
-            .map(|i| (0..steps).map(|k| ids[k * n + i]).collect())
-            .collect();
-        for (((seq, _), (_, pending)), mine) in seqs.iter().zip(&starts).zip(&out) {
-            let st = self.state_mut(*seq)?;
+        let mut out = Vec::with_capacity(n);
+        for (i, (item, (_, pending))) in items.iter().zip(&starts).enumerate() {
+            let mut mine: Vec<u32> = (0..steps).map(|k| ids[k * n + i]).collect();
+            let stop = mine.iter().position(|t| item.stop.contains(t));
+            if let Some(at) = stop {
+                mine.truncate(at + 1);
+            }
+            let st = self.state_mut(item.seq)?;
             st.cached.push(*pending);
             st.cached.extend_from_slice(&mine[..mine.len() - 1]);
             st.pending = mine.last().copied();
+            let keep = st.cached.len();
+            if stop.is_some() {
+                self.pool.truncate(item.seq, keep)?;
+            }
+            out.push(Decoded {
+                ids: mine,
+                stopped: stop.is_some(),
+            });
         }
         Ok(out)
     }
@@ -492,6 +551,10 @@ impl<'m> Batch<'m> {
             words.extend(f.sampled.iter().map(|(r, _)| *r as u32));
             at.push((first, picks));
         }
+        // Then the token-buffer indices to read back: one gather after the forwards puts
+        // them side by side, and only they cross to the host.
+        let read_at = words.len();
+        words.extend(read.iter().map(|i| *i as u32));
         if words.len() > self.table.shape[0] {
             let n = words.len().next_power_of_two();
             self.table = self
@@ -503,17 +566,33 @@ impl<'m> Batch<'m> {
             self.table.offset,
             bytemuck::cast_slice(&words),
         );
+        if read.len() > self.readout.shape[0] {
+            let n = read.len().next_power_of_two();
+            self.readout = self
+                .gpu
+                .upload(&vec![0u8; 4 * n], Elem::U32, &[n], "batch readout")?;
+        }
         let mut rec = Recorder::new(self.gpu);
         for (f, (first, picks)) in forwards.iter().zip(at) {
             self.record_forward(&mut rec, f, first, picks)?;
         }
-        rec.submit()?;
-        let mut ids = Vec::with_capacity(read.len());
-        if !read.is_empty() {
-            let all: Vec<u32> = bytemuck::pod_collect_to_vec(&self.gpu.readback(&self.tokens)?);
-            ids.extend(read.iter().map(|i| all[*i]));
+        if read.is_empty() {
+            rec.submit()?;
+            return Ok(Vec::new());
         }
-        Ok(ids)
+        let readout = self.readout.view(0, read.len());
+        let ids = ops::Gather {
+            src: &self.tokens,
+            idx: &self.table,
+            idx_first: read_at,
+            idx_stride: 1,
+            dst: &readout,
+            rows: read.len(),
+            width: 1,
+        };
+        ops::gather(self.gpu, &mut rec, ids)?;
+        rec.submit()?;
+        Ok(bytemuck::pod_collect_to_vec(&self.gpu.readback(&readout)?))
     }
 
     /// Records one forward whose row table starts at word `first` of `self.table` and whose
@@ -528,6 +607,9 @@ impl<'m> Batch<'m> {
         let (gpu, model) = (self.gpu, self.model);
         let c = &model.cfg;
         let n = f.rows.len();
+        if n == 1 {
+            return self.record_single_row(rec, f);
+        }
         model.check_batch(&self.scratch, n)?;
         // Each row's token id, then its embedding.
         let ids = self.ids.view(0, n);
@@ -600,6 +682,35 @@ impl<'m> Batch<'m> {
                 tokens: &self.tokens,
             };
             record_sample(gpu, rec, on, (self.token_base(seq), pos), s)?;
+        }
+        Ok(())
+    }
+}
+
+impl Batch<'_> {
+    /// Records a one-row forward through the single-sequence path (GEMVs, split-K decode
+    /// attention over the sequence's own page table): a batch of one decodes as fast as a
+    /// [`crate::Session`], with the same logits.
+    fn record_single_row(&self, rec: &mut Recorder<'_>, f: &Forward) -> Result<(), LlmError> {
+        let (seq, pos, _) = f.rows[0];
+        let base = self.token_base(seq);
+        let ids = self.tokens.view(base, self.token_stride);
+        let kv = self.pool.seq_kv(seq);
+        let sample = f.sampled.first();
+        let rows = Rows::Ids(&ids);
+        let logits = sample.is_some();
+        self.model
+            .record_token(self.gpu, rec, &self.single, rows, &kv, pos, logits)?;
+        if let Some((_, s)) = sample {
+            let on = SamplerTensors {
+                logits: &self.single.logits,
+                probs: &self.probs,
+                part: &self.sample_part,
+                argmax_part: &self.argmax_part,
+                sampled: &self.sampled,
+                tokens: &self.tokens,
+            };
+            record_sample(self.gpu, rec, on, (base, pos), s)?;
         }
         Ok(())
     }

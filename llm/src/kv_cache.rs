@@ -366,6 +366,38 @@ impl KvPool {
     }
 }
 
+/// One sequence of a [`KvPool`] as the single-row (GEMV) forward binds it: each layer with
+/// the sequence's own stretch of the page table.
+pub(crate) struct SeqKv<'a> {
+    pool: &'a KvPool,
+    table: Tensor,
+}
+
+impl SeqKv<'_> {
+    /// Positions the sequence can hold.
+    pub(crate) fn capacity(&self) -> usize {
+        self.pool.seq_capacity()
+    }
+
+    /// Layer `i` as the attention kernels bind it.
+    pub(crate) fn layer(&self, i: usize) -> KvLayer<'_> {
+        KvLayer {
+            pages: &self.table,
+            ..self.pool.layer_all(i)
+        }
+    }
+}
+
+impl KvPool {
+    /// Sequence `id` as the single-row forward binds it.
+    pub(crate) fn seq_kv(&self, id: SeqId) -> SeqKv<'_> {
+        SeqKv {
+            pool: self,
+            table: self.seq_table(id),
+        }
+    }
+}
+
 /// A single sequence's paged KV cache: a [`KvPool`] of one slot holding its whole capacity.
 pub struct KvCache {
     pool: KvPool,
@@ -430,6 +462,14 @@ impl KvCache {
         KvLayer {
             pages: &self.table,
             ..self.pool.layer_all(i)
+        }
+    }
+
+    /// The cache's sequence as the single-row forward binds it.
+    pub(crate) fn seq_kv(&self) -> SeqKv<'_> {
+        SeqKv {
+            pool: &self.pool,
+            table: self.table.clone(),
         }
     }
 

@@ -37,7 +37,7 @@ pub mod tokenizer;
 pub mod weights;
 
 pub use arch::{Arch, LayerNames, ModelConfig};
-pub use batch::{Batch, BatchShape, PrefillItem};
+pub use batch::{Batch, BatchShape, DecodeItem, Decoded, PrefillItem};
 pub use chat::{ChatTemplate, Message, stop_tokens};
 pub use error::LlmError;
 pub use kv_cache::{KvCache, KvPool, SeqId};

@@ -13,7 +13,7 @@ use gpuport_kernels::sample;
 
 use super::arch::ModelConfig;
 use super::error::LlmError;
-use super::kv_cache::KvCache;
+use super::kv_cache::SeqKv;
 use super::weights::{self, InputNorm, LoadPlan, Projections, Weights};
 use gpuport_gguf::Gguf;
 use gpuport_runtime::device::Gpu;
@@ -448,7 +448,7 @@ impl Model {
         rec: &mut Recorder<'_>,
         s: &Scratch,
         rows: Rows<'_>,
-        kv: &KvCache,
+        kv: &SeqKv<'_>,
         pos: usize,
         logits: bool,
     ) -> Result<(), GpuError> {

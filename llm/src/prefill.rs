@@ -142,7 +142,7 @@ impl Model {
         for q in pos..=last {
             let view = rows(q, 1);
             let part = view.as_ref().map_or(input, Rows::Embeds);
-            self.record_token(gpu, rec, s, part, kv, q, q == last)?;
+            self.record_token(gpu, rec, s, part, &kv.seq_kv(), q, q == last)?;
         }
         Ok(())
     }

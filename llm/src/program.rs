@@ -158,7 +158,7 @@ impl<'m> Program<'m> {
         let (gpu, model, scratch) = (self.gpu, self.model, &self.scratch);
         Self::run(gpu, kv, 1, |rec, kv, start| {
             let rows = Rows::Embeds(embedding);
-            model.record_token(gpu, rec, scratch, rows, kv, start, true)
+            model.record_token(gpu, rec, scratch, rows, &kv.seq_kv(), start, true)
         })?;
         Ok(self.scratch.logits.clone())
     }

@@ -384,10 +384,11 @@ impl<'m> Session<'m> {
         let need = (run_from + steps).saturating_sub(self.kv.len());
         self.kv.extend(self.gpu, need)?;
         let mut rec = self.recorder()?;
+        let kv = self.kv.seq_kv();
         for p in run_from..run_from + steps {
             let ids = Rows::Ids(&self.scratch.tokens);
             self.model
-                .record_token(self.gpu, &mut rec, &self.scratch, ids, &self.kv, p, true)?;
+                .record_token(self.gpu, &mut rec, &self.scratch, ids, &kv, p, true)?;
             self.record_sample(&mut rec, p, sampling)?;
         }
         Ok(Some((rec, steps)))

@@ -644,11 +644,13 @@ fn prompts(n: usize, seed: u64) -> Vec<Vec<u32>> {
 
 /// N = 1, 3, 8 sequences of different prompt lengths through shared forward passes (prompt
 /// rows of all of them in one call, split across forwards of 16 rows, then 5 decode steps of
-/// all in one submit): the first token's logits match the f64 CPU forward pass, and every
-/// sequence's greedy ids equal the CPU's argmax chain and the single-sequence session's.
+/// all in one submit, the last sequence with a stop token): the first token's logits match
+/// the f64 CPU forward pass, and every sequence's greedy ids equal the CPU's argmax chain and
+/// the single-sequence session's (N = 1 runs the one-row GEMV path), the stopped one's up to
+/// its stop with the steps past it dropped from the pool.
 #[test]
 fn batched_rows_match_the_cpu_and_the_single_sequence_path() {
-    use gpuport_llm::{Batch, BatchShape, PrefillItem};
+    use gpuport_llm::{Batch, BatchShape, DecodeItem, PrefillItem};
     let Some(gpu) = support::gpu() else { return };
     let (bytes, values) = build();
     let g = Gguf::parse(bytes).unwrap();
@@ -683,19 +685,36 @@ fn batched_rows_match_the_cpu_and_the_single_sequence_path() {
                 assert_logits_close(&logits[i], cpu.last().unwrap(), &format!("N {n} seq {i}"));
             }
         }
-        let decoded = batch
-            .decode(
-                &seqs
-                    .iter()
-                    .map(|s| (*s, Sampling::GREEDY))
-                    .collect::<Vec<_>>(),
-                5,
-            )
-            .unwrap();
+        let wants: Vec<Vec<u32>> = ps.iter().map(|p| cpu_greedy(&values, p, 6)).collect();
+        // The last sequence stops at its third decoded token (the others run all 5 steps).
+        let stop = [wants[n - 1][3]];
+        let items: Vec<DecodeItem<'_>> = seqs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| DecodeItem {
+                seq: *s,
+                sample: Sampling::GREEDY,
+                stop: if i == n - 1 { &stop } else { &[] },
+            })
+            .collect();
+        let decoded = batch.decode(&items, 5).unwrap();
         for (i, p) in ps.iter().enumerate() {
             let mut got = vec![first[i].unwrap()];
-            got.extend(&decoded[i]);
-            let want = cpu_greedy(&values, p, 6);
+            got.extend(&decoded[i].ids);
+            let mut want = wants[i].clone();
+            if i == n - 1 {
+                let at = want[1..].iter().position(|t| *t == stop[0]).unwrap();
+                want.truncate(at + 2);
+                assert!(decoded[i].stopped, "N {n}: the stop token ended it");
+                assert_eq!(batch.pending(seqs[i]).unwrap(), Some(stop[0]));
+                let held = p.len() + decoded[i].ids.len();
+                assert_eq!(batch.cached(seqs[i]).unwrap().len(), held);
+                assert_eq!(
+                    batch.pool().len(seqs[i]).unwrap(),
+                    held,
+                    "steps past it dropped"
+                );
+            }
             assert_eq!(
                 got, want,
                 "N {n}, sequence {i} (prompt {p:?}) against the CPU"
@@ -706,14 +725,16 @@ fn batched_rows_match_the_cpu_and_the_single_sequence_path() {
                     &Request {
                         prompt: p,
                         max_tokens: 6,
-                        stop: &[],
+                        stop: items[i].stop,
                         sampling: Sampling::GREEDY,
                     },
                     |_| true,
                 )
                 .unwrap();
             assert_eq!(got, alone.tokens, "N {n}, sequence {i} against the session");
-            assert_eq!(batch.cached(seqs[i]).unwrap().len(), p.len() + 5);
+            if i < n - 1 {
+                assert_eq!(batch.cached(seqs[i]).unwrap().len(), p.len() + 5);
+            }
         }
         for s in seqs {
             batch.close(s).unwrap();
@@ -732,7 +753,7 @@ fn batched_rows_match_the_cpu_and_the_single_sequence_path() {
 /// truncated sequence whose pages are reused.
 #[test]
 fn batched_rows_mix_prefill_and_decode_share_prefixes_and_reuse_pages() {
-    use gpuport_llm::{Batch, BatchShape, PrefillItem};
+    use gpuport_llm::{Batch, BatchShape, DecodeItem, PrefillItem};
     let Some(gpu) = support::gpu() else { return };
     let (bytes, values) = build();
     let g = Gguf::parse(bytes).unwrap();
@@ -785,8 +806,13 @@ fn batched_rows_mix_prefill_and_decode_share_prefixes_and_reuse_pages() {
             item(d, &ps[1], Some(sampled(12))),
         ])
         .unwrap();
+    let decoding = |seq, seed| DecodeItem {
+        seq,
+        sample: sampled(seed),
+        stop: &[],
+    };
     let steps = batch
-        .decode(&[(c, sampled(11)), (d, sampled(12))], 4)
+        .decode(&[decoding(c, 11), decoding(d, 12)], 4)
         .unwrap();
     let mut session = Session::new(&gpu, &model, 96).unwrap();
     for (i, (p, seed)) in [(&ps[0], 11), (&ps[1], 12)].into_iter().enumerate() {
@@ -803,7 +829,7 @@ fn batched_rows_mix_prefill_and_decode_share_prefixes_and_reuse_pages() {
             )
             .unwrap();
         let mut mine = vec![got[i].unwrap()];
-        mine.extend(&steps[i]);
+        mine.extend(&steps[i].ids);
         assert_eq!(mine, alone.tokens, "seed {seed}: batch and session draws");
     }
     for s in [a, b, c, d] {

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use gpuport_llm::{Batch, BatchShape, Model, PrefillItem, Request, Sampling, Session};
+use gpuport_llm::{Batch, BatchShape, DecodeItem, Model, PrefillItem, Request, Sampling, Session};
 use gpuport_runtime::bench::stream_ceiling;
 use gpuport_runtime::gguf::Gguf;
 use gpuport_runtime::{Gpu, GpuOptions};
@@ -270,7 +270,14 @@ fn batch_decode(
         })
         .collect();
     batch.prefill(&items)?;
-    let all: Vec<_> = seqs.iter().map(|s| (*s, *sampling)).collect();
+    let all: Vec<_> = seqs
+        .iter()
+        .map(|s| DecodeItem {
+            seq: *s,
+            sample: *sampling,
+            stop: &[],
+        })
+        .collect();
     let rounds = tokens.div_ceil(STEPS).max(1);
     for _ in 0..rounds {
         batch.decode(&all, STEPS)?;
