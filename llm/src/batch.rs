@@ -57,6 +57,7 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::error::LlmError;
 use super::kv_cache::{KvPool, SeqId};
@@ -131,10 +132,27 @@ struct SeqState {
     pending: Option<u32>,
 }
 
+/// A GPU or model a [`Batch`] borrows (`Batch<'m>`) or shares ([`Batch::shared`], a
+/// `Batch<'static>` that can move to another thread, as an engine's does).
+enum Held<'m, T> {
+    Borrowed(&'m T),
+    Shared(Arc<T>),
+}
+
+impl<T> std::ops::Deref for Held<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self {
+            Held::Borrowed(t) => t,
+            Held::Shared(t) => t,
+        }
+    }
+}
+
 /// Many sequences of one model on the GPU.
 pub struct Batch<'m> {
-    gpu: &'m Gpu,
-    model: &'m Model,
+    gpu: Held<'m, Gpu>,
+    model: Held<'m, Model>,
     pool: KvPool,
     shape: BatchShape,
     /// The token buffer (u32, `slots × token_stride`).
@@ -161,6 +179,11 @@ pub struct Batch<'m> {
     /// its logits are row 0 of `logits`.
     single: Scratch,
     seqs: HashMap<SeqId, SeqState>,
+    /// Time every dispatch of each submit (needs timestamps inside passes); the
+    /// (kernel, nanoseconds) of the last submit land in `dispatch_profile`.
+    pub profile_dispatches: bool,
+    /// Per-dispatch times of the last submit, when `profile_dispatches`.
+    pub dispatch_profile: Vec<(String, f64)>,
 }
 
 /// One forward pass of a submit: its rows and the rows whose logits are sampled.
@@ -171,29 +194,53 @@ struct Forward {
     sampled: Vec<(usize, Sampling)>,
 }
 
+impl Batch<'static> {
+    /// A batch runner that shares the GPU and the model (it owns its handles, so it can move
+    /// to the thread that drives it).
+    pub fn shared(
+        gpu: Arc<Gpu>,
+        model: Arc<Model>,
+        shape: BatchShape,
+    ) -> Result<Batch<'static>, LlmError> {
+        Batch::with(Held::Shared(gpu), Held::Shared(model), shape)
+    }
+}
+
 impl<'m> Batch<'m> {
     /// A batch runner of the given shape on `model`.
     pub fn new(gpu: &'m Gpu, model: &'m Model, shape: BatchShape) -> Result<Batch<'m>, LlmError> {
+        Batch::with(Held::Borrowed(gpu), Held::Borrowed(model), shape)
+    }
+
+    fn with(
+        gpu: Held<'m, Gpu>,
+        model: Held<'m, Model>,
+        shape: BatchShape,
+    ) -> Result<Batch<'m>, LlmError> {
         let c = &model.cfg;
         if shape.max_rows == 0 || shape.slots == 0 || shape.seq_capacity == 0 {
             return Err(LlmError::Request(format!("a batch of shape {shape:?}")));
         }
         let page = super::kv_cache::DEFAULT_PAGE;
-        let pool = KvPool::new(gpu, c, (shape.slots, shape.seq_capacity), shape.pages, page)?;
+        let pool = KvPool::new(
+            &gpu,
+            c,
+            (shape.slots, shape.seq_capacity),
+            shape.pages,
+            page,
+        )?;
         let token_stride = (shape.seq_capacity + 1).div_ceil(LOGITS_ALIGN) * LOGITS_ALIGN;
         let u32s = |n: usize, what: &str| gpu.upload(&vec![0u8; 4 * n], Elem::U32, &[n], what);
         let logits_stride = c.vocab.div_ceil(LOGITS_ALIGN) * LOGITS_ALIGN;
         let logits = gpu.zeros_f32(&[shape.slots * logits_stride], "batch logits")?;
-        let mut single = Scratch::new(gpu, c, shape.seq_capacity)?;
+        let mut single = Scratch::new(&gpu, c, shape.seq_capacity)?;
         single.logits = logits.view(0, c.vocab);
         Ok(Batch {
-            gpu,
-            model,
             pool,
             shape,
             tokens: u32s(shape.slots * token_stride, "batch tokens")?,
             token_stride,
-            scratch: BatchScratch::new(gpu, model, shape.max_rows)?,
+            scratch: BatchScratch::new(&gpu, &model, shape.max_rows)?,
             ids: u32s(shape.max_rows, "batch row ids")?,
             wanted: gpu.zeros_f32(&[shape.slots * c.embd], "batch sampled rows")?,
             logits,
@@ -206,7 +253,21 @@ impl<'m> Batch<'m> {
             readout: u32s(64, "batch readout")?,
             single,
             seqs: HashMap::new(),
+            profile_dispatches: false,
+            dispatch_profile: Vec::new(),
+            gpu,
+            model,
         })
+    }
+
+    /// The model it runs.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The shape it was made with.
+    pub fn shape(&self) -> BatchShape {
+        self.shape
     }
 
     /// The KV pool (page accounting).
@@ -227,7 +288,7 @@ impl<'m> Batch<'m> {
         let from = self.state(src)?;
         let len = len.min(from.cached.len());
         let prefix = from.cached[..len].to_vec();
-        let id = self.pool.fork(self.gpu, src, len)?;
+        let id = self.pool.fork(&self.gpu, src, len)?;
         self.write_tokens(id, 0, &prefix);
         self.seqs.insert(
             id,
@@ -516,7 +577,7 @@ impl<'m> Batch<'m> {
     /// before anything is written when pages run out).
     fn extend_all(&mut self, grow: &[(SeqId, usize)]) -> Result<(), LlmError> {
         for (i, (seq, n)) in grow.iter().enumerate() {
-            if let Err(e) = self.pool.extend(self.gpu, *seq, *n) {
+            if let Err(e) = self.pool.extend(&self.gpu, *seq, *n) {
                 self.roll_back(grow[..i].iter().map(|(seq, _)| *seq))?;
                 return Err(e.into());
             }
@@ -572,15 +633,15 @@ impl<'m> Batch<'m> {
                 .gpu
                 .upload(&vec![0u8; 4 * n], Elem::U32, &[n], "batch readout")?;
         }
-        let mut rec = Recorder::new(self.gpu);
+        let mut rec = if self.profile_dispatches {
+            Recorder::profiling_dispatches(&self.gpu)?
+        } else {
+            Recorder::new(&self.gpu)
+        };
         for (f, (first, picks)) in forwards.iter().zip(at) {
             self.record_forward(&mut rec, f, first, picks)?;
         }
-        if read.is_empty() {
-            rec.submit()?;
-            return Ok(Vec::new());
-        }
-        let readout = self.readout.view(0, read.len());
+        let readout = self.readout.view(0, read.len().max(1));
         let ids = ops::Gather {
             src: &self.tokens,
             idx: &self.table,
@@ -590,8 +651,14 @@ impl<'m> Batch<'m> {
             rows: read.len(),
             width: 1,
         };
-        ops::gather(self.gpu, &mut rec, ids)?;
+        ops::gather(&self.gpu, &mut rec, ids)?;
         rec.submit()?;
+        if self.profile_dispatches {
+            self.dispatch_profile = rec.dispatch_times_ns().to_vec();
+        }
+        if read.is_empty() {
+            return Ok(Vec::new());
+        }
         Ok(bytemuck::pod_collect_to_vec(&self.gpu.readback(&readout)?))
     }
 
@@ -604,7 +671,7 @@ impl<'m> Batch<'m> {
         first: usize,
         picks: usize,
     ) -> Result<(), LlmError> {
-        let (gpu, model) = (self.gpu, self.model);
+        let (gpu, model) = (&*self.gpu, &*self.model);
         let c = &model.cfg;
         let n = f.rows.len();
         if n == 1 {
@@ -700,7 +767,7 @@ impl Batch<'_> {
         let rows = Rows::Ids(&ids);
         let logits = sample.is_some();
         self.model
-            .record_token(self.gpu, rec, &self.single, rows, &kv, pos, logits)?;
+            .record_token(&self.gpu, rec, &self.single, rows, &kv, pos, logits)?;
         if let Some((_, s)) = sample {
             let on = SamplerTensors {
                 logits: &self.single.logits,
@@ -710,7 +777,7 @@ impl Batch<'_> {
                 sampled: &self.sampled,
                 tokens: &self.tokens,
             };
-            record_sample(self.gpu, rec, on, (base, pos), s)?;
+            record_sample(&self.gpu, rec, on, (base, pos), s)?;
         }
         Ok(())
     }

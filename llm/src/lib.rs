@@ -25,6 +25,7 @@
 pub mod arch;
 pub mod batch;
 pub mod chat;
+pub mod engine;
 pub mod error;
 pub mod kv_cache;
 pub mod loader;
@@ -39,6 +40,7 @@ pub mod weights;
 pub use arch::{Arch, LayerNames, ModelConfig};
 pub use batch::{Batch, BatchShape, DecodeItem, Decoded, PrefillItem};
 pub use chat::{ChatTemplate, Message, stop_tokens};
+pub use engine::{EngineShape, Finish, GenChunk, GenJob, GenOutput, LlmEngine, LlmLoader};
 pub use error::LlmError;
 pub use kv_cache::{KvCache, KvPool, SeqId};
 pub use model::Model;

@@ -64,14 +64,20 @@ fn check(file: &str, fixture: &str, logit_tol: f32) {
         // (the CPU adapters' default).
         session.batched_prefill = Some(i % 2 == 0);
         let logits = session.logits(&case.prompt).unwrap();
+        let mut worst = 0f32;
         for (id, want) in &case.top10 {
             let got = logits[*id as usize];
+            worst = worst.max((got - want).abs());
             assert!(
                 (got - want).abs() < logit_tol,
                 "{file} {:?}: logit of {id} is {got}, llama.cpp {want}",
                 case.text
             );
         }
+        eprintln!(
+            "{file} {:?}: top-10 logits within {worst:.4} of llama.cpp's",
+            case.text
+        );
         let got = session
             .generate(
                 &Request {
@@ -102,6 +108,16 @@ fn check(file: &str, fixture: &str, logit_tol: f32) {
         if same == steps {
             identical += 1;
         } else {
+            // Both sides' margin between the two candidates where the paths part.
+            let mut upto = case.prompt.clone();
+            upto.extend(&case.ids[..same]);
+            let ours = session.logits(&upto).unwrap();
+            let (theirs, mine) = (case.ids[same], got.tokens[same]);
+            eprintln!(
+                "  parted at step {same}: llama.cpp picks {theirs} by {:.4}, we pick {mine} by {:.4}",
+                case.margins[same],
+                ours[mine as usize] - ours[theirs as usize]
+            );
             assert!(
                 case.margins[same] < logit_tol,
                 "{file} {:?}: diverged at step {same} where llama.cpp's margin is {}; ours {:?}, \

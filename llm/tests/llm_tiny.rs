@@ -9,104 +9,12 @@
 
 use gpuport_testing as support;
 
-use gpuport_kernels::quant::{GgmlType, dequantize, random_blocks};
 use gpuport_llm::{Model, Program, Request, Sampling, Session, StopReason};
-use gpuport_runtime::gguf::{Gguf, GgufWriter, Value};
+use gpuport_runtime::gguf::Gguf;
 
-const EMBD: usize = 256;
-const FF: usize = 512;
-const HEADS: usize = 4;
-const KV_HEADS: usize = 2;
-const HD: usize = 64;
-const VOCAB: usize = 300;
-const LAYERS: usize = 2;
-const EPS: f32 = 1e-5;
-const BASE: f32 = 10_000.0;
-
-/// (name, rows, cols, type) of every tensor of the tiny model as architecture `arch` (`llama`,
-/// or `qwen2`, which adds the q, k, v biases); weights are stored as the GGUF holds them.
-fn tensors_of(arch: &str) -> Vec<(String, usize, usize, GgmlType)> {
-    let mut t = vec![
-        ("token_embd.weight".to_string(), VOCAB, EMBD, GgmlType::Q8_0),
-        ("output_norm.weight".to_string(), 1, EMBD, GgmlType::F32),
-        ("output.weight".to_string(), VOCAB, EMBD, GgmlType::F32),
-    ];
-    for i in 0..LAYERS {
-        let b = |s: &str| format!("blk.{i}.{s}.weight");
-        t.extend([
-            (b("attn_norm"), 1, EMBD, GgmlType::F32),
-            (b("attn_q"), HEADS * HD, EMBD, GgmlType::Q8_0),
-            (b("attn_k"), KV_HEADS * HD, EMBD, GgmlType::Q8_0),
-            (b("attn_v"), KV_HEADS * HD, EMBD, GgmlType::F32),
-            (b("attn_output"), EMBD, HEADS * HD, GgmlType::Q4K),
-            (b("ffn_norm"), 1, EMBD, GgmlType::F32),
-            (b("ffn_gate"), FF, EMBD, GgmlType::Q4K),
-            (b("ffn_up"), FF, EMBD, GgmlType::Q8_0),
-            (b("ffn_down"), EMBD, FF, GgmlType::Q4K),
-        ]);
-        if arch == "qwen2" {
-            let b = |s: &str| format!("blk.{i}.{s}.bias");
-            t.extend([
-                (b("attn_q"), 1, HEADS * HD, GgmlType::F32),
-                (b("attn_k"), 1, KV_HEADS * HD, GgmlType::F32),
-                (b("attn_v"), 1, KV_HEADS * HD, GgmlType::F32),
-            ]);
-        }
-    }
-    t
-}
-
-/// The model file and every tensor dequantized (row-major `[rows, cols]`).
-fn build() -> (Vec<u8>, std::collections::HashMap<String, Vec<f32>>) {
-    build_as("llama")
-}
-
-/// [`build`] as architecture `name` (see [`tensors_of`]).
-fn build_as(name: &str) -> (Vec<u8>, std::collections::HashMap<String, Vec<f32>>) {
-    let mut w = GgufWriter::new();
-    let arch = |k: &str| format!("{name}.{k}");
-    w.meta("general.architecture", Value::String(name.into()))
-        .meta(&arch("block_count"), Value::U32(LAYERS as u32))
-        .meta(&arch("context_length"), Value::U32(64))
-        .meta(&arch("embedding_length"), Value::U32(EMBD as u32))
-        .meta(&arch("feed_forward_length"), Value::U32(FF as u32))
-        .meta(&arch("attention.head_count"), Value::U32(HEADS as u32))
-        .meta(
-            &arch("attention.head_count_kv"),
-            Value::U32(KV_HEADS as u32),
-        )
-        .meta(&arch("rope.freq_base"), Value::F32(BASE))
-        .meta(&arch("attention.layer_norm_rms_epsilon"), Value::F32(EPS))
-        .meta(&arch("vocab_size"), Value::U32(VOCAB as u32));
-    let mut values = std::collections::HashMap::new();
-    for (i, (name, rows, cols, ty)) in tensors_of(name).into_iter().enumerate() {
-        let elems = rows * cols;
-        let data = if name.contains("norm") {
-            // Norm weights near 1.
-            let v: Vec<f32> = support::random_f32(elems, 100 + i as u64)
-                .iter()
-                .map(|x| 1.0 + 0.2 * x)
-                .collect();
-            bytemuck::cast_slice(&v).to_vec()
-        } else if ty == GgmlType::F32 {
-            let v: Vec<f32> = support::random_f32(elems, 100 + i as u64)
-                .iter()
-                .map(|x| 0.3 * x)
-                .collect();
-            bytemuck::cast_slice(&v).to_vec()
-        } else {
-            random_blocks(ty, elems / ty.block_elems(), 100 + i as u64)
-        };
-        values.insert(name.clone(), dequantize(ty, &data));
-        let dims: Vec<u64> = if rows == 1 {
-            vec![cols as u64]
-        } else {
-            vec![cols as u64, rows as u64]
-        };
-        w.tensor(&name, &dims, ty.ggml_id(), data);
-    }
-    (w.to_bytes(), values)
-}
+use gpuport_testing::tiny_llm::{
+    BASE, EMBD, EPS, FF, HD, HEADS, KV_HEADS, LAYERS, VOCAB, build, build_as,
+};
 
 fn matvec(w: &[f32], x: &[f64], rows: usize) -> Vec<f64> {
     let cols = x.len();

@@ -10,6 +10,8 @@ pub mod references;
 pub mod rng;
 #[cfg(feature = "store")]
 pub mod store_fixtures;
+#[cfg(feature = "llm")]
+pub mod tiny_llm;
 
 #[cfg(feature = "gpu")]
 pub use gpu::{Needs, gpu, gpu_with, has_subgroups};

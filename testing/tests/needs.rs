@@ -12,7 +12,10 @@ fn unmet_needs_are_named() {
     assert!(unmet[0].contains("storage binding"), "{unmet:?}");
     let all = wgpu::Features::all();
     let missing = Needs::none().features(all).unmet(&gpu);
-    assert!(missing.iter().any(|m| m.starts_with("features")), "{missing:?}");
+    assert!(
+        missing.iter().any(|m| m.starts_with("features")),
+        "{missing:?}"
+    );
     assert_eq!(
         Needs::none().subgroups().unmet(&gpu).is_empty(),
         gpu.has_subgroups()

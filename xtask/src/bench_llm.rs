@@ -9,10 +9,14 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use gpuport_llm::{Batch, BatchShape, DecodeItem, Model, PrefillItem, Request, Sampling, Session};
+use gpuport_llm::{EngineShape, GenJob, LlmEngine, Tokenizer};
 use gpuport_runtime::bench::stream_ceiling;
 use gpuport_runtime::gguf::Gguf;
 use gpuport_runtime::{Gpu, GpuOptions};
+use gpuport_scheduler::{Engine, JobId, Progress};
 use serde::Serialize;
 
 /// Options of `bench-llm`.
@@ -31,6 +35,29 @@ pub struct Options {
     pub sampling: Sampling,
     /// Sequence counts to decode at once through `Batch`.
     pub batch: Vec<usize>,
+    /// Stream counts to run at once through the engine (`LlmEngine`).
+    pub parallel: Vec<usize>,
+}
+
+/// Streams run at once through the engine (`--parallel`), as llama-batched-bench reports
+/// them.
+#[derive(Serialize)]
+struct ParallelRun {
+    streams: usize,
+    prompt_tokens: usize,
+    gen_tokens: usize,
+    steps_per_submit: usize,
+    /// Prompt tokens of all streams ÷ the time until every stream has its first token.
+    prefill_tokens_per_s: f64,
+    /// Generated tokens of all streams ÷ the time from then until the last finished.
+    decode_tokens_per_s: f64,
+    /// Seconds of the two phases.
+    prefill_s: f64,
+    decode_s: f64,
+    /// Inter-token latency (ms) over every stream's tokens after its first: each chunk's
+    /// interval since the stream's previous chunk, spread over its tokens.
+    itl_p50_ms: f64,
+    itl_p99_ms: f64,
 }
 
 #[derive(Serialize)]
@@ -41,6 +68,9 @@ struct BatchRun {
     tokens_per_s: f64,
     /// Wall time of one step of every sequence.
     ms_per_step: f64,
+    /// One step's dispatches by kernel: (kernel, count, µs), slowest first (empty where the
+    /// adapter has no timestamps inside passes).
+    step_profile: Vec<(String, usize, f64)>,
 }
 
 #[derive(Serialize)]
@@ -69,6 +99,8 @@ struct Report {
     decode: Vec<DecodeRun>,
     /// Several sequences decoded at once (`--batch`).
     batched: Vec<BatchRun>,
+    /// Streams through the engine (`--parallel`).
+    parallel: Vec<ParallelRun>,
     /// One decode step at position `prompt_tokens`, per kernel family: (kernel, dispatches,
     /// total microseconds).
     step_profile: Vec<(String, usize, f64)>,
@@ -174,6 +206,13 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         .iter()
         .map(|&n| batch_decode(&gpu, &model, n, o.gen_tokens, &o.sampling))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let (gpu, model) = (Arc::new(gpu), Arc::new(model));
+    let tokenizer = Arc::new(Tokenizer::from_gguf(&g).map_err(|e| anyhow::anyhow!(e.0))?);
+    let parallel = o
+        .parallel
+        .iter()
+        .map(|&n| parallel_run(&gpu, &model, &tokenizer, n, &o))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let report = Report {
         model: o.model.display().to_string(),
         adapter: gpu.info().name.clone(),
@@ -186,6 +225,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         time_to_first_token_ms: ttft * 1e3,
         decode,
         batched,
+        parallel,
         step_profile,
     };
     println!(
@@ -229,11 +269,136 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             "batch of {:>3}: {:>8.1} tok/s ({:.3} ms per step of all, {} steps per submit)",
             b.sequences, b.tokens_per_s, b.ms_per_step, b.steps_per_submit
         );
+        let total: f64 = b.step_profile.iter().map(|k| k.2).sum();
+        if total > 0.0 {
+            let top: Vec<String> = b
+                .step_profile
+                .iter()
+                .take(4)
+                .map(|(k, n, us)| format!("{k} {n}× {us:.0} µs"))
+                .collect();
+            println!("  one step {total:.0} µs of GPU time: {}", top.join(", "));
+        }
+    }
+    for p in &report.parallel {
+        println!(
+            "{:>3} streams (pp {}, tg {}): S_PP {:>9.1} tok/s, S_TG {:>8.1} tok/s, inter-token \
+             p50 {:.2} ms p99 {:.2} ms",
+            p.streams,
+            p.prompt_tokens,
+            p.gen_tokens,
+            p.prefill_tokens_per_s,
+            p.decode_tokens_per_s,
+            p.itl_p50_ms,
+            p.itl_p99_ms
+        );
     }
     if let Some(path) = o.json {
         std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")?;
     }
     Ok(())
+}
+
+/// Steps per submit of the engine runs.
+const ENGINE_STEPS: u32 = 8;
+
+/// `n` streams of `o.prompt_tokens` random prompt tokens and `o.gen_tokens` generated tokens
+/// each, admitted together into one engine and stepped to the end (one warm-up round first).
+fn parallel_run(
+    gpu: &Arc<Gpu>,
+    model: &Arc<Model>,
+    tokenizer: &Arc<Tokenizer>,
+    n: usize,
+    o: &Options,
+) -> anyhow::Result<ParallelRun> {
+    let context = o.prompt_tokens + o.gen_tokens + ENGINE_STEPS as usize;
+    let shape = EngineShape {
+        prefill_rows: (n * o.prompt_tokens).clamp(1, 2048),
+        retained: 0,
+        ..EngineShape::new(n, context)
+    };
+    let batch = Batch::shared(
+        Arc::clone(gpu),
+        Arc::clone(model),
+        BatchShape {
+            slots: n,
+            seq_capacity: context,
+            pages: shape.pages,
+            max_rows: shape.prefill_rows.max(n),
+        },
+    )?;
+    let mut engine = LlmEngine::new(batch, Arc::clone(tokenizer), shape);
+    let vocab = model.cfg.vocab;
+    let mut round = |seed: u64| -> anyhow::Result<(f64, f64, Vec<f64>)> {
+        for i in 0..n {
+            let job = GenJob {
+                prompt: ids(o.prompt_tokens, vocab, seed * 1000 + i as u64),
+                max_tokens: o.gen_tokens,
+                sampling: Sampling {
+                    seed: i as u64,
+                    ..o.sampling
+                },
+                stop_tokens: vec![],
+                stop_text: vec![],
+            };
+            engine
+                .admit(JobId(i as u64), job)
+                .map_err(|(_, r)| anyhow::anyhow!("stream {i} refused: {r:?}"))?;
+        }
+        let start = Instant::now();
+        let mut last: Vec<Option<Instant>> = vec![None; n];
+        let mut prefilled = None;
+        let mut finished = 0;
+        let mut gaps = Vec::new();
+        while finished < n {
+            let progress = engine.step(ENGINE_STEPS)?;
+            let now = Instant::now();
+            for p in progress {
+                match p {
+                    Progress::Chunk(id, c) => {
+                        let i = id.0 as usize;
+                        if let Some(t) = last[i] {
+                            let per = (now - t).as_secs_f64() * 1e3 / c.ids.len().max(1) as f64;
+                            gaps.extend(std::iter::repeat_n(per, c.ids.len()));
+                        }
+                        last[i] = Some(now);
+                    }
+                    Progress::Finished(..) => finished += 1,
+                }
+            }
+            if prefilled.is_none() && last.iter().all(Option::is_some) {
+                prefilled = Some(now);
+            }
+        }
+        let end = Instant::now();
+        let prefilled = prefilled.unwrap_or(end);
+        Ok((
+            (prefilled - start).as_secs_f64(),
+            (end - prefilled).as_secs_f64(),
+            gaps,
+        ))
+    };
+    round(1)?;
+    let (prefill_s, decode_s, mut gaps) = round(2)?;
+    gaps.sort_by(f64::total_cmp);
+    let pct = |q: f64| {
+        gaps.get(((gaps.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Ok(ParallelRun {
+        streams: n,
+        prompt_tokens: o.prompt_tokens,
+        gen_tokens: o.gen_tokens,
+        steps_per_submit: ENGINE_STEPS as usize,
+        prefill_tokens_per_s: (n * o.prompt_tokens) as f64 / prefill_s,
+        // The first token of each stream came with the prefill.
+        decode_tokens_per_s: (n * (o.gen_tokens - 1)) as f64 / decode_s,
+        prefill_s,
+        decode_s,
+        itl_p50_ms: pct(0.5),
+        itl_p99_ms: pct(0.99),
+    })
 }
 
 /// `n` sequences with 64-token prompts decoded together, `tokens` steps each at 8 steps per
@@ -288,11 +453,18 @@ fn batch_decode(
     }
     let wall = t.elapsed().as_secs_f64();
     let steps = rounds * STEPS;
+    let mut step_profile = Vec::new();
+    if gpu.has_timestamps() {
+        batch.profile_dispatches = true;
+        batch.decode(&all, 1)?;
+        step_profile = by_kernel(&batch.dispatch_profile);
+    }
     Ok(BatchRun {
         sequences: n,
         steps_per_submit: STEPS,
         tokens_per_s: (n * steps) as f64 / wall,
         ms_per_step: wall * 1e3 / steps as f64,
+        step_profile,
     })
 }
 
@@ -314,16 +486,21 @@ fn profile_step(
         |_| true,
     )?;
     session.profile_dispatches = false;
-    let mut by_kernel: Vec<(String, usize, f64)> = Vec::new();
-    for (label, ns) in &session.dispatch_profile {
-        match by_kernel.iter_mut().find(|k| &k.0 == label) {
+    Ok(by_kernel(&session.dispatch_profile))
+}
+
+/// Dispatch times summed per kernel: (kernel, count, µs), slowest first.
+fn by_kernel(dispatches: &[(String, f64)]) -> Vec<(String, usize, f64)> {
+    let mut out: Vec<(String, usize, f64)> = Vec::new();
+    for (label, ns) in dispatches {
+        match out.iter_mut().find(|k| &k.0 == label) {
             Some(k) => {
                 k.1 += 1;
                 k.2 += ns / 1e3;
             }
-            None => by_kernel.push((label.clone(), 1, ns / 1e3)),
+            None => out.push((label.clone(), 1, ns / 1e3)),
         }
     }
-    by_kernel.sort_by(|a, b| b.2.total_cmp(&a.2));
-    Ok(by_kernel)
+    out.sort_by(|a, b| b.2.total_cmp(&a.2));
+    out
 }

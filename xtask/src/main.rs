@@ -91,6 +91,12 @@ enum Command {
         /// 8 steps per submit, 64-token prompts): aggregate tok/s per count.
         #[arg(long, value_delimiter = ',')]
         batch: Vec<usize>,
+        /// Also run this many streams at once through the continuously batched engine
+        /// (comma-separated counts; `--prompt-tokens` prompt and `--gen-tokens` tokens each, as
+        /// llama-batched-bench's -npp/-ntg/-npl): aggregate prefill and decode tok/s
+        /// (S_PP, S_TG) and inter-token latency per count.
+        #[arg(long, value_delimiter = ',')]
+        parallel: Vec<usize>,
     },
     /// Run every libFuzzer target of `fuzz/` (nightly + cargo-fuzz; skipped without them):
     /// seeded from the project's real files, N seconds each, corpus minimized into
@@ -158,7 +164,9 @@ fn main() -> anyhow::Result<()> {
             top_k,
             top_p,
             batch,
+            parallel,
         } => bench_llm::run(bench_llm::Options {
+            parallel,
             model,
             prompt_tokens,
             gen_tokens,

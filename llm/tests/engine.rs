@@ -1,0 +1,415 @@
+//! The batched engine ([`LlmEngine`]) on the tiny random model: jobs of different lengths
+//! joining and leaving a running batch (continuous batching, chunked prompts beside decode
+//! rows, shared prefixes) each produce exactly their solo session's ids; stop tokens and stop
+//! strings end a job where a solo run would; an evicted job's pages come back; a pool too
+//! small for a job makes it wait, and a job that can never run is refused naming its field.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gpuport_testing as support;
+use gpuport_testing::tiny_llm::{CONTEXT, EOS, VOCAB, build};
+
+use gpuport_llm::{
+    Batch, BatchShape, EngineShape, Finish, GenJob, GenOutput, LlmEngine, Model, Request, Sampling,
+    Session, Tokenizer,
+};
+use gpuport_runtime::Gpu;
+use gpuport_runtime::gguf::Gguf;
+use gpuport_scheduler::{Engine, JobId, Progress, Refusal};
+
+struct Tiny {
+    gpu: Arc<Gpu>,
+    model: Arc<Model>,
+    tokenizer: Arc<Tokenizer>,
+}
+
+fn tiny() -> Option<Tiny> {
+    let gpu = support::gpu()?;
+    let (bytes, _) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let model = Model::load(&gpu, &g, 2 * CONTEXT).unwrap();
+    let tokenizer = Tokenizer::from_gguf(&g).unwrap();
+    Some(Tiny {
+        gpu: Arc::new(gpu),
+        model: Arc::new(model),
+        tokenizer: Arc::new(tokenizer),
+    })
+}
+
+fn engine(t: &Tiny, shape: EngineShape) -> LlmEngine {
+    let batch = BatchShape {
+        slots: shape.slots + shape.retained,
+        seq_capacity: shape.context,
+        pages: shape.pages,
+        max_rows: shape.prefill_rows.max(shape.slots),
+    };
+    let b = Batch::shared(Arc::clone(&t.gpu), Arc::clone(&t.model), batch).unwrap();
+    LlmEngine::new(b, Arc::clone(&t.tokenizer), shape)
+}
+
+/// The solo session's ids for `job`.
+fn solo(t: &Tiny, job: &GenJob) -> Vec<u32> {
+    let mut session = Session::new(&t.gpu, &t.model, CONTEXT).unwrap();
+    session
+        .generate(
+            &Request {
+                prompt: &job.prompt,
+                max_tokens: job.max_tokens,
+                stop: &job.stop_tokens,
+                sampling: job.sampling,
+            },
+            |_| true,
+        )
+        .unwrap()
+        .tokens
+}
+
+fn ids(len: usize, seed: u64) -> Vec<u32> {
+    let mut r = support::Rng::new(seed);
+    // Word and byte tokens (not the control ids).
+    (0..len)
+        .map(|_| 3 + r.below(VOCAB as u64 - 3) as u32)
+        .collect()
+}
+
+fn job(prompt: Vec<u32>, max_tokens: usize, sampling: Sampling) -> GenJob {
+    GenJob {
+        prompt,
+        max_tokens,
+        sampling,
+        stop_tokens: vec![],
+        stop_text: vec![],
+    }
+}
+
+fn sampled(seed: u64) -> Sampling {
+    Sampling {
+        temperature: 0.9,
+        top_k: 40,
+        top_p: 0.95,
+        seed,
+        ..Sampling::GREEDY
+    }
+}
+
+/// Steps `e` (4 decode steps per boundary) until `queue` is empty and nothing runs (`running`
+/// jobs were admitted before), admitting queued jobs whenever the engine takes them; the
+/// outputs by job, with the streamed chunks' ids and text concatenated.
+fn run_all(
+    e: &mut LlmEngine,
+    mut running: usize,
+    mut queue: Vec<(JobId, GenJob)>,
+) -> HashMap<JobId, (GenOutput, Vec<u32>, String)> {
+    let mut streamed: HashMap<JobId, (Vec<u32>, String)> = HashMap::new();
+    let mut done = HashMap::new();
+    loop {
+        while running < e.slots() && !queue.is_empty() {
+            let (id, j) = queue.remove(0);
+            match e.admit(id, j) {
+                Ok(()) => running += 1,
+                Err((j, Refusal::Busy)) => {
+                    queue.insert(0, (id, j));
+                    break;
+                }
+                Err((_, r)) => panic!("{id}: {r:?}"),
+            }
+        }
+        if running == 0 {
+            assert!(queue.is_empty(), "nothing runs and {} wait", queue.len());
+            return done;
+        }
+        for p in e.step(4).unwrap() {
+            match p {
+                Progress::Chunk(id, c) => {
+                    let s = streamed.entry(id).or_default();
+                    s.0.extend(c.ids);
+                    s.1.push_str(&c.text);
+                }
+                Progress::Finished(id, out) => {
+                    running -= 1;
+                    let (ids, text) = streamed.remove(&id).unwrap_or_default();
+                    done.insert(id, (out, ids, text));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn jobs_joining_and_leaving_a_batch_equal_their_solo_runs() {
+    let Some(t) = tiny() else { return };
+    // 7 jobs through 3 slots: prompts of 1–30 tokens (longer than a step's 8 prompt rows, so
+    // they run in chunks beside the decoding rows), greedy and sampled, three sharing a
+    // 24-token head (forked from one another's pages).
+    let head = ids(24, 5);
+    let mut jobs = Vec::new();
+    for i in 0..7u64 {
+        let mut prompt = if i % 3 == 0 { head.clone() } else { Vec::new() };
+        prompt.extend(ids(1 + (i as usize * 7) % 30, 100 + i));
+        let sampling = if i % 2 == 0 {
+            Sampling::GREEDY
+        } else {
+            sampled(i)
+        };
+        jobs.push((JobId(i), job(prompt, 3 + (i as usize * 5) % 14, sampling)));
+    }
+    // Pages for the running jobs and the two retained sequences.
+    let shape = EngineShape {
+        prefill_rows: 8,
+        retained: 2,
+        pages: 5,
+        ..EngineShape::new(3, CONTEXT)
+    };
+    let mut e = engine(&t, shape);
+    let done = run_all(&mut e, 0, jobs.clone());
+    assert_eq!(done.len(), jobs.len());
+    let mut shared = 0;
+    for (id, j) in &jobs {
+        let (out, streamed, text) = &done[id];
+        let want = solo(&t, j);
+        assert_eq!(out.ids, want, "{id} against its solo run");
+        assert_eq!(streamed, &want, "{id}: the chunks carry every id once");
+        assert_eq!(out.finish, Finish::Length);
+        assert_eq!(out.prompt_tokens, j.prompt.len());
+        let solo_text = String::from_utf8_lossy(&t.tokenizer.decode(&want, false)).into_owned();
+        assert_eq!(&out.text, &solo_text, "{id}: text");
+        assert_eq!(text, &out.text, "{id}: streamed text");
+        shared += out.cached_tokens;
+    }
+    assert!(
+        shared >= 2 * 24,
+        "the shared head was prefilled once ({shared} cached tokens)"
+    );
+    e.drop_retained();
+    let pool = e.batch().pool();
+    assert_eq!(pool.free_pages(), pool.total_pages(), "every page back");
+}
+
+#[test]
+fn stop_tokens_and_stop_strings_end_a_job_as_a_solo_run_would() {
+    let Some(t) = tiny() else { return };
+    let prompt = ids(9, 77);
+    let free = solo(&t, &job(prompt.clone(), 12, Sampling::GREEDY));
+    let mut e = engine(&t, EngineShape::new(2, CONTEXT));
+    // A stop token: the third id the free run produces.
+    let mut by_token = job(prompt.clone(), 12, Sampling::GREEDY);
+    by_token.stop_tokens = vec![free[2], EOS];
+    // A stop string: the text of the fifth and sixth ids (it may span both tokens).
+    let tail = String::from_utf8_lossy(&t.tokenizer.decode(&free[4..6], false)).into_owned();
+    let mut by_text = job(prompt.clone(), 12, Sampling::GREEDY);
+    by_text.stop_text = vec![tail.clone()];
+    let done = run_all(
+        &mut e,
+        0,
+        vec![(JobId(0), by_token.clone()), (JobId(1), by_text)],
+    );
+    let (out, _, _) = &done[&JobId(0)];
+    assert_eq!(out.finish, Finish::Stop);
+    assert_eq!(
+        out.ids,
+        solo(&t, &by_token),
+        "stopped where the session stops"
+    );
+    let at = free.iter().position(|x| *x == free[2]).unwrap();
+    assert_eq!(out.ids, free[..=at]);
+    let (out, _, streamed) = &done[&JobId(1)];
+    assert_eq!(out.finish, Finish::Stop);
+    let full = String::from_utf8_lossy(&t.tokenizer.decode(&free, false)).into_owned();
+    let cut = full.find(&tail).unwrap();
+    assert_eq!(out.text, full[..cut], "the text before the stop string");
+    assert_eq!(streamed, &out.text, "held-back text never leaked");
+}
+
+#[test]
+fn an_evicted_job_returns_its_pages_and_leaves_its_neighbours_exact() {
+    let Some(t) = tiny() else { return };
+    let shape = EngineShape {
+        retained: 0,
+        ..EngineShape::new(3, CONTEXT)
+    };
+    let mut e = engine(&t, shape);
+    let jobs: Vec<GenJob> = (0..3)
+        .map(|i| job(ids(5 + 3 * i, 40 + i as u64), 20, Sampling::GREEDY))
+        .collect();
+    for (i, j) in jobs.iter().enumerate() {
+        e.admit(JobId(i as u64), j.clone()).unwrap();
+    }
+    let total = e.batch().pool().total_pages();
+    e.step(4).unwrap(); // the prompts
+    e.step(4).unwrap(); // 4 decode steps
+    let out = e.evict(JobId(1));
+    assert_eq!(out.finish, Finish::Evicted);
+    let alone = solo(&t, &jobs[1]);
+    assert!(
+        !out.ids.is_empty() && alone.starts_with(&out.ids),
+        "a prefix of its solo run"
+    );
+    let mut rest: HashMap<JobId, Vec<u32>> = HashMap::new();
+    while rest.len() < 2 {
+        for p in e.step(4).unwrap() {
+            if let Progress::Finished(id, o) = p {
+                rest.insert(id, o.ids);
+            }
+        }
+    }
+    assert_eq!(rest[&JobId(0)], solo(&t, &jobs[0]));
+    assert_eq!(rest[&JobId(2)], solo(&t, &jobs[2]));
+    assert_eq!(e.batch().pool().free_pages(), total, "every page back");
+}
+
+#[test]
+fn a_full_pool_makes_jobs_wait_and_bad_jobs_are_refused_by_field() {
+    let Some(t) = tiny() else { return };
+    // One page of 64 positions: one job at a time.
+    let shape = EngineShape {
+        pages: 1,
+        retained: 0,
+        ..EngineShape::new(2, CONTEXT)
+    };
+    let mut e = engine(&t, shape);
+    let a = job(ids(10, 1), 40, Sampling::GREEDY);
+    let b = job(ids(12, 2), 30, Sampling::GREEDY);
+    e.admit(JobId(0), a.clone()).unwrap();
+    let Err((b, Refusal::Busy)) = e.admit(JobId(1), b) else {
+        panic!("the second job should wait for pages");
+    };
+    let done = run_all(&mut e, 1, vec![(JobId(1), b.clone())]);
+    assert_eq!(done[&JobId(0)].0.ids, solo(&t, &a));
+    assert_eq!(done[&JobId(1)].0.ids, solo(&t, &b));
+    // Bad requests name their field.
+    let mut e = engine(&t, EngineShape::new(1, CONTEXT));
+    for (bad, field) in [
+        (job(vec![], 4, Sampling::GREEDY), "prompt"),
+        (job(vec![VOCAB as u32], 4, Sampling::GREEDY), "prompt"),
+        (job(ids(4, 3), 0, Sampling::GREEDY), "max_tokens"),
+        (job(ids(40, 3), 30, Sampling::GREEDY), "max_tokens"),
+    ] {
+        let Err((_, Refusal::Invalid { field: f, reason })) = e.admit(JobId(9), bad) else {
+            panic!("{field}: refused");
+        };
+        assert_eq!(f.as_deref(), Some(field), "{reason}");
+    }
+}
+
+/// The engine under the scheduler, on threads: five streams through three slots each equal
+/// their solo runs; an interactive request preempts a preemptible background job (partial
+/// output, a prefix of its solo run) and itself runs exactly; a newer request of a session
+/// supersedes the older mid-generation; afterwards every KV page is free.
+#[test]
+fn scheduled_streams_preemption_and_supersession_on_the_engine() {
+    use gpuport_llm::LlmLoader;
+    use gpuport_scheduler::{Config, End, Priority, Request as Req, Scheduler};
+    let Some(t) = tiny() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.gguf");
+    std::fs::write(&path, build().0).unwrap();
+    let shape = EngineShape {
+        retained: 0,
+        ..EngineShape::new(3, CONTEXT)
+    };
+    let config = Config {
+        engines: 1,
+        decode_steps: 4,
+        ..Config::default()
+    };
+    let s = Scheduler::new(LlmLoader::for_file("tiny", path, shape), config).unwrap();
+    s.load("tiny").unwrap();
+
+    let jobs: Vec<GenJob> = (0..5)
+        .map(|i| {
+            let sampling = if i % 2 == 0 {
+                Sampling::GREEDY
+            } else {
+                sampled(i)
+            };
+            job(
+                ids(2 + 5 * i as usize, 60 + i),
+                6 + 3 * i as usize,
+                sampling,
+            )
+        })
+        .collect();
+    let tickets: Vec<_> = jobs
+        .iter()
+        .map(|j| s.complete(Req::new(j.clone()), |_| {}).unwrap())
+        .collect();
+    for (i, (ticket, j)) in tickets.into_iter().zip(&jobs).enumerate() {
+        let out = ticket.wait();
+        assert_eq!(out.end, End::Finished, "stream {i}");
+        assert_eq!(
+            out.output.unwrap().ids,
+            solo(&t, j),
+            "stream {i} against its solo run"
+        );
+    }
+
+    // Three long preemptible background jobs fill the slots; an interactive one takes one.
+    let long: Vec<GenJob> = (0..3)
+        .map(|i| job(ids(4, 80 + i), 50, Sampling::GREEDY))
+        .collect();
+    let background: Vec<_> = long
+        .iter()
+        .map(|j| {
+            let r = Req::new(j.clone())
+                .priority(Priority::Background)
+                .preemptible(true);
+            s.complete(r, |_| {}).unwrap()
+        })
+        .collect();
+    while s.status().models[0].engines[0].running < 3 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let urgent = job(ids(6, 90), 5, Sampling::GREEDY);
+    let interactive = s
+        .complete(
+            Req::new(urgent.clone()).priority(Priority::Interactive),
+            |_| {},
+        )
+        .unwrap();
+    let out = interactive.wait();
+    assert_eq!(out.end, End::Finished);
+    assert_eq!(
+        out.output.unwrap().ids,
+        solo(&t, &urgent),
+        "the interactive request"
+    );
+    let mut preempted = 0;
+    for (ticket, j) in background.into_iter().zip(&long) {
+        let out = ticket.wait();
+        let ids = out.output.unwrap().ids;
+        let alone = solo(&t, j);
+        match out.end {
+            End::Preempted { .. } => {
+                preempted += 1;
+                assert!(alone.starts_with(&ids), "a preempted job's partial output");
+            }
+            End::Finished => assert_eq!(ids, alone),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(preempted, 1, "exactly one background job gave up its slot");
+
+    // Supersession: the second request of a session replaces the first mid-generation.
+    let first = job(ids(5, 95), 50, Sampling::GREEDY);
+    let older = s
+        .complete(Req::new(first.clone()).session("ghost"), |_| {})
+        .unwrap();
+    while s.status().models[0].engines[0].running < 1 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let second = job(ids(7, 96), 6, Sampling::GREEDY);
+    let newer = s
+        .complete(Req::new(second.clone()).session("ghost"), |_| {})
+        .unwrap();
+    let out = older.wait();
+    assert!(matches!(out.end, End::Superseded { .. }), "{:?}", out.end);
+    let partial = out.output.map(|o| o.ids).unwrap_or_default();
+    assert!(solo(&t, &first).starts_with(&partial));
+    assert_eq!(newer.wait().output.unwrap().ids, solo(&t, &second));
+    let engine = &s.status().models[0].engines[0];
+    let (used, total) = engine.kv_pages.unwrap();
+    assert_eq!((used, engine.running), (0, 0), "every page back of {total}");
+}
