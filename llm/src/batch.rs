@@ -69,7 +69,7 @@ use gpuport_kernels::sample;
 use gpuport_runtime::device::Gpu;
 use gpuport_runtime::ops::{self, GemmCall};
 use gpuport_runtime::recorder::Recorder;
-use gpuport_runtime::tensor::{Elem, Tensor};
+use gpuport_runtime::tensor::{Elem, PendingReadback, Tensor};
 
 /// The shape of a [`Batch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,13 +123,28 @@ pub struct Decoded {
     pub stopped: bool,
 }
 
+/// A decode submitted by [`Batch::decode_submit`]; [`Batch::decode_finish`] takes its ids.
+#[must_use = "a submitted decode's ids are taken by Batch::decode_finish"]
+pub struct DecodeTicket {
+    serial: u64,
+    /// (sequence, its stop tokens) per row, in order.
+    seqs: Vec<(SeqId, Vec<u32>)>,
+    steps: usize,
+    readback: Option<(PendingReadback, usize)>,
+}
+
 /// A sequence's host-side state.
 #[derive(Debug, Clone, Default)]
 struct SeqState {
     /// Tokens whose keys and values are in the pool, by position.
     cached: Vec<u32>,
-    /// The sampled token after them, not yet run.
+    /// The sampled token after them, not yet run (with decodes in flight: the one their
+    /// last finished predecessor sampled).
     pending: Option<u32>,
+    /// Positions run by decodes submitted and not yet finished.
+    inflight: usize,
+    /// A finished decode stopped it while later ones were in flight: their ids are dropped.
+    past_stop: bool,
 }
 
 /// A GPU or model a [`Batch`] borrows (`Batch<'m>`) or shares ([`Batch::shared`], a
@@ -184,6 +199,9 @@ pub struct Batch<'m> {
     pub profile_dispatches: bool,
     /// Per-dispatch times of the last submit, when `profile_dispatches`.
     pub dispatch_profile: Vec<(String, f64)>,
+    /// Decodes submitted and finished (tickets finish in order).
+    submitted: u64,
+    finished: u64,
 }
 
 /// One forward pass of a submit: its rows and the rows whose logits are sampled.
@@ -255,6 +273,8 @@ impl<'m> Batch<'m> {
             seqs: HashMap::new(),
             profile_dispatches: false,
             dispatch_profile: Vec::new(),
+            submitted: 0,
+            finished: 0,
             gpu,
             model,
         })
@@ -294,7 +314,7 @@ impl<'m> Batch<'m> {
             id,
             SeqState {
                 cached: prefix,
-                pending: None,
+                ..SeqState::default()
             },
         );
         Ok(id)
@@ -311,6 +331,12 @@ impl<'m> Batch<'m> {
     /// Keeps the first `len` cached positions of `seq` and drops its pending token.
     pub fn truncate(&mut self, seq: SeqId, len: usize) -> Result<(), LlmError> {
         let s = self.state_mut(seq)?;
+        if s.inflight > 0 {
+            return Err(LlmError::Request(format!(
+                "sequence {} has a decode in flight",
+                seq.0
+            )));
+        }
         s.cached.truncate(len);
         s.pending = None;
         let keep = s.cached.len();
@@ -393,6 +419,12 @@ impl<'m> Batch<'m> {
                 )));
             }
             let st = self.state(item.seq)?;
+            if st.inflight > 0 {
+                return Err(LlmError::Request(format!(
+                    "sequence {} has a decode in flight",
+                    item.seq.0
+                )));
+            }
             let mut new: Vec<u32> = st.pending.into_iter().collect();
             new.extend_from_slice(item.tokens);
             if new.is_empty() {
@@ -468,102 +500,176 @@ impl<'m> Batch<'m> {
     /// parameters and seed) for the following step. Returns each sequence's new tokens —
     /// `steps` of them, or up to and including the first of its stop tokens, after which its
     /// remaining steps are discarded (the pool keeps only the positions before the stop) —
-    /// and the last id becomes its pending token.
+    /// and the last id becomes its pending token. [`Batch::decode_submit`] then
+    /// [`Batch::decode_finish`].
     pub fn decode(
         &mut self,
         items: &[DecodeItem<'_>],
         steps: usize,
     ) -> Result<Vec<Decoded>, LlmError> {
-        let seqs: Vec<(SeqId, Sampling)> = items.iter().map(|i| (i.seq, i.sample)).collect();
-        let mut starts = Vec::with_capacity(seqs.len());
-        for (i, (seq, s)) in seqs.iter().enumerate() {
-            s.check()?;
-            if seqs[..i].iter().any(|(o, _)| o == seq) {
+        let ticket = self.decode_submit(items, steps)?;
+        self.decode_finish(ticket)
+    }
+
+    /// Submits a [`Batch::decode`] and returns at once: the GPU runs it while the caller
+    /// records (and submits) the next one, which continues from the ids this one samples
+    /// without waiting for them (they stay on the GPU). Tickets are finished in the order
+    /// they were submitted.
+    pub fn decode_submit(
+        &mut self,
+        items: &[DecodeItem<'_>],
+        steps: usize,
+    ) -> Result<DecodeTicket, LlmError> {
+        let mut starts = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            item.sample.check()?;
+            if items[..i].iter().any(|o| o.seq == item.seq) {
                 return Err(LlmError::Request(format!(
                     "sequence {} appears twice in one decode",
-                    seq.0
+                    item.seq.0
                 )));
             }
-            let st = self.state(*seq)?;
-            let Some(pending) = st.pending else {
-                return Err(LlmError::Request(format!(
-                    "sequence {} has no sampled token to decode from",
-                    seq.0
-                )));
+            let st = self.state(item.seq)?;
+            // With a decode in flight the pending token is the one it samples last, on the
+            // GPU already.
+            let pending = match (st.inflight, st.pending) {
+                (0, Some(p)) => Some(p),
+                (0, None) => {
+                    return Err(LlmError::Request(format!(
+                        "sequence {} has no sampled token to decode from",
+                        item.seq.0
+                    )));
+                }
+                _ => None,
             };
-            if st.cached.len() + steps > self.shape.seq_capacity {
+            let start = st.cached.len() + st.inflight;
+            if start + steps > self.shape.seq_capacity {
                 return Err(LlmError::Request(format!(
                     "sequence {} would hold {} positions, the context holds {}",
-                    seq.0,
-                    st.cached.len() + steps,
+                    item.seq.0,
+                    start + steps,
                     self.shape.seq_capacity
                 )));
             }
-            starts.push((st.cached.len(), pending));
+            starts.push((start, pending));
         }
-        if steps == 0 || seqs.is_empty() {
-            let none = Decoded {
-                ids: Vec::new(),
-                stopped: false,
-            };
-            return Ok(vec![none; seqs.len()]);
+        let serial = self.submitted;
+        let ticket = |readback| DecodeTicket {
+            serial,
+            seqs: items.iter().map(|i| (i.seq, i.stop.to_vec())).collect(),
+            steps,
+            readback,
+        };
+        if steps == 0 || items.is_empty() {
+            self.submitted += 1;
+            return Ok(ticket(None));
         }
-        if seqs.len() > self.shape.max_rows {
+        if items.len() > self.shape.max_rows {
             return Err(LlmError::Request(format!(
                 "{} sequences in one decode, a forward takes {} rows",
-                seqs.len(),
+                items.len(),
                 self.shape.max_rows
             )));
         }
-        let grow: Vec<(SeqId, usize)> = seqs.iter().map(|(seq, _)| (*seq, steps)).collect();
+        let grow: Vec<(SeqId, usize)> = items.iter().map(|i| (i.seq, steps)).collect();
         self.extend_all(&grow)?;
-        for ((seq, _), (start, pending)) in seqs.iter().zip(&starts) {
-            self.write_tokens(*seq, *start, &[*pending]);
+        for (item, (start, pending)) in items.iter().zip(&starts) {
+            if let Some(p) = pending {
+                self.write_tokens(item.seq, *start, &[*p]);
+            }
         }
         let forwards: Vec<Forward> = (0..steps)
             .map(|k| Forward {
-                rows: seqs
+                rows: items
                     .iter()
                     .zip(&starts)
-                    .map(|((seq, _), (start, _))| {
-                        (*seq, start + k, self.token_base(*seq) + start + k)
+                    .map(|(item, (start, _))| {
+                        (item.seq, start + k, self.token_base(item.seq) + start + k)
                     })
                     .collect(),
-                sampled: seqs.iter().enumerate().map(|(r, (_, s))| (r, *s)).collect(),
+                sampled: items
+                    .iter()
+                    .enumerate()
+                    .map(|(r, item)| (r, item.sample))
+                    .collect(),
             })
             .collect();
         // Read back, per sequence, the ids after each of its steps' positions.
         let wanted: Vec<usize> = (0..steps)
             .flat_map(|k| {
-                seqs.iter()
+                items
+                    .iter()
                     .zip(&starts)
-                    .map(move |((seq, _), (start, _))| (*seq, start + k + 1))
+                    .map(move |(item, (start, _))| (item.seq, start + k + 1))
             })
             .map(|(seq, pos)| self.token_base(seq) + pos)
             .collect();
-        let ids = match self.run(&forwards, &wanted) {
-            Ok(ids) => ids,
+        let readback = match self.submit_forwards(&forwards, &wanted) {
+            Ok(r) => r,
             Err(e) => {
                 self.roll_back(grow.iter().map(|(seq, _)| *seq))?;
                 return Err(e);
             }
         };
+        for item in items {
+            self.state_mut(item.seq)?.inflight += steps;
+        }
+        self.submitted += 1;
+        Ok(ticket(readback))
+    }
+
+    /// Waits for a [`Batch::decode_submit`] and takes its ids, as [`Batch::decode`] returns
+    /// them. A sequence that stopped in an earlier ticket gets no ids from a later one (its
+    /// rows there ran past the stop and are dropped); a sequence closed meanwhile is skipped
+    /// (an empty, stopped result).
+    pub fn decode_finish(&mut self, ticket: DecodeTicket) -> Result<Vec<Decoded>, LlmError> {
+        if ticket.serial != self.finished {
+            return Err(LlmError::Request(format!(
+                "decode {} finished before decode {}",
+                ticket.serial, self.finished
+            )));
+        }
+        self.finished += 1;
+        let ids: Vec<u32> = match ticket.readback {
+            Some((r, _)) => bytemuck::pod_collect_to_vec(&self.gpu.finish_readback(r)?),
+            None => Vec::new(),
+        };
         // `ids` is step-major: step k's id of sequence i at k * N + i.
-        let n = seqs.len();
+        let (n, steps) = (ticket.seqs.len(), ticket.steps);
         let mut out = Vec::with_capacity(n);
-        for (i, (item, (_, pending))) in items.iter().zip(&starts).enumerate() {
+        for (i, (seq, stops)) in ticket.seqs.iter().enumerate() {
+            let dropped = Decoded {
+                ids: Vec::new(),
+                stopped: true,
+            };
+            let Some(st) = self.seqs.get_mut(seq) else {
+                out.push(dropped);
+                continue;
+            };
+            st.inflight -= steps.min(st.inflight);
+            if st.past_stop {
+                st.past_stop = st.inflight > 0;
+                out.push(dropped);
+                continue;
+            }
             let mut mine: Vec<u32> = (0..steps).map(|k| ids[k * n + i]).collect();
-            let stop = mine.iter().position(|t| item.stop.contains(t));
+            let stop = mine.iter().position(|t| stops.contains(t));
             if let Some(at) = stop {
                 mine.truncate(at + 1);
             }
-            let st = self.state_mut(item.seq)?;
-            st.cached.push(*pending);
-            st.cached.extend_from_slice(&mine[..mine.len() - 1]);
-            st.pending = mine.last().copied();
-            let keep = st.cached.len();
+            if let Some(p) = st.pending.take() {
+                st.cached.push(p);
+            }
+            if let Some((last, rest)) = mine.split_last() {
+                st.cached.extend_from_slice(rest);
+                st.pending = Some(*last);
+            }
             if stop.is_some() {
-                self.pool.truncate(item.seq, keep)?;
+                // Steps past the stop (here and in decodes still in flight) are dropped;
+                // the GPU finishes writing them before any later submit reuses the pages.
+                st.past_stop = st.inflight > 0;
+                let keep = st.cached.len();
+                self.pool.truncate(*seq, keep)?;
             }
             out.push(Decoded {
                 ids: mine,
@@ -585,10 +691,12 @@ impl<'m> Batch<'m> {
         Ok(())
     }
 
-    /// Gives back the positions of `seqs` past what they hold (after a failed call).
+    /// Gives back the positions of `seqs` past what they hold and what decodes in flight
+    /// hold for them (after a failed call).
     fn roll_back(&mut self, seqs: impl Iterator<Item = SeqId>) -> Result<(), LlmError> {
         for seq in seqs {
-            let keep = self.state(seq)?.cached.len();
+            let st = self.state(seq)?;
+            let keep = st.cached.len() + st.inflight;
             self.pool.truncate(seq, keep)?;
         }
         Ok(())
@@ -597,6 +705,19 @@ impl<'m> Batch<'m> {
     /// Records `forwards` in one submit and reads back the token buffer at `read` (absolute
     /// indices).
     fn run(&mut self, forwards: &[Forward], read: &[usize]) -> Result<Vec<u32>, LlmError> {
+        match self.submit_forwards(forwards, read)? {
+            Some((r, _)) => Ok(bytemuck::pod_collect_to_vec(&self.gpu.finish_readback(r)?)),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Records `forwards` in one submit and starts the readback of the token buffer at `read`
+    /// (absolute indices), gathered side by side.
+    fn submit_forwards(
+        &mut self,
+        forwards: &[Forward],
+        read: &[usize],
+    ) -> Result<Option<(PendingReadback, usize)>, LlmError> {
         // Row tables of every forward, one after another: rows, then sampled row indices.
         let mut words: Vec<u32> = Vec::new();
         let mut at = Vec::with_capacity(forwards.len());
@@ -657,9 +778,9 @@ impl<'m> Batch<'m> {
             self.dispatch_profile = rec.dispatch_times_ns().to_vec();
         }
         if read.is_empty() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
-        Ok(bytemuck::pod_collect_to_vec(&self.gpu.readback(&readout)?))
+        Ok(Some((self.gpu.start_readback(&readout)?, read.len())))
     }
 
     /// Records one forward whose row table starts at word `first` of `self.table` and whose

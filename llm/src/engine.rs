@@ -60,7 +60,7 @@ use gpuport_scheduler::{
     Engine, EngineFailure, EngineLoader, JobId, LoadFailure, Progress, Refusal,
 };
 
-use super::batch::{Batch, BatchShape, DecodeItem, PrefillItem};
+use super::batch::{Batch, BatchShape, DecodeItem, DecodeTicket, PrefillItem};
 use super::kv_cache::{DEFAULT_PAGE, SeqId};
 use super::loader::{self, Source};
 use super::session::Sampling;
@@ -160,6 +160,8 @@ struct Running {
     reserved: usize,
     /// Prompt tokens in the pool.
     fed: usize,
+    /// Decode steps in flight for it.
+    inflight: usize,
     cached_tokens: usize,
     ids: Vec<u32>,
     utf8: Utf8Stream,
@@ -182,6 +184,12 @@ pub struct LlmEngine {
     order: Vec<JobId>,
     /// Finished sequences kept for sharing, oldest first.
     retained: VecDeque<SeqId>,
+    /// The decode submitted at the last step, not yet finished.
+    inflight: Option<InFlight>,
+    /// Progress taken outside a step (when the batch changed), reported at the next one.
+    stash: Vec<Progress<GenChunk, GenOutput>>,
+    /// A failure met outside a step, reported at the next one.
+    failure: Option<EngineFailure>,
 }
 
 fn invalid(field: &str, reason: String) -> Refusal {
@@ -202,6 +210,9 @@ impl LlmEngine {
             jobs: HashMap::new(),
             order: Vec::new(),
             retained: VecDeque::new(),
+            inflight: None,
+            stash: Vec::new(),
+            failure: None,
         }
     }
 
@@ -459,19 +470,26 @@ impl LlmEngine {
         Ok(out)
     }
 
-    /// `steps` decode steps of every decoding job (fewer when a sequence would fill its
-    /// context).
-    fn decode_step(&mut self, steps: u32) -> Result<Vec<(JobId, Vec<u32>, bool)>, EngineFailure> {
+    /// Submits `steps` decode steps of every decoding job that still needs tokens beyond
+    /// what decodes in flight will bring (fewer steps when a sequence would fill its
+    /// context); `None` when no job does.
+    fn submit_decode(&mut self, steps: u32) -> Result<Option<InFlight>, EngineFailure> {
         let ids: Vec<JobId> = self
             .order
             .iter()
             .copied()
-            .filter(|id| self.jobs[id].finish.is_none())
+            .filter(|id| {
+                let r = &self.jobs[id];
+                r.finish.is_none() && r.ids.len() + r.inflight < r.job.max_tokens
+            })
             .collect();
+        if ids.is_empty() {
+            return Ok(None);
+        }
         let mut k = steps.max(1) as usize;
         for id in &ids {
             let r = &self.jobs[id];
-            let held = r.job.prompt.len() + r.ids.len();
+            let held = r.job.prompt.len() + r.ids.len() + r.inflight;
             // The pending token and k - 1 sampled ones go into the pool: stay inside it. (A job
             // nearer its max_tokens than k runs on and `take` drops the surplus: cheaper than
             // a shorter submit for every job.)
@@ -488,16 +506,80 @@ impl LlmEngine {
                 }
             })
             .collect();
+        let ticket = self
+            .batch
+            .decode_submit(&items, k)
+            .map_err(|e| EngineFailure::new(e.to_string()))?;
+        for id in &ids {
+            if let Some(r) = self.jobs.get_mut(id) {
+                r.inflight += k;
+            }
+        }
+        Ok(Some(InFlight {
+            ticket,
+            jobs: ids,
+            steps: k,
+        }))
+    }
+
+    /// Waits for a submitted decode and takes its ids into its jobs.
+    fn finish_decode(
+        &mut self,
+        f: InFlight,
+    ) -> Result<Vec<Progress<GenChunk, GenOutput>>, EngineFailure> {
         let decoded = self
             .batch
-            .decode(&items, k)
+            .decode_finish(f.ticket)
             .map_err(|e| EngineFailure::new(e.to_string()))?;
-        Ok(ids
-            .into_iter()
-            .zip(decoded)
-            .map(|(id, d)| (id, d.ids, d.stopped))
-            .collect())
+        let mut produced = Vec::with_capacity(f.jobs.len());
+        for (id, d) in f.jobs.into_iter().zip(decoded) {
+            if let Some(r) = self.jobs.get_mut(&id) {
+                r.inflight -= f.steps.min(r.inflight);
+                produced.push((id, d.ids, d.stopped));
+            }
+        }
+        Ok(self.apply(produced))
     }
+
+    /// Takes produced ids into their jobs: the chunks to stream, and the jobs that finished
+    /// (retired).
+    fn apply(
+        &mut self,
+        produced: Vec<(JobId, Vec<u32>, bool)>,
+    ) -> Vec<Progress<GenChunk, GenOutput>> {
+        let mut progress = Vec::new();
+        for (id, ids, stopped) in produced {
+            if self.jobs.get(&id).is_some_and(|r| r.finish.is_some()) {
+                continue;
+            }
+            if let Some(chunk) = self.take(id, &ids, stopped) {
+                progress.push(Progress::Chunk(id, chunk));
+            }
+            let finish = self.jobs.get(&id).and_then(|r| r.finish);
+            if let Some(finish) = finish
+                && let Some(r) = self.retire(id)
+            {
+                progress.push(Progress::Finished(id, Self::output(r, finish)));
+            }
+        }
+        progress
+    }
+
+    /// Finishes the decode in flight, if any; its progress waits for the next step.
+    fn sync(&mut self) -> Result<(), EngineFailure> {
+        if let Some(f) = self.inflight.take() {
+            let progress = self.finish_decode(f)?;
+            self.stash.extend(progress);
+        }
+        Ok(())
+    }
+}
+
+/// A decode submitted and not yet finished.
+struct InFlight {
+    ticket: DecodeTicket,
+    jobs: Vec<JobId>,
+    steps: usize,
 }
 
 impl Engine for LlmEngine {
@@ -510,6 +592,11 @@ impl Engine for LlmEngine {
     }
 
     fn admit(&mut self, id: JobId, job: GenJob) -> Result<(), (GenJob, Refusal)> {
+        // The batch changes: finish the decode in flight first (its progress is reported at
+        // the next step; a failure there too).
+        if let Err(e) = self.sync() {
+            self.failure = Some(e);
+        }
         if let Err(e) = self.check(&job) {
             return Err((job, e));
         }
@@ -552,6 +639,7 @@ impl Engine for LlmEngine {
                 seq,
                 reserved,
                 fed: cached,
+                inflight: 0,
                 cached_tokens: cached,
                 ids: Vec::new(),
                 utf8: Utf8Stream::new(),
@@ -570,27 +658,30 @@ impl Engine for LlmEngine {
         &mut self,
         decode_steps: u32,
     ) -> Result<Vec<Progress<GenChunk, GenOutput>>, EngineFailure> {
+        if let Some(f) = self.failure.take() {
+            return Err(f);
+        }
         let prompts_left = self.jobs.values().any(|r| r.fed < r.job.prompt.len());
-        let produced: Vec<(JobId, Vec<u32>, bool)> = if prompts_left {
-            self.prefill_step()?
+        if prompts_left {
+            self.sync()?;
+            let mut progress = std::mem::take(&mut self.stash);
+            let produced = self
+                .prefill_step()?
                 .into_iter()
                 .map(|(id, ids)| (id, ids, false))
-                .collect()
-        } else {
-            self.decode_step(decode_steps)?
-        };
-        let mut progress = Vec::new();
-        for (id, ids, stopped) in produced {
-            if let Some(chunk) = self.take(id, &ids, stopped) {
-                progress.push(Progress::Chunk(id, chunk));
-            }
-            let finish = self.jobs.get(&id).and_then(|r| r.finish);
-            if let Some(finish) = finish
-                && let Some(r) = self.retire(id)
-            {
-                progress.push(Progress::Finished(id, Self::output(r, finish)));
-            }
+                .collect();
+            progress.extend(self.apply(produced));
+            return Ok(progress);
         }
+        // Steady decode, pipelined: submit the next decode (it continues from the ids the one
+        // in flight samples, on the GPU), then wait for the one in flight and report it, so
+        // the CPU records while the GPU runs.
+        let mut progress = std::mem::take(&mut self.stash);
+        let next = self.submit_decode(decode_steps)?;
+        if let Some(prev) = self.inflight.take() {
+            progress.extend(self.finish_decode(prev)?);
+        }
+        self.inflight = next;
         Ok(progress)
     }
 
@@ -600,6 +691,21 @@ impl Engine for LlmEngine {
     }
 
     fn evict(&mut self, id: JobId) -> GenOutput {
+        if let Err(e) = self.sync() {
+            self.failure = Some(e);
+        }
+        // Its progress not yet reported goes with it (the output holds every id and the
+        // text); finished in the decode just taken: its whole output.
+        self.stash
+            .retain(|p| !matches!(p, Progress::Chunk(c, _) if *c == id));
+        if let Some(at) = self
+            .stash
+            .iter()
+            .position(|p| matches!(p, Progress::Finished(f, _) if *f == id))
+            && let Progress::Finished(_, out) = self.stash.remove(at)
+        {
+            return out;
+        }
         match self.retire(id) {
             Some(mut r) => {
                 r.text.push_str(&r.utf8.finish());
