@@ -1,7 +1,14 @@
-//! GEMM with fused dequantization: `Y = X Wᵀ` for a batch of tokens (prefill), `W` a row-major
-//! GGUF matrix (rows × cols), `X` and `Y` f32 token-major. Each weight element is decoded once
-//! per tile of tokens, so prefill reads the weights `tokens / TM` times instead of `tokens`
-//! times (the decode GEMV once per token).
+//! GEMM with fused dequantization: `Y = X Wᵀ` for a batch of tokens, `W` a row-major GGUF
+//! matrix (rows × cols), `X` and `Y` f32 token-major. Two kernels of one contract:
+//! - the tiled GEMM (`gemm.wgsl`, [`spec`]) for prefill: each weight element is decoded once
+//!   per tile of tokens, so prefill reads the weights `tokens / TM` times instead of `tokens`
+//!   times (the decode GEMV once per token);
+//! - the few-row GEMM (`gemm_rows.wgsl`, [`rows_spec`]) for batched decode, up to
+//!   [`FEW_ROWS_MAX`] tokens: the GEMV's shape (many workgroups, lanes striding over weight
+//!   steps, subgroup or shared-memory reductions), each decoded weight step multiplied into
+//!   up to [`NX_MAX`] input rows.
+//!
+//! [`reference`] is the CPU reference of both.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -107,4 +114,317 @@ pub fn reference(
             crate::gemv::reference(ty, w, rows, cols, &xin[..cols])
         })
         .collect()
+}
+
+/// Most tokens a GEMM runs through the few-row kernel (`gemm_rows.wgsl`) instead of the tiled
+/// one: batched decode's 2–8 rows, for which the tiled grid has too few workgroups and too
+/// many barriers. A conservative start: on the H200 the few-row kernel was still 3.7–13×
+/// faster at 16 tokens (two passes; docs/design/few-row-gemm.md), but past some count the
+/// tiled GEMM's reuse of each decoded weight across a 16–64-token tile must win, and the
+/// tiled kernel is due for work. A tuning entry may move it per adapter.
+pub const FEW_ROWS_MAX: usize = 8;
+
+/// Threads a few-row GEMM should have on a GPU ([`FewRowTunables::for_matrix`]): a default,
+/// half of what a large GPU holds resident (an H200: 132 cores × 2048 threads).
+pub const TARGET_THREADS: usize = 1 << 17;
+
+/// Most tokens per pass of the few-row kernel (`NX`): two vec4 accumulators per row.
+pub const NX_MAX: u32 = 8;
+
+/// The uniform block of `gemm_rows.wgsl`: [`GemmParams`]' fields, with the workgroup grid's
+/// width in place of the padding (field meanings in the WGSL).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+pub struct GemmRowsParams {
+    /// Rows of W in this binding (output columns).
+    pub rows: u32,
+    /// Columns of W (the reduction length).
+    pub cols: u32,
+    /// Tokens (rows of X and Y).
+    pub tokens: u32,
+    /// Bytes per row of W.
+    pub row_bytes: u32,
+    /// Byte offset of row 0 in the weight binding.
+    pub w_offset: u32,
+    /// Element offset of `X[0, 0]` (a multiple of 4 for the vec4-input variants).
+    pub x_offset: u32,
+    /// Elements between consecutive tokens of X (a multiple of 4 for the vec4-input variants).
+    pub x_stride: u32,
+    /// The GLU inputs: element offset of the second operand after the first.
+    pub x_aux: u32,
+    /// Element offset of `Y[0, 0]` (and of the residual's; the bias's column 0).
+    pub y_offset: u32,
+    /// Elements between consecutive tokens of Y.
+    pub y_stride: u32,
+    /// 1: add the residual binding; 2: add the bias row.
+    pub residual: u32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+}
+
+/// The tunables of one few-row GEMM variant (besides the tokens per pass, which the launcher
+/// takes from the call: see [`FewRowTunables::pass_tokens`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FewRowTunables {
+    /// Threads per workgroup.
+    pub wg: u32,
+    /// Rows per workgroup.
+    pub rows: u32,
+    /// Rows per thread (each input value a lane loads serves this many rows).
+    pub rpt: u32,
+    /// Most tokens per pass (1..=[`NX_MAX`]): each decoded weight step serves this many.
+    pub nx: u32,
+    /// How a row's partial sums are reduced.
+    pub reduction: crate::Reduction,
+}
+
+/// Allowed threads per workgroup (the reduce snippets hold 256 lanes).
+pub const FEW_WG_VALUES: [u32; 4] = [32, 64, 128, 256];
+/// Allowed rows per workgroup.
+pub const FEW_ROWS_VALUES: [u32; 6] = [1, 2, 4, 8, 16, 32];
+/// Allowed rows per thread (named accumulators for up to 4).
+pub const FEW_RPT_VALUES: [u32; 3] = [1, 2, 4];
+
+impl FewRowTunables {
+    /// A type's default, subgroups when available, before the matrix's shape is known (the
+    /// base [`FewRowTunables::for_matrix`] reshapes): 128 threads as 4 row groups of 32 lanes
+    /// (the GEMV's default: a warp's lanes read consecutive steps), two rows per thread (each
+    /// input value a lane loads serves two rows), 8 tokens per pass (every call up to
+    /// [`FEW_ROWS_MAX`] reads its weights once). The K-quants decode a sub-block's scales per
+    /// step and row, and F32/F16 load 16 weight bytes per step: one row per thread keeps their
+    /// registers per lane like the small-block types'.
+    pub fn default_for(ty: GgmlType, subgroups: bool) -> Self {
+        let reduction = if subgroups {
+            crate::Reduction::Subgroup
+        } else {
+            crate::Reduction::Shared
+        };
+        let rpt = match ty {
+            GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K | GgmlType::F32 | GgmlType::F16 => 1,
+            _ => 2,
+        };
+        FewRowTunables {
+            wg: 128,
+            rows: 4 * rpt,
+            rpt,
+            nx: NX_MAX,
+            reduction,
+        }
+    }
+
+    /// Whether these tunables name a variant of the kernel: values from the allowed lists,
+    /// rows per thread at most rows per workgroup, at most one row group per thread, and 1 to
+    /// [`NX_MAX`] tokens per pass.
+    pub fn is_valid(self) -> bool {
+        FEW_WG_VALUES.contains(&self.wg)
+            && FEW_ROWS_VALUES.contains(&self.rows)
+            && FEW_RPT_VALUES.contains(&self.rpt)
+            && self.rpt <= self.rows
+            && self.rows / self.rpt <= self.wg
+            && (1..=NX_MAX).contains(&self.nx)
+    }
+
+    /// Every valid combination at [`NX_MAX`] tokens per pass.
+    pub fn all() -> Vec<FewRowTunables> {
+        let mut out = Vec::new();
+        for reduction in crate::Reduction::ALL {
+            for wg in FEW_WG_VALUES {
+                for rows in FEW_ROWS_VALUES {
+                    for rpt in FEW_RPT_VALUES {
+                        let t = FewRowTunables {
+                            wg,
+                            rows,
+                            rpt,
+                            nx: NX_MAX,
+                            reduction,
+                        };
+                        if t.is_valid() {
+                            out.push(t);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Lanes that share a group of rows (`T` in the WGSL).
+    pub fn lanes_per_group(self) -> u32 {
+        self.wg * self.rpt / self.rows
+    }
+
+    /// The default for a `rows × cols` matrix of `ty` with input form `input`: the type's
+    /// default ([`FewRowTunables::default_for`]) reshaped for the matrix, by what the H200
+    /// measured (docs/design/few-row-gemm.md):
+    /// - GLU inputs take 4 rows per thread: each row group forms its input values again
+    ///   (a SwiGLU's exp or a GeGLU's tanh per value and token), so 4 rows per group form them
+    ///   a quarter as often (a 4096 × 14336 Q6_K down projection at 8 tokens: 368 → 194 µs);
+    /// - lanes per row group start at 8 and double, up to 256 and while a lane keeps more than
+    ///   one step of a row, until the matrix has `target_threads` threads: few lanes per row
+    ///   on a tall matrix (a warp then spans several row groups that read the same input
+    ///   values, one cache load serving them all, and each lane's many steps amortize the
+    ///   reduction: Gemma 3's 262,144-row output at 8 tokens 358 → 241 µs with 8 lanes
+    ///   instead of 32), many on a short one (enough threads to cover the GPU);
+    /// - 128 threads per workgroup (256 for 256 lanes), at most 32 rows.
+    ///
+    /// `target_threads` is a default for the adapter's class ([`TARGET_THREADS`] on a GPU; 1
+    /// on a CPU adapter, which runs a few workgroups at a time: 8 lanes per row there).
+    pub fn for_matrix(
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+        input: GemvInput,
+        subgroups: bool,
+        target_threads: usize,
+    ) -> Self {
+        let base = FewRowTunables::default_for(ty, subgroups);
+        let rpt = if input == GemvInput::Plain {
+            base.rpt
+        } else {
+            4
+        };
+        // Elements per step: 8 where a step is two runs of 4 (XB > 0), else 4.
+        let per_step = match ty {
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::F16 => 8,
+            _ => 4,
+        };
+        let steps = cols / per_step;
+        let groups = rows.div_ceil(rpt as usize);
+        let mut lanes = 8u32;
+        while lanes < 256
+            && groups * (lanes as usize) < target_threads
+            && 2 * (lanes as usize) < steps
+        {
+            lanes *= 2;
+        }
+        let per_wg = (128 / lanes).max(1);
+        let rows_wg = (per_wg * rpt).min(32);
+        FewRowTunables {
+            wg: rows_wg / rpt * lanes,
+            rows: rows_wg,
+            rpt,
+            ..base
+        }
+    }
+
+    /// Tokens per pass for a call of `tokens` tokens: the passes at most `nx` tokens each
+    /// require, evened out (9 tokens at 8 per pass run as 5 + 4, not 8 + 1).
+    pub fn pass_tokens(self, tokens: usize) -> u32 {
+        let nx = self.nx.clamp(1, NX_MAX) as usize;
+        let passes = tokens.div_ceil(nx).max(1);
+        tokens.div_ceil(passes).clamp(1, nx) as u32
+    }
+}
+
+/// The few-row variant for weights of `ty` at tunables `t` with `nx` tokens per pass (which
+/// replaces `t.nx`), input form `input` (one of [`INPUTS`]); `x_vec4`: the input rows start at
+/// multiples of 4 elements, read as vec4s (else four scalar loads per step and token).
+pub fn rows_spec(
+    ty: GgmlType,
+    t: FewRowTunables,
+    input: GemvInput,
+    nx: u32,
+    x_vec4: bool,
+) -> KernelSpec {
+    let mut constants = vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt), ("NX", nx)];
+    if input != GemvInput::Plain {
+        constants.push(("XFORM", input.code()));
+    }
+    if !x_vec4 {
+        constants.push(("XV4", 0));
+    }
+    KernelSpec {
+        family: Family::GemmRows,
+        quant: Some(ty),
+        reduction: Some(t.reduction),
+        constants,
+    }
+}
+
+/// The few-row variants [`crate::all_specs`] validates for weights of `ty`: every tunable
+/// combination at [`NX_MAX`], every pass width at the defaults of both reductions, and the GLU
+/// inputs and the scalar-input form at the defaults.
+pub fn rows_specs(ty: GgmlType) -> Vec<KernelSpec> {
+    let mut out: Vec<KernelSpec> = FewRowTunables::all()
+        .into_iter()
+        .map(|t| rows_spec(ty, t, GemvInput::Plain, NX_MAX, true))
+        .collect();
+    for sg in [false, true] {
+        let t = FewRowTunables::default_for(ty, sg);
+        for nx in 1..NX_MAX {
+            out.push(rows_spec(ty, t, GemvInput::Plain, nx, true));
+        }
+        for input in INPUTS {
+            for nx in [3, NX_MAX] {
+                out.push(rows_spec(ty, t, input, nx, false));
+                if input != GemvInput::Plain {
+                    out.push(rows_spec(ty, t, input, nx, true));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_row_defaults_are_variants_and_passes_even_out() {
+        for ty in GgmlType::ALL {
+            for sg in [false, true] {
+                let t = FewRowTunables::default_for(ty, sg);
+                assert!(t.is_valid(), "{ty:?} {t:?}");
+                assert_eq!(t.nx as usize, FEW_ROWS_MAX, "one pass up to the threshold");
+                assert_eq!(t.lanes_per_group(), 32, "{ty:?}");
+                assert!(FewRowTunables::all().contains(&t));
+            }
+        }
+        assert!(FewRowTunables::all().iter().all(|t| t.is_valid()));
+        let t = FewRowTunables::default_for(GgmlType::Q4_0, true);
+        let passes: Vec<u32> = (1..=17).map(|n| t.pass_tokens(n)).collect();
+        assert_eq!(passes, [1, 2, 3, 4, 5, 6, 7, 8, 5, 5, 6, 6, 7, 7, 8, 8, 6]);
+        let t3 = FewRowTunables { nx: 3, ..t };
+        assert_eq!(t3.pass_tokens(7), 3);
+        assert_eq!(t3.pass_tokens(0), 1);
+        // (type, rows, cols, input) → (threads, rows, rows per thread) on a GPU.
+        let shaped = [
+            // Tall: 8 lanes per row, 16 row groups per workgroup.
+            (GgmlType::Q8_0, 262_144, 640, GemvInput::Plain, (128, 32, 2)),
+            // GLU inputs: 4 rows per thread; 1024 groups of 128 lanes.
+            (GgmlType::Q6K, 4096, 14_336, GemvInput::SwiGlu, (128, 4, 4)),
+            // Short: 256 lanes (a row's 512 steps allow them).
+            (GgmlType::Q4K, 640, 2048, GemvInput::GeGlu, (256, 4, 4)),
+            // 80 steps a row: at most 64 lanes (more than one step each); 256 steps: 128.
+            (GgmlType::Q5_0, 1024, 640, GemvInput::Plain, (128, 4, 2)),
+            (GgmlType::Q4K, 640, 1024, GemvInput::Plain, (128, 1, 1)),
+            (GgmlType::F16, 2048, 2048, GemvInput::Plain, (128, 2, 1)),
+        ];
+        for (ty, rows, cols, input, want) in shaped {
+            let t = FewRowTunables::for_matrix(ty, rows, cols, input, true, TARGET_THREADS);
+            assert!(t.is_valid(), "{ty:?} {t:?}");
+            assert_eq!((t.wg, t.rows, t.rpt), want, "{ty:?} {rows}x{cols}");
+            // A CPU adapter: 8 lanes per row whatever the shape.
+            let cpu = FewRowTunables::for_matrix(ty, rows, cols, input, false, 1);
+            assert!(cpu.is_valid() && cpu.lanes_per_group() == 8, "{cpu:?}");
+        }
+        // Every type and form on tiny and huge matrices gives a variant.
+        for ty in GgmlType::ALL {
+            for input in INPUTS {
+                for (rows, cols) in [(1, 256), (3, 32 * 8), (1 << 20, 256 * 64)] {
+                    for target in [1, TARGET_THREADS] {
+                        let t = FewRowTunables::for_matrix(ty, rows, cols, input, true, target);
+                        assert!(t.is_valid(), "{ty:?} {rows}x{cols} {t:?}");
+                    }
+                }
+            }
+        }
+        let spec = rows_spec(GgmlType::Q5_0, t, GemvInput::GeGlu, 5, false);
+        assert_eq!(
+            spec.label(),
+            "gemm_rows.q5_0.subgroup.WG=128.ROWS=8.RPT=2.NX=5.XFORM=4.XV4=0"
+        );
+        assert!(spec.wgsl().contains("fn step_weights"));
+    }
 }

@@ -12,6 +12,8 @@ pub enum Family {
     GemvQ8,
     /// Matrix-matrix product with fused dequantization (prefill).
     Gemm,
+    /// The same product for a few rows (batched decode), shaped like the GEMV.
+    GemmRows,
     /// Blocks to f32.
     Dequant,
     /// Streaming read (the bandwidth ceiling).
@@ -49,6 +51,7 @@ impl Family {
             Family::Gemv => "gemv",
             Family::GemvQ8 => "gemv_q8",
             Family::Gemm => "gemm",
+            Family::GemmRows => "gemm_rows",
             Family::Dequant => "dequant",
             Family::Stream => "stream",
             Family::Norm => "norm",
@@ -71,6 +74,7 @@ impl Family {
             Family::Gemv => "gemv.wgsl",
             Family::GemvQ8 => "gemv_q8.wgsl",
             Family::Gemm => "gemm.wgsl",
+            Family::GemmRows => "gemm_rows.wgsl",
             Family::Dequant => "dequant.wgsl",
             Family::Stream => "stream.wgsl",
             Family::Norm => "norm.wgsl",

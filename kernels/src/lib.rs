@@ -78,6 +78,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
         for tile in gemm::GemmTile::all() {
             out.extend(gemm::INPUTS.map(|input| gemm::spec(ty, tile, input)));
         }
+        out.extend(gemm::rows_specs(ty));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
     }

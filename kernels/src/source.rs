@@ -36,6 +36,7 @@ fn file(path: &str) -> Option<&'static str> {
         "gemv_q8.wgsl" => include_str!("wgsl/gemv_q8.wgsl"),
         "gemv_params.wgsl" => include_str!("wgsl/gemv_params.wgsl"),
         "gemm.wgsl" => include_str!("wgsl/gemm.wgsl"),
+        "gemm_rows.wgsl" => include_str!("wgsl/gemm_rows.wgsl"),
         "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),
         "stream.wgsl" => include_str!("wgsl/stream.wgsl"),
         "norm.wgsl" => include_str!("wgsl/norm.wgsl"),

@@ -715,7 +715,7 @@ fn gemm_matches_cpu_for_every_type() {
 /// matrix is a shape error.
 #[test]
 fn gemm_empty_edges_and_bad_shapes() {
-    use gpuport_kernels::gemm::GemmTile;
+    use gpuport_kernels::gemm::{FewRowTunables, GemmTile};
     use gpuport_kernels::gemv::GemvInput;
     let Some(gpu) = support::gpu() else { return };
     let x = gpu.upload_f32(&[1.0; 64], &[64], "x").unwrap();
@@ -751,9 +751,289 @@ fn gemm_empty_edges_and_bad_shapes() {
     };
     let err = ops::gemm(&gpu, &mut rec, in_place, GemmTile::DEFAULT).unwrap_err();
     assert_eq!(err.code(), "BAD_REQUEST");
-    // Tile sides the kernel does not have (its accumulators cover 16, 32 and 64).
+    // Tile sides the kernel does not have (its accumulators cover 16, 32 and 64), also where
+    // the few-row kernel would run the call.
     for (tm, tn) in [(32, 48), (8, 16), (0, 16), (16, 0)] {
         let err = ops::gemm(&gpu, &mut rec, call(&w, 2, 32), GemmTile { tm, tn }).unwrap_err();
         assert_eq!(err.code(), "BAD_REQUEST", "{tm} x {tn}");
     }
+    // Few-row tunables the kernel does not have: rows per thread past rows per workgroup, 3
+    // rows per thread, 9 or no tokens per pass, 512 threads.
+    let t = FewRowTunables::default_for(GgmlType::F32, false);
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    for bad in [
+        FewRowTunables {
+            rows: 1,
+            rpt: 2,
+            ..t
+        },
+        FewRowTunables { rpt: 3, ..t },
+        FewRowTunables { nx: 9, ..t },
+        FewRowTunables { nx: 0, ..t },
+        FewRowTunables { wg: 512, ..t },
+    ] {
+        let path = ops::GemmPath::FewRows(bad);
+        let err = ops::gemm_on(&gpu, &mut rec, call(&w, 2, 32), path, limit).unwrap_err();
+        assert_eq!(err.code(), "BAD_REQUEST", "{bad:?}");
+    }
+    // And the few-row path checks the call as the tiled one does.
+    let path = ops::GemmPath::FewRows(t);
+    let err = ops::gemm_on(&gpu, &mut rec, call(&w, 2, 16), path, limit).unwrap_err();
+    assert_eq!(err.code(), "BAD_REQUEST");
+    let err = ops::gemm_on(&gpu, &mut rec, in_place, path, limit).unwrap_err();
+    assert_eq!(err.code(), "BAD_REQUEST");
+    assert_eq!(rec.stats().dispatches, 0);
+}
+
+/// What a GEMM case adds to its products.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum GemmAdd {
+    Nothing,
+    Residual,
+    Bias,
+}
+
+/// One GEMM against the CPU reference.
+#[derive(Debug, Clone, Copy)]
+struct GemmCase {
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    tokens: usize,
+    input: gemv::GemvInput,
+    add: GemmAdd,
+    /// Elements of each X row past the input (3: rows off vec4 boundaries).
+    x_pad: usize,
+    /// Output column of row 0 of W (Y rows are 2 wider than `y_first + rows`).
+    y_first: usize,
+    /// An explicit path and largest weight binding (else `ops::gemm` with the default tile).
+    on: Option<(ops::GemmPath, u64)>,
+}
+
+/// Runs `c` and compares every element of Y with the CPU: the outputs within
+/// `2e-6 · Σ|w x| + 1e-5` (the tiled GEMM test's tolerance), the columns before `y_first` and
+/// after the matrix's rows, and a token row past the last, untouched.
+fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) {
+    let GemmCase {
+        ty,
+        rows,
+        cols,
+        tokens,
+        input,
+        ..
+    } = c;
+    let seed = (ty.ggml_id() as u64) * 1000 + (tokens * 37 + rows) as u64;
+    let row_bytes = ty.row_bytes(cols).unwrap();
+    let raw = random_blocks(ty, rows * row_bytes / ty.block_bytes(), seed);
+    let w = gpu
+        .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
+        .unwrap();
+    let dq = dequantize(ty, &raw);
+    let width = input.x_len(cols);
+    let x_stride = width + c.x_pad;
+    let y_stride = c.y_first + rows + 2;
+    let x: Vec<f32> = support::random_f32(tokens * x_stride, seed + 1)
+        .iter()
+        .map(|v| 2.0 * v)
+        .collect();
+    // One Y row more than the tokens, every element a sentinel the GEMM must overwrite or
+    // leave.
+    let sentinel = 1234.5;
+    let y_len = (tokens + 1) * y_stride;
+    let res = support::random_f32(y_len, seed + 2);
+    let bias = support::random_f32(y_stride, seed + 3);
+    let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
+    let yt = gpu
+        .upload_f32(&vec![sentinel; y_len], &[y_len], "y")
+        .unwrap();
+    let rt = gpu.upload_f32(&res, &[y_len], "residual").unwrap();
+    let bt = gpu.upload_f32(&bias, &[y_stride], "bias").unwrap();
+    let call = ops::GemmCall {
+        w: &w,
+        x: &xt,
+        y: &yt,
+        tokens,
+        x_stride,
+        y_stride,
+        y_first: c.y_first,
+        residual: (c.add == GemmAdd::Residual).then_some(&rt),
+        bias: (c.add == GemmAdd::Bias).then_some(&bt),
+        input,
+    };
+    let mut rec = Recorder::new(gpu);
+    match c.on {
+        Some((path, max_binding)) => ops::gemm_on(gpu, &mut rec, call, path, max_binding),
+        None => ops::gemm(
+            gpu,
+            &mut rec,
+            call,
+            gpuport_kernels::gemm::GemmTile::DEFAULT,
+        ),
+    }
+    .unwrap();
+    rec.submit().unwrap();
+    let got = gpu.readback_f32(&yt).unwrap();
+    let rows_x: Vec<f32> = x
+        .chunks(x_stride)
+        .flat_map(|r| r[..width].to_vec())
+        .collect();
+    let want = gpuport_kernels::gemm::reference(ty, &raw, rows, cols, &rows_x, input);
+    for t in 0..=tokens {
+        let xin = (t < tokens)
+            .then(|| input.reference(&rows_x[t * width..(t + 1) * width], &[], &[], 0.0, cols));
+        for col in 0..y_stride {
+            let g = got[t * y_stride + col];
+            let Some(xin) = xin
+                .as_ref()
+                .filter(|_| (c.y_first..c.y_first + rows).contains(&col))
+            else {
+                assert_eq!(g, sentinel, "{c:?}: token {t} column {col} written");
+                continue;
+            };
+            let row = col - c.y_first;
+            let magnitude: f32 = dq[row * cols..(row + 1) * cols]
+                .iter()
+                .zip(xin)
+                .map(|(a, b)| (a * b).abs())
+                .sum();
+            let tol = 2e-6 * magnitude + 1e-5;
+            let added = match c.add {
+                GemmAdd::Nothing => 0.0,
+                GemmAdd::Residual => res[t * y_stride + col],
+                GemmAdd::Bias => bias[col],
+            };
+            let w = want[t * rows + row] + added;
+            assert!(
+                (g - w).abs() <= tol,
+                "{c:?}: token {t} row {row}: GPU {g} CPU {w} (tolerance {tol})"
+            );
+        }
+    }
+}
+
+/// Batched decode's GEMMs through `ops::gemm` as the LLM calls it: 1 to 8 tokens take the
+/// few-row kernel at the device's default tunables, `FEW_ROWS_MAX + 1` the tiled one, for
+/// every weight type, on 37 rows (no multiple of any rows per workgroup) of 512 columns
+/// (2 K-blocks, 16 small blocks), with the plain and both GLU inputs, a residual, a bias and
+/// neither, X rows wider than the input (on and off vec4 boundaries) and Y written from
+/// column 3 of wider rows.
+#[test]
+fn few_row_gemm_matches_cpu_for_every_type() {
+    use gpuport_kernels::gemm::{self, GemmTile};
+    let Some(gpu) = support::gpu() else { return };
+    let adds = [GemmAdd::Residual, GemmAdd::Bias, GemmAdd::Nothing];
+    let (w, x) = (
+        gpu.zeros_f32(&[4, 32], "w").unwrap(),
+        gpu.zeros_f32(&[32 * (gemm::FEW_ROWS_MAX + 1)], "x")
+            .unwrap(),
+    );
+    for tokens in 1..=gemm::FEW_ROWS_MAX + 1 {
+        // The path `ops::gemm` takes at this many tokens.
+        let probe = ops::GemmCall {
+            w: &w,
+            x: &x,
+            y: &x,
+            tokens,
+            x_stride: 32,
+            y_stride: 32,
+            y_first: 0,
+            residual: None,
+            bias: None,
+            input: gemv::GemvInput::Plain,
+        };
+        let path = ops::gemm_path(&gpu, &probe, GemmTile::DEFAULT).unwrap();
+        let few = tokens <= gemm::FEW_ROWS_MAX;
+        assert_eq!(
+            matches!(path, ops::GemmPath::FewRows(_)),
+            few,
+            "{tokens} tokens: {path:?}"
+        );
+    }
+    for (i, ty) in GgmlType::ALL.into_iter().enumerate() {
+        for tokens in 1..=gemm::FEW_ROWS_MAX + 1 {
+            check_gemm_case(
+                &gpu,
+                GemmCase {
+                    ty,
+                    rows: 37,
+                    cols: 512,
+                    tokens,
+                    input: gemm::INPUTS[(i + tokens) % 3],
+                    add: adds[(i + 2 * tokens) % 3],
+                    x_pad: if (i + tokens) % 4 == 0 { 3 } else { 4 },
+                    y_first: 3,
+                    on: None,
+                },
+            );
+        }
+    }
+}
+
+/// The few-row kernel's variants: both reductions (subgroups where the adapter has them) at
+/// tunables from 1 to 256 lanes per row group and 1, 2 and 4 rows per thread, passes of 1 to 8
+/// tokens (more tokens than a pass: several passes, the last one partial, and more than
+/// `FEW_ROWS_MAX`), every weight type, the weights bound in row chunks of a few rows each.
+#[test]
+fn few_row_gemm_variants_and_row_chunks_match_cpu() {
+    use gpuport_kernels::gemm::{self, FewRowTunables};
+    let Some(gpu) = support::gpu() else { return };
+    let subgroups = support::has_subgroups(&gpu);
+    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
+    let max_wg = gpu.limits().max_compute_invocations_per_workgroup;
+    // (threads, rows, rows per thread, tokens per pass, tokens).
+    let shapes = [
+        (32, 1, 1, 8, 5),
+        (64, 4, 4, 5, 11),
+        (256, 32, 4, 8, 8),
+        (128, 8, 2, 3, 7),
+        (32, 16, 2, 1, 3),
+        (256, 1, 1, 4, 13),
+        (64, 32, 1, 2, 2),
+        // 13 tokens at most 6 per pass: passes of 5, 5 and 3 (both accumulators of a row).
+        (128, 4, 2, 6, 13),
+    ];
+    let mut n = 0;
+    for ty in GgmlType::ALL {
+        for reduction in Reduction::ALL {
+            if reduction == Reduction::Subgroup && !subgroups {
+                continue;
+            }
+            // Case c: every input form with every addition over 9 cases, the shapes in turn.
+            let c = n;
+            n += 1;
+            let (wg, rows_wg, rpt, nx, tokens) = shapes[c % shapes.len()];
+            let t = FewRowTunables {
+                wg,
+                rows: rows_wg,
+                rpt,
+                nx,
+                reduction,
+            };
+            assert!(t.is_valid() && t.wg <= max_wg, "{t:?}");
+            // Chunks start on aligned byte offsets: whole multiples of `step` rows.
+            let cols = 256;
+            let row_bytes = ty.row_bytes(cols).unwrap() as u64;
+            let step = align / gcd(align, row_bytes);
+            let rows = (3 * step as usize).max(37) + 5;
+            let chunk_rows = step * (rows as u64 / step / 3).max(1);
+            check_gemm_case(
+                &gpu,
+                GemmCase {
+                    ty,
+                    rows,
+                    cols,
+                    tokens,
+                    input: gemm::INPUTS[c % 3],
+                    add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][c / 3 % 3],
+                    x_pad: if c % 4 == 1 { 3 } else { 8 },
+                    y_first: 5,
+                    on: Some((ops::GemmPath::FewRows(t), chunk_rows * row_bytes)),
+                },
+            );
+        }
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }

@@ -34,3 +34,12 @@ fn sbytes4(v: u32) -> vec4<i32> {
     let s = bitcast<i32>(v);
     return vec4<i32>((s << 24u) >> 24u, (s << 16u) >> 24u, (s << 8u) >> 24u, s >> 24u);
 }
+
+// One step of a quant snippet dequantized (`step_weights(b, s, k)`, the weights `step_dot`
+// multiplies): `a` the 4 values for the step's first 4 x values, `b` the 4 for the x values XB
+// vec4s further on (zero where XB is 0). A kernel that multiplies one weight step into several
+// input rows decodes it once through this.
+struct StepW {
+    a: vec4<f32>,
+    b: vec4<f32>,
+}

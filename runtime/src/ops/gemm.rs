@@ -1,7 +1,11 @@
-//! Tiled GEMM launches (`gpuport_kernels::gemm`): a batch of rows times one matrix.
+//! GEMM launches (`gpuport_kernels::gemm`): a batch of rows times one matrix, through the tiled
+//! kernel (prefill) or, up to [`gemm::FEW_ROWS_MAX`] rows, the few-row kernel (batched
+//! decode).
 
-use gpuport_kernels::gemm::{self, GemmParams, GemmTile};
+use gpuport_kernels::gemm::{self, FewRowTunables, GemmParams, GemmRowsParams, GemmTile};
 use gpuport_kernels::gemv::GemvInput;
+use gpuport_kernels::grid_2d;
+use gpuport_kernels::quant::GgmlType;
 
 use super::{elems, matrix, row_chunks, whole};
 use crate::device::Gpu;
@@ -37,14 +41,100 @@ pub struct GemmCall<'a> {
     pub input: GemvInput,
 }
 
-/// Records one [`GemmCall`] (weights larger than one binding in row chunks).
+/// Which kernel a GEMM runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GemmPath {
+    /// The tiled GEMM (`gemm.wgsl`) with this tile.
+    Tiled(GemmTile),
+    /// The few-row GEMM (`gemm_rows.wgsl`) with these tunables (the tokens per pass evened
+    /// out by [`FewRowTunables::pass_tokens`]).
+    FewRows(FewRowTunables),
+}
+
+/// The path [`gemm`] takes for `call` with `tile`: for up to [`gemm::FEW_ROWS_MAX`] tokens the
+/// few-row kernel at the default tunables for this matrix and device
+/// ([`FewRowTunables::for_matrix`], [`gemm::TARGET_THREADS`] on a GPU), else the tiled one.
+pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmPath, GpuError> {
+    let (ty, rows, cols, _) = matrix(call.w)?;
+    if call.tokens > gemm::FEW_ROWS_MAX {
+        return Ok(GemmPath::Tiled(tile));
+    }
+    let target = if gpu.info().device_type == wgpu::DeviceType::Cpu {
+        1
+    } else {
+        gemm::TARGET_THREADS
+    };
+    let subgroups = gpu.has_subgroups();
+    let t = FewRowTunables::for_matrix(ty, rows, cols, call.input, subgroups, target);
+    Ok(GemmPath::FewRows(t))
+}
+
+/// Records one [`GemmCall`] (weights larger than one binding in row chunks): up to
+/// [`gemm::FEW_ROWS_MAX`] tokens through the few-row kernel, more through the tiled one with
+/// `tile` (which must be a valid tile either way).
 pub fn gemm(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     call: GemmCall<'_>,
     tile: GemmTile,
 ) -> Result<(), GpuError> {
+    check_tile(gpu, tile)?;
+    let path = gemm_path(gpu, &call, tile)?;
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    gemm_on(gpu, rec, call, path, limit)
+}
+
+/// [`gemm()`] on an explicit path, with an explicit largest weight binding (tests force row
+/// chunks with a small one, and each kernel's variants).
+pub fn gemm_on(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: GemmCall<'_>,
+    path: GemmPath,
+    max_binding: u64,
+) -> Result<(), GpuError> {
     let (ty, rows, cols, row_bytes) = matrix(call.w)?;
+    check_call(&call, rows, cols)?;
+    match path {
+        GemmPath::Tiled(tile) => {
+            check_tile(gpu, tile)?;
+            // The grid's y dimension holds the token tiles.
+            if call.tokens as u64 > u64::from(tile.tm) * u64::from(u16::MAX) {
+                return Err(GpuError::Shape(format!(
+                    "GEMM of {} tokens: more than {} tiles of {}",
+                    call.tokens,
+                    u16::MAX,
+                    tile.tm
+                )));
+            }
+        }
+        GemmPath::FewRows(t) => check_few_rows(gpu, t)?,
+    }
+    if rows == 0 || call.tokens == 0 {
+        return Ok(());
+    }
+    let m = Matrix {
+        ty,
+        rows,
+        cols,
+        row_bytes,
+    };
+    match path {
+        GemmPath::Tiled(tile) => tiled(gpu, rec, &call, m, tile, max_binding),
+        GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
+    }
+}
+
+/// A weight matrix's type and shape.
+#[derive(Clone, Copy)]
+struct Matrix {
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    row_bytes: usize,
+}
+
+fn check_call(call: &GemmCall<'_>, rows: usize, cols: usize) -> Result<(), GpuError> {
     let width = call.input.x_len(cols);
     let rows_of = |t: &Tensor, stride: usize| elems(t) / stride.max(1);
     let ok = gemm::INPUTS.contains(&call.input)
@@ -57,23 +147,26 @@ pub fn gemm(
         && call.residual.is_none_or(|r| !call.y.shares_buffer(r))
         && call.bias.is_none_or(|b| {
             call.residual.is_none() && elems(b) >= call.y_first + rows && !call.y.shares_buffer(b)
-        })
-        && call.tokens as u64 <= u64::from(tile.tm) * u64::from(u16::MAX);
-    if !ok {
-        return Err(GpuError::Shape(format!(
-            "GEMM [{rows}, {cols}] ({:?} input) of {} tokens: x {:?} (stride {}), y {:?} \
-             (stride {}, from column {}), residual {:?}, bias {:?}",
-            call.input,
-            call.tokens,
-            call.x.shape,
-            call.x_stride,
-            call.y.shape,
-            call.y_stride,
-            call.y_first,
-            call.residual.map(|r| &r.shape),
-            call.bias.map(|b| &b.shape)
-        )));
+        });
+    if ok {
+        return Ok(());
     }
+    Err(GpuError::Shape(format!(
+        "GEMM [{rows}, {cols}] ({:?} input) of {} tokens: x {:?} (stride {}), y {:?} \
+         (stride {}, from column {}), residual {:?}, bias {:?}",
+        call.input,
+        call.tokens,
+        call.x.shape,
+        call.x_stride,
+        call.y.shape,
+        call.y_stride,
+        call.y_first,
+        call.residual.map(|r| &r.shape),
+        call.bias.map(|b| &b.shape)
+    )))
+}
+
+fn check_tile(gpu: &Gpu, tile: GemmTile) -> Result<(), GpuError> {
     let limits = gpu.limits();
     if !GemmTile::all().contains(&tile) {
         return Err(GpuError::Shape(format!(
@@ -88,33 +181,56 @@ pub fn gemm(
             limits.max_compute_workgroup_storage_size
         )));
     }
-    if rows == 0 || call.tokens == 0 {
-        return Ok(());
+    Ok(())
+}
+
+fn check_few_rows(gpu: &Gpu, t: FewRowTunables) -> Result<(), GpuError> {
+    if !t.is_valid() || t.wg > gpu.limits().max_compute_invocations_per_workgroup {
+        return Err(GpuError::Shape(format!(
+            "few-row GEMM tunables {t:?}: not a variant of the kernel or this adapter"
+        )));
     }
-    let pipeline = gpu.pipeline(&gemm::spec(ty, tile, call.input))?;
+    Ok(())
+}
+
+/// The residual mode of the uniform blocks: 1 residual, 2 bias, 0 neither.
+fn residual_mode(call: &GemmCall<'_>) -> u32 {
+    match (call.residual, call.bias) {
+        (Some(_), _) => 1,
+        (None, Some(_)) => 2,
+        (None, None) => 0,
+    }
+}
+
+fn tiled(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: &GemmCall<'_>,
+    m: Matrix,
+    tile: GemmTile,
+    max_binding: u64,
+) -> Result<(), GpuError> {
+    let limits = gpu.limits();
+    let pipeline = gpu.pipeline(&gemm::spec(m.ty, tile, call.input))?;
     let chunks = row_chunks(
-        rows as u64,
-        row_bytes as u64,
-        limits.max_storage_buffer_binding_size,
+        m.rows as u64,
+        m.row_bytes as u64,
+        max_binding,
         u64::from(limits.min_storage_buffer_offset_alignment),
     )?;
     for (first, n, byte_offset) in chunks {
         let p = GemmParams {
             rows: n as u32,
-            cols: cols as u32,
+            cols: m.cols as u32,
             tokens: call.tokens as u32,
-            row_bytes: row_bytes as u32,
+            row_bytes: m.row_bytes as u32,
             w_offset: 0,
             x_offset: 0,
             x_stride: call.x_stride as u32,
-            x_aux: cols as u32,
+            x_aux: m.cols as u32,
             y_offset: (call.y_first + first as usize) as u32,
             y_stride: call.y_stride as u32,
-            residual: match (call.residual, call.bias) {
-                (Some(_), _) => 1,
-                (None, Some(_)) => 2,
-                (None, None) => 0,
-            },
+            residual: residual_mode(call),
             pad: 0,
         };
         let grid = (
@@ -128,12 +244,64 @@ pub fn gemm(
             )));
         }
         let slot = rec.uniform(&p)?;
-        let len = (n * row_bytes as u64).div_ceil(4) * 4;
+        let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
         let bindings = [
             (call.w, byte_offset, len),
             whole(call.x),
             whole(call.y),
             whole(call.residual.or(call.bias).unwrap_or(call.x)),
+        ];
+        let group = rec.bind_group(&pipeline, slot, &bindings);
+        rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+    }
+    Ok(())
+}
+
+fn few_rows(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: &GemmCall<'_>,
+    m: Matrix,
+    t: FewRowTunables,
+    max_binding: u64,
+) -> Result<(), GpuError> {
+    let limits = gpu.limits();
+    let nx = t.pass_tokens(call.tokens);
+    // Rows of X start on vec4 boundaries (the GLU's second half too: `cols` is a multiple of
+    // every unit, at least 4 elements) when the stride is a multiple of 4.
+    let x_vec4 = call.x_stride.is_multiple_of(4);
+    let pipeline = gpu.pipeline(&gemm::rows_spec(m.ty, t, call.input, nx, x_vec4))?;
+    let chunks = row_chunks(
+        m.rows as u64,
+        m.row_bytes as u64,
+        max_binding,
+        u64::from(limits.min_storage_buffer_offset_alignment),
+    )?;
+    for (first, n, byte_offset) in chunks {
+        let groups = (n as u32).div_ceil(t.rows);
+        let grid = grid_2d(groups, limits.max_compute_workgroups_per_dimension);
+        let p = GemmRowsParams {
+            rows: n as u32,
+            cols: m.cols as u32,
+            tokens: call.tokens as u32,
+            row_bytes: m.row_bytes as u32,
+            w_offset: 0,
+            x_offset: 0,
+            x_stride: call.x_stride as u32,
+            x_aux: m.cols as u32,
+            y_offset: (call.y_first + first as usize) as u32,
+            y_stride: call.y_stride as u32,
+            residual: residual_mode(call),
+            grid_x: grid.0,
+        };
+        let slot = rec.uniform(&p)?;
+        let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
+        let bindings = [
+            (call.w, byte_offset, len),
+            whole(call.x),
+            whole(call.y),
+            whole(call.residual.or(call.bias).unwrap_or(call.x)),
+            whole(call.x),
         ];
         let group = rec.bind_group(&pipeline, slot, &bindings);
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));

@@ -10,6 +10,11 @@ fn step_dot(b: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
     return dot(bitcast<vec4<f32>>(vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u])), xa);
 }
 
+fn step_weights(b: u32, s: u32, k: u32) -> StepW {
+    let i = b >> 2u;
+    return StepW(bitcast<vec4<f32>>(vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u])), vec4<f32>(0.0));
+}
+
 fn dequant_elem(b: u32, e: u32) -> f32 {
     return bitcast<f32>(w[(b >> 2u) + e]);
 }

@@ -17,6 +17,16 @@ fn step_dot(b: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
     return dd.x * sm.x * dot(vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), xa) - dd.y * sm.y * dot(xa, vec4<f32>(1.0));
 }
 
+// Step k of sub-block s dequantized (d * scale * q - dmin * min, one fma per element as the
+// CPU reference rounds it).
+fn step_weights(b: u32, s: u32, k: u32) -> StepW {
+    let q = w[(b >> 2u) + 4u + 8u * (s >> 1u) + k] >> (4u * (s & 1u));
+    let dd = unpack2x16float(w[b >> 2u]);
+    let sm = k_scale_min(b + 4u, s);
+    let v = fma(vec4<f32>(dd.x * sm.x), vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), vec4<f32>(-(dd.y * sm.y)));
+    return StepW(v, vec4<f32>(0.0));
+}
+
 fn dequant_elem(b: u32, e: u32) -> f32 {
     let sub = e / 32u;
     let c = e / 64u;

@@ -1,0 +1,244 @@
+// Few-row GEMM with fused dequantization, for batched decode (a handful of sequences, one row
+// each, through one forward): Y[t, r] = sum_k W[r, k] * input(X[t])[k] for the `tokens` rows t
+// of X (+ res[t, r] when `residual` is 1, + res[y_offset + r] when it is 2: a bias), the
+// semantics of gemm.wgsl, with the shape of the decode GEMV (gemv.wgsl) instead of its tiles.
+// W is a row-major GGUF matrix (rows of whole blocks in `w`), X and Y f32 token-major with their
+// own row strides (a GEMM can read part of a wider activation row and write into part of a
+// wider output row: the stacked Q|K|V and gate|up projections).
+//
+// Why not the tiled GEMM: for 2-8 tokens its grid has rows / TN workgroups only and every KC
+// columns wait on two barriers, so a large matrix streams at a small fraction of the memory's
+// rate. Here, as in the GEMV, a workgroup owns ROWS rows and its lanes stride over the rows'
+// weight steps; the point of batching is kept by decoding each step once for NX tokens.
+//
+// Tunables (override constants):
+// - WG: threads per workgroup; ROWS: rows per workgroup; RPT: rows per thread (1, 2 or 4);
+// - NX: tokens per pass (1-8). Threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes. A
+//   group's lanes stride over the steps of its RPT rows as the GEMV's do (a step is 4 elements
+//   of a 32-element sub-block, with Q4/Q5's split nibbles also the 4 elements 16 further on, or
+//   one 16-byte unit of f32/f16; consecutive lanes take consecutive steps, so a warp's weight
+//   loads cover one contiguous run of bytes). A lane decodes a step of each of its rows once
+//   (the quant snippet's step_weights: 4 weights, or 4 + 4 where XB > 0, as vec4s) and
+//   multiplies it into NX input rows: the step's x values of 4 tokens are the columns of a
+//   4 × 4 matrix, so `weights * matrix` is the 4 tokens' dot products in one vec4, accumulated
+//   per row in a named vec4 for tokens 0-3 of the pass and one for tokens 4-7 (an indexed
+//   private array is kept in memory by some compilers). The x values come from the cache (a
+//   few rows of a few KiB, read by every workgroup), as the unstaged GEMV's do.
+// - More tokens than NX: the workgroup loops over passes of NX tokens; a pass after the first
+//   reads the workgroup's weights again, from the cache (its ROWS rows were just read).
+// Per pass, each accumulator's T partial sums are reduced by the reduce snippet (subgroup
+// shuffles and one barrier, or a shared-memory tree), a barrier before each reduction freeing
+// the snippet's workgroup memory, and lane 0 of the group stores the tokens' outputs.
+//
+// XFORM forms the input from X as gemm.wgsl does: 0 X as bound; 3 SwiGLU silu(X[t, k]) *
+// X[t, x_aux + k]; 4 GeGLU with gelu_tanh. Formed per step, where it is needed (no barrier
+// before the first weight load; NX rows of a few thousand columns would not fit workgroup
+// memory anyway).
+// XV4 1: X is read as vec4s (binding 5, the same buffer as `x`): x_offset, x_stride and x_aux
+// are multiples of 4, so every step's 4 values are one aligned vec4. 0: four scalar loads
+// from `x` (any stride).
+
+struct Params {
+    rows: u32,      // rows of W in this binding: output columns
+    cols: u32,      // columns of W: the reduction length
+    tokens: u32,    // rows of X and Y
+    row_bytes: u32, // bytes of a row of W
+    w_offset: u32,  // byte offset of row 0 in `w`
+    x_offset: u32,  // element offset of X[0, 0] in `x`
+    x_stride: u32,  // elements from X[t, 0] to X[t + 1, 0]
+    x_aux: u32,     // XFORM 3, 4: element offset of the second operand after X[t, k]
+    y_offset: u32,  // element offset of Y[0, 0] in `y` (and `res`)
+    y_stride: u32,  // elements from Y[t, 0] to Y[t + 1, 0]
+    residual: u32,  // 1: add res[same index]; 2: add res[y_offset + r] (a bias row)
+    grid_x: u32,    // workgroups along x (the grid is 2D past the per-dimension limit)
+}
+
+override WG: u32 = 128u;
+override ROWS: u32 = 8u;
+override RPT: u32 = 2u;
+override NX: u32 = 8u;
+override XFORM: u32 = 0u;
+override XV4: u32 = 1u;
+override T: u32 = WG * RPT / ROWS;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// The residual (same indexing as y) or the bias (indexed by output column); bound to x, and
+// unread, when `residual` is 0.
+@group(0) @binding(4) var<storage, read> res: array<f32>;
+// `x` again, as vec4s (read when XV4 is 1).
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+
+//!include common.wgsl
+//!include quant
+//!include reduce
+//!include activation.wgsl
+
+fn act4(v: vec4<f32>) -> vec4<f32> {
+    if XFORM == 3u {
+        return vec4<f32>(silu(v.x), silu(v.y), silu(v.z), silu(v.w));
+    }
+    return vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    if XV4 == 1u {
+        return x4[i >> 2u];
+    }
+    return vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+}
+
+// Elements e..e+4 of token t's input row.
+fn xin(t: u32, e: u32) -> vec4<f32> {
+    let i = p.x_offset + t * p.x_stride + e;
+    let v = x_at(i);
+    if XFORM == 3u || XFORM == 4u {
+        return act4(v) * x_at(i + p.x_aux);
+    }
+    return v;
+}
+
+// Elements e..e+4 of the input rows of tokens t0 + c .. t0 + c + 4 as the columns of a matrix.
+// Columns past NX are zero; a token past the last reads the last one's row (in bounds, and its
+// sums are never stored).
+fn xmat(t0: u32, c: u32, e: u32) -> mat4x4<f32> {
+    let last = p.tokens - 1u;
+    var m = mat4x4<f32>();
+    m[0] = xin(min(t0 + c, last), e);
+    if NX > c + 1u {
+        m[1] = xin(min(t0 + c + 1u, last), e);
+    }
+    if NX > c + 2u {
+        m[2] = xin(min(t0 + c + 2u, last), e);
+    }
+    if NX > c + 3u {
+        m[3] = xin(min(t0 + c + 3u, last), e);
+    }
+    return m;
+}
+
+// acc plus one decoded step times the x matrices of its first and (XB > 0) second 4 values.
+fn fold(acc: vec4<f32>, s: StepW, xa: mat4x4<f32>, xb: mat4x4<f32>) -> vec4<f32> {
+    if XB > 0u {
+        return acc + s.a * xa + s.b * xb;
+    }
+    return acc + s.a * xa;
+}
+
+// Reduces one accumulator (row `row`, tokens t .. t + 4) over the group's lanes and stores it.
+// Called in uniform control flow; the barrier first frees the reduction's workgroup memory
+// from the previous call.
+fn reduce_store(l: Lanes, v: vec4<f32>, id: u32, lane: u32, row: u32, t: u32, c: u32) {
+    workgroupBarrier();
+    let total = reduce_rows(l, v, id, lane);
+    if lane == 0u && row < p.rows {
+        for (var j = 0u; j < 4u; j++) {
+            let tok = t + c + j;
+            if c + j < NX && tok < p.tokens {
+                let i = p.y_offset + tok * p.y_stride + row;
+                var out = total[j];
+                if p.residual == 1u {
+                    out += res[i];
+                } else if p.residual == 2u {
+                    out += res[p.y_offset + row];
+                }
+                y[i] = out;
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(l: Lanes) {
+    let id = linear_id(l);
+    let group = id / T;
+    let lane = id % T;
+    let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + group * RPT;
+    let subs = UNIT_ELEMS / SUB_ELEMS;
+    let steps = p.cols / UNIT_ELEMS * subs * SUB_STEPS;
+    let zero = StepW(vec4<f32>(0.0), vec4<f32>(0.0));
+    for (var t0 = 0u; t0 < p.tokens; t0 += NX) {
+        // Row r of the thread, tokens 0-3 of the pass in lo<r>, 4-7 in hi<r>.
+        var lo0 = vec4<f32>(0.0);
+        var hi0 = vec4<f32>(0.0);
+        var lo1 = vec4<f32>(0.0);
+        var hi1 = vec4<f32>(0.0);
+        var lo2 = vec4<f32>(0.0);
+        var hi2 = vec4<f32>(0.0);
+        var lo3 = vec4<f32>(0.0);
+        var hi3 = vec4<f32>(0.0);
+        if row0 < p.rows {
+            for (var j = lane; j < steps; j += T) {
+                let k = j % SUB_STEPS;
+                let u = j / SUB_STEPS / subs;
+                let s = j / SUB_STEPS % subs;
+                // The element of the step's first x value, and of its second four.
+                let e = u * UNIT_ELEMS + SUB_ELEMS * s + 4u * k;
+                let eb = e + 4u * XB;
+                let b = p.w_offset + row0 * p.row_bytes + u * UNIT_BYTES;
+                // The weights first (the loads that go to memory), then the cached x values.
+                let w0 = step_weights(b, s, k);
+                var w1 = zero;
+                var w2 = zero;
+                var w3 = zero;
+                if RPT > 1u && row0 + 1u < p.rows {
+                    w1 = step_weights(b + p.row_bytes, s, k);
+                }
+                if RPT > 2u && row0 + 2u < p.rows {
+                    w2 = step_weights(b + 2u * p.row_bytes, s, k);
+                }
+                if RPT > 2u && row0 + 3u < p.rows {
+                    w3 = step_weights(b + 3u * p.row_bytes, s, k);
+                }
+                var xb = mat4x4<f32>();
+                let xa = xmat(t0, 0u, e);
+                if XB > 0u {
+                    xb = xmat(t0, 0u, eb);
+                }
+                lo0 = fold(lo0, w0, xa, xb);
+                if RPT > 1u {
+                    lo1 = fold(lo1, w1, xa, xb);
+                }
+                if RPT > 2u {
+                    lo2 = fold(lo2, w2, xa, xb);
+                    lo3 = fold(lo3, w3, xa, xb);
+                }
+                if NX > 4u {
+                    let xa4 = xmat(t0, 4u, e);
+                    var xb4 = mat4x4<f32>();
+                    if XB > 0u {
+                        xb4 = xmat(t0, 4u, eb);
+                    }
+                    hi0 = fold(hi0, w0, xa4, xb4);
+                    if RPT > 1u {
+                        hi1 = fold(hi1, w1, xa4, xb4);
+                    }
+                    if RPT > 2u {
+                        hi2 = fold(hi2, w2, xa4, xb4);
+                        hi3 = fold(hi3, w3, xa4, xb4);
+                    }
+                }
+            }
+        }
+        reduce_store(l, lo0, id, lane, row0, t0, 0u);
+        if NX > 4u {
+            reduce_store(l, hi0, id, lane, row0, t0, 4u);
+        }
+        if RPT > 1u {
+            reduce_store(l, lo1, id, lane, row0 + 1u, t0, 0u);
+            if NX > 4u {
+                reduce_store(l, hi1, id, lane, row0 + 1u, t0, 4u);
+            }
+        }
+        if RPT > 2u {
+            reduce_store(l, lo2, id, lane, row0 + 2u, t0, 0u);
+            reduce_store(l, lo3, id, lane, row0 + 3u, t0, 0u);
+            if NX > 4u {
+                reduce_store(l, hi2, id, lane, row0 + 2u, t0, 4u);
+                reduce_store(l, hi3, id, lane, row0 + 3u, t0, 4u);
+            }
+        }
+    }
+}
