@@ -117,12 +117,13 @@ pub fn reference(
 }
 
 /// Most tokens a GEMM runs through the few-row kernel (`gemm_rows.wgsl`) instead of the tiled
-/// one: batched decode's 2–8 rows, for which the tiled grid has too few workgroups and too
-/// many barriers. A conservative start: on the H200 the few-row kernel was still 3.7–13×
-/// faster at 16 tokens (two passes; docs/design/few-row-gemm.md), but past some count the
-/// tiled GEMM's reuse of each decoded weight across a 16–64-token tile must win, and the
-/// tiled kernel is due for work. A tuning entry may move it per adapter.
-pub const FEW_ROWS_MAX: usize = 8;
+/// one: batched decode's rows, for which the tiled grid has too few workgroups and too many
+/// barriers. Measured on the H200 end to end (`bench-llm --parallel`, docs/performance.md
+/// v15): with 64 rather than 8, aggregate decode at 32 streams rose 2.2–2.7× and at 64 streams
+/// 1.4–1.9× on all four layouts (passes of 8 tokens re-reading a workgroup's rows from cache
+/// still beat the tiled GEMM's tiles at these counts). Prompts (hundreds of rows) keep the
+/// tiled kernel. A tuning entry may move it per adapter.
+pub const FEW_ROWS_MAX: usize = 64;
 
 /// Threads a few-row GEMM should have on a GPU ([`FewRowTunables::for_matrix`]): a default,
 /// half of what a large GPU holds resident (an H200: 132 cores × 2048 threads).
@@ -376,7 +377,7 @@ mod tests {
             for sg in [false, true] {
                 let t = FewRowTunables::default_for(ty, sg);
                 assert!(t.is_valid(), "{ty:?} {t:?}");
-                assert_eq!(t.nx as usize, FEW_ROWS_MAX, "one pass up to the threshold");
+                assert_eq!(t.nx, NX_MAX, "passes of NX_MAX tokens");
                 assert_eq!(t.lanes_per_group(), 32, "{ty:?}");
                 assert!(FewRowTunables::all().contains(&t));
             }

@@ -911,8 +911,9 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) {
     }
 }
 
-/// Batched decode's GEMMs through `ops::gemm` as the LLM calls it: 1 to 8 tokens take the
-/// few-row kernel at the device's default tunables, `FEW_ROWS_MAX + 1` the tiled one, for
+/// Batched decode's GEMMs through `ops::gemm` as the LLM calls it: 1 to 9, 13, 31 and
+/// `FEW_ROWS_MAX` tokens take the few-row kernel at the device's default tunables (one pass
+/// up to 8, then passes), `FEW_ROWS_MAX + 1` the tiled one, for
 /// every weight type, on 37 rows (no multiple of any rows per workgroup) of 512 columns
 /// (2 K-blocks, 16 small blocks), with the plain and both GLU inputs, a residual, a bias and
 /// neither, X rows wider than the input (on and off vec4 boundaries) and Y written from
@@ -927,7 +928,10 @@ fn few_row_gemm_matches_cpu_for_every_type() {
         gpu.zeros_f32(&[32 * (gemm::FEW_ROWS_MAX + 1)], "x")
             .unwrap(),
     );
-    for tokens in 1..=gemm::FEW_ROWS_MAX + 1 {
+    let counts: Vec<usize> = (1..=9)
+        .chain([13, 31, gemm::FEW_ROWS_MAX, gemm::FEW_ROWS_MAX + 1])
+        .collect();
+    for &tokens in &counts {
         // The path `ops::gemm` takes at this many tokens.
         let probe = ops::GemmCall {
             w: &w,
@@ -950,7 +954,7 @@ fn few_row_gemm_matches_cpu_for_every_type() {
         );
     }
     for (i, ty) in GgmlType::ALL.into_iter().enumerate() {
-        for tokens in 1..=gemm::FEW_ROWS_MAX + 1 {
+        for &tokens in &counts {
             check_gemm_case(
                 &gpu,
                 GemmCase {
@@ -971,8 +975,8 @@ fn few_row_gemm_matches_cpu_for_every_type() {
 
 /// The few-row kernel's variants: both reductions (subgroups where the adapter has them) at
 /// tunables from 1 to 256 lanes per row group and 1, 2 and 4 rows per thread, passes of 1 to 8
-/// tokens (more tokens than a pass: several passes, the last one partial, and more than
-/// `FEW_ROWS_MAX`), every weight type, the weights bound in row chunks of a few rows each.
+/// tokens (more tokens than a pass: several passes, the last one partial), every weight
+/// type, the weights bound in row chunks of a few rows each.
 #[test]
 fn few_row_gemm_variants_and_row_chunks_match_cpu() {
     use gpuport_kernels::gemm::{self, FewRowTunables};
