@@ -13,6 +13,7 @@ mod output;
 mod preprocess;
 mod probe;
 mod recommend;
+mod serve;
 mod store;
 mod validate;
 
@@ -185,6 +186,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve models over an OpenAI-compatible HTTP API (chat and text completions, streamed or
+    /// not, /v1/models, /health, /metrics, cancellation), many requests batched per engine by
+    /// the scheduler: priority bands, sessions, preemption, a pool that grows on demand.
+    Serve(serve::ServeArgs),
     #[command(flatten)]
     Store(store::StoreCommand),
     /// Print the canonical ids and sizes an MLC package should carry, so a producer can fill
@@ -307,6 +312,7 @@ fn main() -> ExitCode {
             print,
             json,
         }),
+        Command::Serve(args) => serve::run(args),
         Command::Store(command) => store::run(command),
     };
     ExitCode::from(code)

@@ -332,20 +332,28 @@ impl KvPool {
         let row_bytes = (self.kv_dim * 4) as u64;
         let page_bytes = self.page as u64 * row_bytes;
         let bytes = rows as u64 * row_bytes;
-        // A copy within one buffer is not allowed: through a staging buffer of one page.
+        if bytes == 0 {
+            return;
+        }
+        // A copy within one buffer is not allowed: through a staging buffer with a region per
+        // layer's keys and values, every region written once and read once (no reuse of one
+        // region between copies for the device to order).
+        let regions = 2 * self.layers.len() as u64;
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("copied KV page"),
-            size: page_bytes,
+            size: regions * bytes,
             usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         let mut enc = gpu.device.create_command_encoder(&Default::default());
-        for (k, v) in &self.layers {
-            for t in [k, v] {
-                let at = |p: u32| t.offset + u64::from(p) * page_bytes;
-                enc.copy_buffer_to_buffer(&t.buffer, at(from), &staging, 0, bytes);
-                enc.copy_buffer_to_buffer(&staging, 0, &t.buffer, at(to), bytes);
-            }
+        let pools = || self.layers.iter().flat_map(|(k, v)| [k, v]).enumerate();
+        for (i, t) in pools() {
+            let at = t.offset + u64::from(from) * page_bytes;
+            enc.copy_buffer_to_buffer(&t.buffer, at, &staging, i as u64 * bytes, bytes);
+        }
+        for (i, t) in pools() {
+            let at = t.offset + u64::from(to) * page_bytes;
+            enc.copy_buffer_to_buffer(&staging, i as u64 * bytes, &t.buffer, at, bytes);
         }
         // Queue order puts the copy before any later submit's reads and writes.
         gpu.queue.submit([enc.finish()]);

@@ -52,7 +52,7 @@ fn engine(t: &Tiny, shape: EngineShape) -> LlmEngine {
 
 /// The solo session's ids for `job`.
 fn solo(t: &Tiny, job: &GenJob) -> Vec<u32> {
-    let mut session = Session::new(&t.gpu, &t.model, CONTEXT).unwrap();
+    let mut session = Session::new(&t.gpu, &t.model, 2 * CONTEXT).unwrap();
     session
         .generate(
             &Request {
@@ -412,4 +412,61 @@ fn scheduled_streams_preemption_and_supersession_on_the_engine() {
     let engine = &s.status().models[0].engines[0];
     let (used, total) = engine.kv_pages.unwrap();
     assert_eq!((used, engine.running), (0, 0), "every page back of {total}");
+}
+
+/// A prompt repeated after its first run finished forks the retained sequence's pages (all
+/// but the last two prompt tokens cached: `UNSHARED_TAIL`) and must reply exactly as the first
+/// time — for a prompt shorter than a page and one longer.
+#[test]
+fn a_repeated_prompt_reuses_the_cache_and_replies_the_same() {
+    let Some(t) = tiny() else { return };
+    for len in [30usize, 100] {
+        let mut e = engine(&t, EngineShape::new(2, 2 * CONTEXT));
+        let j = job(ids(len, 7 + len as u64), 8, Sampling::GREEDY);
+        let first = run_all(&mut e, 0, vec![(JobId(0), j.clone())]);
+        let again = run_all(&mut e, 0, vec![(JobId(1), j.clone())]);
+        let (a, b) = (&first[&JobId(0)].0, &again[&JobId(1)].0);
+        assert_eq!(
+            b.cached_tokens,
+            len - 2,
+            "{len}: all but the last two prompt tokens shared"
+        );
+        assert_eq!(a.ids, solo(&t, &j), "{len}: first run");
+        assert_eq!(b.ids, a.ids, "{len}: the repeat from the cache");
+    }
+}
+
+/// The same on SmolLM2 (30 layers, Q4_1): a chat prompt repeated after its first run.
+#[test]
+fn smollm2_repeated_prompt_replies_the_same() {
+    let Some(path) = support::model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+        return;
+    };
+    let Some(gpu) = support::gpu() else { return };
+    let g = Gguf::open(&path).unwrap();
+    let model = Model::load(&gpu, &g, 384).unwrap();
+    let tokenizer = Tokenizer::from_gguf(&g).unwrap();
+    let t = Tiny {
+        gpu: Arc::new(gpu),
+        model: Arc::new(model),
+        tokenizer: Arc::new(tokenizer),
+    };
+    let prompt = t.tokenizer.encode(
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging \
+         Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n\
+         <|im_start|>assistant\n",
+        false,
+        true,
+    );
+    let mut e = engine(&t, EngineShape::new(4, 384));
+    let j = job(prompt.clone(), 8, Sampling::GREEDY);
+    let first = run_all(&mut e, 0, vec![(JobId(0), j.clone())]);
+    let again = run_all(&mut e, 0, vec![(JobId(1), j.clone())]);
+    let (a, b) = (&first[&JobId(0)].0, &again[&JobId(1)].0);
+    eprintln!(
+        "first {:?} / again {:?} (cached {})",
+        a.text, b.text, b.cached_tokens
+    );
+    assert_eq!(b.cached_tokens, prompt.len() - 2);
+    assert_eq!(b.ids, a.ids, "the repeat from the cache");
 }

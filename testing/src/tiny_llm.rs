@@ -1,8 +1,9 @@
 //! A tiny random model for tests, written at test time with the project's GGUF writer: two
 //! layers of width 256 (F32, Q8_0 and Q4_K tensors) as `llama` or `qwen2` (q, k, v biases),
 //! and a 300-token SentencePiece vocabulary (`<unk>`, `<s>`, `</s>`, the 256 byte tokens,
-//! 41 words) so that its ids decode to text. `llm/tests/llm_tiny.rs` checks it against an f64
-//! CPU forward pass; the engine, scheduler and server tests run it.
+//! 41 words) so that its ids decode to text, and a ChatML-style chat template
+//! ([`CHAT_TEMPLATE`]) so that chat requests render. `llm/tests/llm_tiny.rs` checks it against
+//! an f64 CPU forward pass; the engine, scheduler and server tests run it.
 
 use std::collections::HashMap;
 
@@ -31,6 +32,13 @@ pub const BASE: f32 = 10_000.0;
 pub const EOS: u32 = 2;
 /// Its context length (the file's `context_length`).
 pub const CONTEXT: usize = 64;
+
+/// Its `tokenizer.chat_template`: ChatML turns (`<|im_start|>role\ncontent<|im_end|>\n`),
+/// ending with the assistant's opener when `add_generation_prompt`. The vocabulary has no
+/// `<|im_start|>` token, so the markers are spelled in byte tokens (12 per marker): a rendered
+/// turn costs ~30 tokens plus its content.
+pub const CHAT_TEMPLATE: &str = "{% for message in messages %}<|im_start|>{{ message['role'] }}\n\
+{{ message['content'] }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 
 /// The vocabulary: (text, score, token type) — SentencePiece's `<unk>`/`<s>`/`</s>`, the
 /// byte tokens `<0x00>`..`<0xFF>` (type 6), and the words `▁w0`..`▁w40`.
@@ -118,7 +126,11 @@ pub fn build_as(name: &str) -> (Vec<u8>, HashMap<String, Vec<f32>>) {
             Value::Array(5, vocab.iter().map(|t| Value::I32(t.2)).collect()),
         )
         .meta("tokenizer.ggml.bos_token_id", Value::U32(1))
-        .meta("tokenizer.ggml.eos_token_id", Value::U32(EOS));
+        .meta("tokenizer.ggml.eos_token_id", Value::U32(EOS))
+        .meta(
+            "tokenizer.chat_template",
+            Value::String(CHAT_TEMPLATE.into()),
+        );
     let mut values = HashMap::new();
     for (i, (name, rows, cols, ty)) in tensors_of(name).into_iter().enumerate() {
         let elems = rows * cols;
