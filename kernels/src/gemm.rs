@@ -8,7 +8,7 @@
 //!   steps, subgroup or shared-memory reductions), each decoded weight step multiplied into
 //!   up to [`NX_MAX`] input rows.
 //!
-//! [`reference`] is the CPU reference of both.
+//! [`reference()`] is the CPU reference of both.
 
 use bytemuck::{Pod, Zeroable};
 

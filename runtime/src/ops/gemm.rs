@@ -51,7 +51,7 @@ pub enum GemmPath {
     FewRows(FewRowTunables),
 }
 
-/// The path [`gemm`] takes for `call` with `tile`: for up to [`gemm::FEW_ROWS_MAX`] tokens the
+/// The path [`gemm()`] takes for `call` with `tile`: for up to [`gemm::FEW_ROWS_MAX`] tokens the
 /// few-row kernel at the default tunables for this matrix and device
 /// ([`FewRowTunables::for_matrix`], [`gemm::TARGET_THREADS`] on a GPU), else the tiled one.
 pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmPath, GpuError> {
