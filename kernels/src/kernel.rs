@@ -42,6 +42,8 @@ pub enum Family {
     Sample,
     /// Rows of 32-bit words gathered by an index list.
     Gather,
+    /// Activations rounded onto the int8-input GEMV's grid.
+    Q8Round,
 }
 
 impl Family {
@@ -66,6 +68,7 @@ impl Family {
             Family::AttnPrefill => "attn_prefill",
             Family::Sample => "sample",
             Family::Gather => "gather",
+            Family::Q8Round => "q8_round",
         }
     }
 
@@ -89,6 +92,7 @@ impl Family {
             Family::AttnPrefill => "attn_prefill.wgsl",
             Family::Sample => "sample.wgsl",
             Family::Gather => "gather.wgsl",
+            Family::Q8Round => "q8_round.wgsl",
         }
     }
 }

@@ -347,6 +347,34 @@ pub fn gather_reference(src: &[u32], idx: &[u32], p: &GatherParams) -> Vec<u32> 
         .collect()
 }
 
+/// Uniform block of `q8_round.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct Q8RoundParams {
+    /// 32-element blocks rounded.
+    pub blocks: u32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+    /// Unused (the block is a multiple of 16 bytes).
+    pub pad: [u32; 2],
+}
+
+/// The variant rounding activations onto the int8-input GEMV's grid.
+pub fn q8_round_spec(wg: u32) -> KernelSpec {
+    KernelSpec {
+        family: Family::Q8Round,
+        quant: None,
+        reduction: None,
+        constants: vec![("WG", wg)],
+    }
+}
+
+/// CPU reference of `q8_round.wgsl`: each 32 values as the int8-input GEMV sees them after
+/// [`crate::gemv::quantize_q8_input`]. `x.len()` must be a multiple of 32.
+pub fn q8_round_reference(x: &[f32]) -> Vec<f32> {
+    crate::gemv::dequantize_q8_input(&crate::gemv::quantize_q8_input(x))
+}
+
 /// Every row-kernel variant.
 pub fn all_specs() -> Vec<KernelSpec> {
     let mut out = Vec::new();
@@ -362,6 +390,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
             argmax_spec(wg, 0),
             argmax_spec(wg, 1),
             gather_spec(wg),
+            q8_round_spec(wg),
         ]);
     }
     out

@@ -52,6 +52,8 @@ fn file(path: &str) -> Option<&'static str> {
         "attn_prefill.wgsl" => include_str!("wgsl/attn_prefill.wgsl"),
         "sample.wgsl" => include_str!("wgsl/sample.wgsl"),
         "gather.wgsl" => include_str!("wgsl/gather.wgsl"),
+        "q8_grid.wgsl" => include_str!("wgsl/q8_grid.wgsl"),
+        "q8_round.wgsl" => include_str!("wgsl/q8_round.wgsl"),
         "elementwise.wgsl" => include_str!("wgsl/elementwise.wgsl"),
         "activation.wgsl" => include_str!("wgsl/activation.wgsl"),
         "rope.wgsl" => include_str!("wgsl/rope.wgsl"),

@@ -845,6 +845,14 @@ impl<'m> Batch<'m> {
         };
         ops::gather(gpu, rec, picked)?;
         let out = &model.weights.output;
+        if model.int8_input(std::slice::from_ref(out)) {
+            let round = ops::Q8Round {
+                x: &wanted,
+                rows: m,
+                cols: c.embd,
+            };
+            ops::q8_round(gpu, rec, round)?;
+        }
         let call = GemmCall {
             w: out,
             x: &wanted,

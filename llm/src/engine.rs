@@ -69,12 +69,11 @@ use super::tokenizer::{Tokenizer, Utf8Stream};
 /// Prompts share an open sequence's pages when they have at least this many tokens in common.
 pub const MIN_SHARED: usize = 16;
 
-/// Prompt tokens a forked sequence always runs itself. One would do (its logits are needed),
-/// but a forked sequence whose first forward is a single row (the GEMV path) replies wrongly
-/// on SmolLM2 — `tests/engine.rs::smollm2_repeated_prompt_replies_the_same` reproduces it; the
-/// tiny model does not, and the cause is not found yet — while two rows (the batched path)
-/// reply exactly. Two, until it is.
-pub const UNSHARED_TAIL: usize = 2;
+/// Prompt tokens a forked sequence always runs itself: the last, whose logits give the first
+/// reply token. (That one row takes the one-row GEMV path where the prompt's first run took
+/// the GEMM: both compute with the same int8-rounded inputs where the GEMV takes them,
+/// [`crate::Model`]'s `int8_input`, so the reply is the same.)
+pub const UNSHARED_TAIL: usize = 1;
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]

@@ -219,6 +219,23 @@ impl Model {
             .fit_rows(w.shape[0], min_gemv_groups(gpu))
     }
 
+    /// Whether the normed input of the projection stack `stacks` is quantized to int8 blocks:
+    /// where every part has the int8-input GEMV and the stack is past SEPARATE_INPUT_ROWS (its
+    /// input vector computed once, apart: the test models' tied output projections, a large
+    /// model's Q8_0 FFN too), after a fused RMSNorm. llama.cpp quantizes the input of Q8_0
+    /// weights to 8 bits the same way (docs/performance.md, LLM v12). The GEMM of many rows
+    /// rounds its rows onto the same grid first ([`ops::q8_round`]), so a row's numbers do not
+    /// depend on the path its forward pass took.
+    pub(crate) fn int8_input(&self, stacks: &[Tensor]) -> bool {
+        let rows: usize = stacks.iter().map(|w| w.shape[0]).sum();
+        rows > SEPARATE_INPUT_ROWS
+            && self.cfg.norm != NormKind::Layer
+            && self.cfg.embd.is_multiple_of(32)
+            && stacks
+                .iter()
+                .all(|w| ops::ggml_type(w).is_ok_and(gemv::takes_q8_input))
+    }
+
     /// The prefill GEMM's tile for weight `w` here.
     pub(super) fn gemm_tile(&self, w: &Tensor) -> GemmTile {
         let ty = ops::ggml_type(w).unwrap_or(GgmlType::F32);
@@ -273,16 +290,8 @@ impl Model {
         };
         let rows: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
         let separate = rows > SEPARATE_INPUT_ROWS && input != GemvInput::Plain;
-        // A separate input vector goes to `s.h`, as int8 blocks where every part has the
-        // int8-input GEMV (any stack past SEPARATE_INPUT_ROWS of Q8_0 parts: the test models'
-        // tied output projections, a large model's Q8_0 FFN too; llama.cpp quantizes the
-        // input of Q8_0 weights to 8 bits the same way; docs/performance.md, LLM v12).
-        let q8 = separate
-            && c.embd.is_multiple_of(32)
-            && parts
-                .stacks
-                .iter()
-                .all(|w| ops::ggml_type(w).is_ok_and(gemv::takes_q8_input));
+        // A separate input vector goes to `s.h`, as int8 blocks where the stack takes them.
+        let q8 = self.int8_input(&parts.stacks);
         let (form, vector) = if q8 {
             let words = GemvInput::Q8Blocks.x_len(c.embd);
             (GemvInput::Q8Blocks, s.h.view(0, words))

@@ -304,6 +304,14 @@ impl Model {
         n: usize,
     ) -> Result<(), GpuError> {
         let width: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
+        if self.int8_input(&parts.stacks) {
+            let round = ops::Q8Round {
+                x: h,
+                rows: n,
+                cols: self.cfg.embd,
+            };
+            ops::q8_round(gpu, rec, round)?;
+        }
         let mut y_first = 0;
         for w in &parts.stacks {
             let call = GemmCall {

@@ -415,7 +415,7 @@ fn scheduled_streams_preemption_and_supersession_on_the_engine() {
 }
 
 /// A prompt repeated after its first run finished forks the retained sequence's pages (all
-/// but the last two prompt tokens cached: `UNSHARED_TAIL`) and must reply exactly as the first
+/// but the last prompt token cached: `UNSHARED_TAIL`) and must reply exactly as the first
 /// time — for a prompt shorter than a page and one longer.
 #[test]
 fn a_repeated_prompt_reuses_the_cache_and_replies_the_same() {
@@ -428,8 +428,8 @@ fn a_repeated_prompt_reuses_the_cache_and_replies_the_same() {
         let (a, b) = (&first[&JobId(0)].0, &again[&JobId(1)].0);
         assert_eq!(
             b.cached_tokens,
-            len - 2,
-            "{len}: all but the last two prompt tokens shared"
+            len - 1,
+            "{len}: all but the last prompt token shared"
         );
         assert_eq!(a.ids, solo(&t, &j), "{len}: first run");
         assert_eq!(b.ids, a.ids, "{len}: the repeat from the cache");
@@ -467,6 +467,6 @@ fn smollm2_repeated_prompt_replies_the_same() {
         "first {:?} / again {:?} (cached {})",
         a.text, b.text, b.cached_tokens
     );
-    assert_eq!(b.cached_tokens, prompt.len() - 2);
+    assert_eq!(b.cached_tokens, prompt.len() - 1);
     assert_eq!(b.ids, a.ids, "the repeat from the cache");
 }

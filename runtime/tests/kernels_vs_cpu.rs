@@ -596,7 +596,7 @@ fn gemv_q8_input_checks_its_bindings() {
         .upload(&q8, Elem::Ggml(GgmlType::Q8_0), &[rows, cols], "q8")
         .unwrap();
     let xq = gpu
-        .zeros_f32(&[GemvInput::Q8Blocks.x_len(cols)], "xq")
+        .zeros_f32(&[gemv::GemvInput::Q8Blocks.x_len(cols)], "xq")
         .unwrap();
     let short = gpu.zeros_f32(&[cols], "x").unwrap();
     let y = gpu.zeros_f32(&[rows], "y").unwrap();
@@ -625,6 +625,77 @@ fn gemv_q8_input_checks_its_bindings() {
 /// 37 tokens (no multiple of any tile), 45 rows, rows of X and Y wider than the matrix, the
 /// output from a column offset with a residual (even types) or a bias row (odd types), the GLU
 /// input forms, and tiles from 16 × 16 to 64 × 64.
+/// Rows rounded by `q8_round` hold exactly the values of the int8 blocks the GEMV's input pass
+/// writes for the same row (one rounding rule on the GPU, `q8_grid.wgsl`: a token computes with
+/// the same numbers in a one-row and a many-row forward), and the CPU reference's but where the
+/// GPU's reciprocal rounds a tie the other way.
+#[test]
+fn q8_rounding_equals_the_gemv_input_blocks() {
+    let Some(gpu) = support::gpu() else { return };
+    let (rows, cols) = (5, 640);
+    let x: Vec<f32> = support::random_f32(rows * cols, 11)
+        .iter()
+        .map(|v| 3.0 * v)
+        .collect();
+    let xt = gpu.upload_f32(&x, &[rows * cols], "x").unwrap();
+    let mut rec = Recorder::new(&gpu);
+    let round = ops::Q8Round { x: &xt, rows, cols };
+    ops::q8_round(&gpu, &mut rec, round).unwrap();
+    rec.submit().unwrap();
+    let got = gpu.readback_f32(&xt).unwrap();
+    let want = gpuport_kernels::rowops::q8_round_reference(&x);
+    let mut ties = 0;
+    for (b, block) in x.chunks_exact(32).enumerate() {
+        let d = block.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 127.0;
+        for i in 32 * b..32 * (b + 1) {
+            if got[i] != want[i] {
+                ties += 1;
+                assert!((got[i] - want[i]).abs() <= d * 1.0001, "element {i}");
+            }
+        }
+    }
+    assert!(ties * 1000 <= x.len(), "{ties} ties of {}", x.len());
+    // The GEMV's input pass over each row: the same values, bit for bit.
+    let ty = GgmlType::Q8_0;
+    let raw = random_blocks(ty, 3 * cols / 32, 12);
+    let w = gpu.upload(&raw, Elem::Ggml(ty), &[3, cols], "w").unwrap();
+    let unused = gpu.zeros_f32(&[3], "y").unwrap();
+    let t = GemvTunables::default_for(support::has_subgroups(&gpu));
+    for r in 0..rows {
+        let row = gpu
+            .upload_f32(&x[r * cols..(r + 1) * cols], &[cols], "row")
+            .unwrap();
+        let xq = gpu
+            .zeros_f32(&[gemv::GemvInput::Q8Blocks.x_len(cols)], "xq")
+            .unwrap();
+        let mut rec = Recorder::new(&gpu);
+        let call = ops::GemvCall::new(&w, &row, &unused);
+        ops::gemv_input(&gpu, &mut rec, call, t, &xq, true).unwrap();
+        rec.submit().unwrap();
+        let words: Vec<u32> = gpu
+            .readback_f32(&xq)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        let blocks = gemv::dequantize_q8_input(&words);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&blocks),
+            bits(&got[r * cols..(r + 1) * cols]),
+            "row {r}"
+        );
+    }
+    // A row length off the block grid is refused.
+    let mut rec = Recorder::new(&gpu);
+    let bad = ops::Q8Round {
+        x: &xt,
+        rows: 1,
+        cols: 40,
+    };
+    assert!(ops::q8_round(&gpu, &mut rec, bad).is_err());
+}
+
 #[test]
 fn gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm::{self, GemmTile};

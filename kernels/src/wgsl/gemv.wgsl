@@ -80,6 +80,7 @@ override BW: u32 = 1u;
 //!include quant
 //!include reduce
 //!include activation.wgsl
+//!include q8_grid.wgsl
 
 // XFORM 1, 2: 1 / rms(x), computed once per workgroup before the products.
 var<private> x_rstd: f32;
@@ -255,12 +256,8 @@ fn main(l: Lanes) {
             for (var k = 0u; k < 8u; k++) {
                 amax = max(amax, qv[lead + k]);
             }
-            let d = amax / 127.0;
-            let inv = select(0.0, 1.0 / d, d > 0.0);
-            // Round half away from zero, exactly (adding 0.5 first would round 0.49999997 up).
-            let s = v * inv;
-            let f = floor(abs(s));
-            let q = vec4<i32>(sign(s) * (f + select(vec4<f32>(0.0), vec4<f32>(1.0), abs(s) - f >= vec4<f32>(0.5))));
+            let d = q8_scale(amax);
+            let q = q8_quants(v, d);
             workgroupBarrier();
             qv[id] = f32(q.x + q.y + q.z + q.w);
             workgroupBarrier();

@@ -7,7 +7,7 @@ use super::{elems, launch, reduction, row_grid};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
-use crate::tensor::Tensor;
+use crate::tensor::{Elem, Tensor};
 
 /// One normalization: `y = norm(x) * w` per row of `cols`.
 #[derive(Clone, Copy)]
@@ -293,4 +293,43 @@ pub fn gather(gpu: &Gpu, rec: &mut Recorder<'_>, call: Gather<'_>) -> Result<(),
         &[src, idx, dst],
         grid,
     )
+}
+
+/// Rounds `rows` rows of `cols` f32 values of `x` in place onto the int8 grid the int8-input
+/// GEMV sees ([`gpuport_kernels::gemv::GemvInput::Q8Blocks`]): a GEMM whose one-row GEMV
+/// takes int8 input reads its rows through this first, so both compute with the same numbers.
+#[derive(Clone, Copy)]
+pub struct Q8Round<'a> {
+    /// The rows, rounded in place.
+    pub x: &'a Tensor,
+    /// Rows.
+    pub rows: usize,
+    /// Values per row (a multiple of 32).
+    pub cols: usize,
+}
+
+/// Records a [`Q8Round`].
+pub fn q8_round(gpu: &Gpu, rec: &mut Recorder<'_>, call: Q8Round<'_>) -> Result<(), GpuError> {
+    let Q8Round { x, rows, cols } = call;
+    if rows == 0 {
+        return Ok(());
+    }
+    if !cols.is_multiple_of(32) || elems(x) < rows * cols || x.elem != Elem::F32 {
+        return Err(GpuError::Shape(format!(
+            "int8 rounding of {rows} rows of {cols} (a multiple of 32) in {:?} {:?}",
+            x.elem, x.shape
+        )));
+    }
+    let wg = 64;
+    let blocks = rows * cols / 32;
+    let grid = grid_2d(
+        (blocks as u32).div_ceil(wg),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    let p = rowops::Q8RoundParams {
+        blocks: blocks as u32,
+        grid_x: grid.0,
+        pad: [0; 2],
+    };
+    launch(gpu, rec, &rowops::q8_round_spec(wg), &p, &[x], grid)
 }
