@@ -845,14 +845,7 @@ impl<'m> Batch<'m> {
         };
         ops::gather(gpu, rec, picked)?;
         let out = &model.weights.output;
-        if model.int8_input(std::slice::from_ref(out)) {
-            let round = ops::Q8Round {
-                x: &wanted,
-                rows: m,
-                cols: c.embd,
-            };
-            ops::q8_round(gpu, rec, round)?;
-        }
+        model.round_input(gpu, rec, std::slice::from_ref(out), &wanted, m, c.embd)?;
         let call = GemmCall {
             w: out,
             x: &wanted,

@@ -304,14 +304,7 @@ impl Model {
         n: usize,
     ) -> Result<(), GpuError> {
         let width: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
-        if self.int8_input(&parts.stacks) {
-            let round = ops::Q8Round {
-                x: h,
-                rows: n,
-                cols: self.cfg.embd,
-            };
-            ops::q8_round(gpu, rec, round)?;
-        }
+        self.round_input(gpu, rec, &parts.stacks, h, n, self.cfg.embd)?;
         let mut y_first = 0;
         for w in &parts.stacks {
             let call = GemmCall {
@@ -358,5 +351,23 @@ impl Model {
         };
         ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
         Ok(!post_norms)
+    }
+
+    /// Rounds the `n` normed rows of `cols` values of `x` that the GEMMs of `stacks` read onto
+    /// the int8 grid the one-row path computes with, where it takes int8 input
+    /// ([`Model::int8_input`]).
+    pub(crate) fn round_input(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        stacks: &[Tensor],
+        x: &Tensor,
+        n: usize,
+        cols: usize,
+    ) -> Result<(), GpuError> {
+        if !self.int8_input(stacks) {
+            return Ok(());
+        }
+        ops::q8_round(gpu, rec, ops::Q8Round { x, rows: n, cols })
     }
 }
