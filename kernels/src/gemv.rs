@@ -87,9 +87,20 @@ pub enum GemvInput {
 /// scale `d` and `d * sum(q)` as f32 bits, two spare (three 16-byte loads per block).
 pub const Q8_BLOCK_WORDS: usize = 12;
 
-/// Whether weights of type `ty` have the int8-input GEMV ([`GemvInput::Q8Blocks`]).
+/// Whether weights of type `ty` have the int8-input GEMV ([`GemvInput::Q8Blocks`]): the
+/// block-quantized types (`gemv_q8.wgsl` with the type's `q8dot` snippet).
 pub fn takes_q8_input(ty: GgmlType) -> bool {
-    ty == GgmlType::Q8_0
+    matches!(
+        ty,
+        GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q5_0
+            | GgmlType::Q5_1
+            | GgmlType::Q8_0
+            | GgmlType::Q4K
+            | GgmlType::Q5K
+            | GgmlType::Q6K
+    )
 }
 
 /// CPU reference of the quantized input vector (the input-only variant's quantized form):
@@ -381,14 +392,26 @@ impl GemvTunables {
         }
     }
 
-    /// The int8-input GEMV's default before tuning: 4 lanes per row (a decode matrix of
-    /// 640 columns is 20 blocks: 5 per lane).
+    /// The int8-input GEMV's default before tuning for Q8_0: 4 lanes per row (a decode matrix
+    /// of 640 columns is 20 blocks: 5 per lane).
     pub fn q8_default(subgroups: bool) -> Self {
         GemvTunables {
             rows: 64,
             rpt: 1,
             wg: 256,
             ..GemvTunables::default_for(subgroups)
+        }
+    }
+
+    /// The int8-input GEMV's default before tuning for weights of `ty`: Q8_0's
+    /// [`GemvTunables::q8_default`]; 8 lanes per row for the others, whose units are fewer
+    /// bytes (a legacy block of 18–24 bytes; a K-quant unit of 64 elements, a 2048-column row
+    /// of them 32 units: 4 per lane).
+    pub fn q8_default_for(ty: GgmlType, subgroups: bool) -> Self {
+        let t = GemvTunables::q8_default(subgroups);
+        match ty {
+            GgmlType::Q8_0 => t,
+            _ => GemvTunables { rows: 32, ..t },
         }
     }
 
@@ -450,8 +473,9 @@ pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: usize) -
     }
 }
 
-/// The int8-input GEMV (`gemv_q8.wgsl`) at `t`'s workgroup size, rows per workgroup,
-/// reduction and unrolling (one row per lane group: rows per thread does not apply).
+/// The int8-input GEMV (`gemv_q8.wgsl` with `ty`'s `q8dot` snippet) at `t`'s workgroup size,
+/// rows per workgroup, reduction and unrolling (one row per lane group: rows per thread does
+/// not apply).
 fn q8_spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
     let mut constants = vec![("WG", t.wg), ("ROWS", t.rows)];
     if t.unroll > 1 {

@@ -8,7 +8,8 @@ use crate::source::{Reduction, assemble};
 pub enum Family {
     /// Matrix-vector product with fused dequantization.
     Gemv,
-    /// Matrix-vector product of Q8_0 weights with an int8 input vector (`dot4I8Packed`).
+    /// Matrix-vector product of block-quantized weights with an int8 input vector
+    /// (`dot4I8Packed`).
     GemvQ8,
     /// Matrix-matrix product with fused dequantization (prefill).
     Gemm,

@@ -74,6 +74,16 @@ fn file(path: &str) -> Option<&'static str> {
         "quant/q4_k.wgsl" => include_str!("wgsl/quant/q4_k.wgsl"),
         "quant/q5_k.wgsl" => include_str!("wgsl/quant/q5_k.wgsl"),
         "quant/q6_k.wgsl" => include_str!("wgsl/quant/q6_k.wgsl"),
+        "q8dot/k_pairs.wgsl" => include_str!("wgsl/q8dot/k_pairs.wgsl"),
+        "q8dot/qh5.wgsl" => include_str!("wgsl/q8dot/qh5.wgsl"),
+        "q8dot/q4_0.wgsl" => include_str!("wgsl/q8dot/q4_0.wgsl"),
+        "q8dot/q4_1.wgsl" => include_str!("wgsl/q8dot/q4_1.wgsl"),
+        "q8dot/q5_0.wgsl" => include_str!("wgsl/q8dot/q5_0.wgsl"),
+        "q8dot/q5_1.wgsl" => include_str!("wgsl/q8dot/q5_1.wgsl"),
+        "q8dot/q8_0.wgsl" => include_str!("wgsl/q8dot/q8_0.wgsl"),
+        "q8dot/q4_k.wgsl" => include_str!("wgsl/q8dot/q4_k.wgsl"),
+        "q8dot/q5_k.wgsl" => include_str!("wgsl/q8dot/q5_k.wgsl"),
+        "q8dot/q6_k.wgsl" => include_str!("wgsl/q8dot/q6_k.wgsl"),
         _ => return None,
     })
 }
@@ -93,9 +103,9 @@ fn quant_file(ty: GgmlType) -> &'static str {
     }
 }
 
-/// Expands `//!include` lines of `path`: `quant`, `reduce` (row groups) and `wgreduce` (whole
-/// workgroup) name the snippet chosen by the arguments, anything else a file. Each file is
-/// included once.
+/// Expands `//!include` lines of `path`: `quant` (the type's decoder), `q8dot` (its int8 dot
+/// product, `gemv_q8.wgsl`), `reduce` (row groups) and `wgreduce` (whole workgroup) name the
+/// snippet chosen by the arguments, anything else a file. Each file is included once.
 pub fn assemble(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>) -> String {
     let mut out = String::new();
     let mut seen = Vec::new();
@@ -112,6 +122,7 @@ fn expand(
 ) {
     let resolved = match (path, quant, reduce) {
         ("quant", Some(ty), _) => quant_file(ty).to_owned(),
+        ("q8dot", Some(ty), _) => quant_file(ty).replacen("quant/", "q8dot/", 1),
         ("reduce", _, Some(r)) => format!("reduce/{}.wgsl", r.name()),
         ("wgreduce", _, Some(r)) => format!("wgreduce/{}.wgsl", r.name()),
         _ => path.to_owned(),

@@ -208,7 +208,7 @@ impl Gpu {
         table: &crate::tuning::TuningTable,
         ty: gpuport_kernels::quant::GgmlType,
     ) -> gpuport_kernels::gemv::GemvTunables {
-        let default = gpuport_kernels::gemv::GemvTunables::q8_default(self.has_subgroups());
+        let default = gpuport_kernels::gemv::GemvTunables::q8_default_for(ty, self.has_subgroups());
         self.table_entry(table, &crate::tuning::gemv_q8_key(ty), default)
     }
 

@@ -459,95 +459,230 @@ fn gemv_input_vector_matches_cpu() {
     }
 }
 
-/// The int8-input GEMV: the input-only dispatch quantizes the formed vector (plain, and the
-/// (1 + w) RMSNorm of the output projections) into blocks that stand for it within half a
-/// step, and the Q8_0 × int8 GEMV equals a CPU sum of the same integers (f64) for row lengths
-/// of even and odd block counts (rows starting 2 bytes into a word), with and without the
-/// residual, at tunables from 1 to 256 lanes per row and unrolled.
+/// The int8-input GEMV for every type that has it: the input-only dispatch quantizes the
+/// formed vector (plain, and the (1 + w) RMSNorm of the output projections) into blocks that
+/// stand for it within half a step, and the int8 GEMV equals a CPU sum over the dequantized
+/// weights times the values those blocks stand for (f64), for row lengths of even and odd
+/// block counts (rows of the 2-byte-aligned types starting 2 bytes into a word), with and
+/// without the residual, at tunables from 1 to 64 lanes per row, both reductions where
+/// subgroups exist, and unrolled.
 #[test]
 fn gemv_q8_input_matches_cpu() {
-    use gemv::{GemvInput, Q8_BLOCK_WORDS};
     let Some(gpu) = support::gpu() else { return };
     let subgroups = support::has_subgroups(&gpu);
-    let ty = GgmlType::Q8_0;
-    let tunables: Vec<GemvTunables> = [(256, 64, 1), (32, 32, 2), (64, 1, 1), (128, 16, 4)]
-        .into_iter()
-        .flat_map(|(wg, rows, unroll)| {
-            Reduction::ALL.map(|reduction| GemvTunables {
-                wg,
-                rows,
-                rpt: 1,
-                reduction,
-                unroll,
-            })
+    let tunables: Vec<GemvTunables> = [
+        (256, 64, 1),
+        (256, 32, 1),
+        (32, 32, 2),
+        (32, 4, 1),
+        (64, 1, 1),
+        (128, 16, 4),
+    ]
+    .into_iter()
+    .flat_map(|(wg, rows, unroll)| {
+        Reduction::ALL.map(|reduction| GemvTunables {
+            wg,
+            rows,
+            rpt: 1,
+            reduction,
+            unroll,
         })
-        .filter(|t| subgroups || t.reduction == Reduction::Shared)
+    })
+    .filter(|t| subgroups || t.reduction == Reduction::Shared)
+    .collect();
+    for ty in GgmlType::ALL
+        .into_iter()
+        .filter(|ty| gemv::takes_q8_input(*ty))
+    {
+        // Odd and even block counts: 20 and 11 blocks of 32, 3 and 2 of 256.
+        let shapes = if ty.block_elems() == 256 {
+            [
+                (768, gemv::GemvInput::RmsNormPlusOne),
+                (512, gemv::GemvInput::Plain),
+            ]
+        } else {
+            [
+                (640, gemv::GemvInput::RmsNormPlusOne),
+                (352, gemv::GemvInput::Plain),
+            ]
+        };
+        for (cols, input) in shapes {
+            check_q8_input(&gpu, ty, 45, cols, input, &tunables);
+        }
+    }
+}
+
+/// [`gemv_q8_input_matches_cpu`] for one type and shape.
+fn check_q8_input(
+    gpu: &gpuport_runtime::Gpu,
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    input: gemv::GemvInput,
+    tunables: &[GemvTunables],
+) {
+    use gemv::{GemvInput, Q8_BLOCK_WORDS};
+    let subgroups = support::has_subgroups(gpu);
+    let raw = random_blocks(
+        ty,
+        rows * cols / ty.block_elems(),
+        cols as u64 + ty.ggml_id() as u64,
+    );
+    let w = gpu
+        .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
+        .unwrap();
+    let x: Vec<f32> = support::random_f32(cols, 5)
+        .iter()
+        .map(|v| 4.0 * v)
         .collect();
-    for (cols, input) in [(640, GemvInput::RmsNormPlusOne), (352, GemvInput::Plain)] {
-        let rows = 45;
-        let raw = random_blocks(ty, rows * cols / 32, cols as u64);
+    let norm_w = support::random_f32(cols, 6);
+    let xt = gpu.upload_f32(&x, &[cols], "x").unwrap();
+    let nt = gpu.upload_f32(&norm_w, &[cols], "norm").unwrap();
+    let words = GemvInput::Q8Blocks.x_len(cols);
+    let xq = gpu.zeros_f32(&[words], "xq").unwrap();
+    let unused = gpu.zeros_f32(&[rows], "y").unwrap();
+    let call = ops::GemvCall {
+        input,
+        norm: input.norm_weights(cols).map(|_| (&nt, 1e-6)),
+        ..ops::GemvCall::new(&w, &xt, &unused)
+    };
+    let mut rec = Recorder::new(gpu);
+    let t = GemvTunables::default_for(subgroups);
+    ops::gemv_input(gpu, &mut rec, call, t, &xq, true).unwrap();
+    rec.submit().unwrap();
+    let q: Vec<u32> = gpu
+        .readback_f32(&xq)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    // The blocks stand for the formed vector within half a step (one where the GPU's
+    // reciprocal rounds a tie the other way), their scales are max|v| / 127 and word 9 is
+    // d * sum(q).
+    let formed = input.reference(&x, &[], &norm_w, 1e-6, cols);
+    let stands_for = gemv::dequantize_q8_input(&q);
+    let reference = gemv::quantize_q8_input(&formed);
+    for (b, block) in q.chunks_exact(Q8_BLOCK_WORDS).enumerate() {
+        let d = f32::from_bits(block[8]);
+        let want_d = f32::from_bits(reference[b * Q8_BLOCK_WORDS + 8]);
+        assert!(
+            (d - want_d).abs() <= 1e-6 * want_d,
+            "{} {cols}: block {b} d {d} vs {want_d}",
+            ty.name()
+        );
+        let sum: i32 = block[..8]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .map(|q| i32::from(q as i8))
+            .sum();
+        assert_eq!(f32::from_bits(block[9]), d * sum as f32, "block {b} sum");
+        for i in 32 * b..32 * (b + 1) {
+            assert!(
+                (stands_for[i] - formed[i]).abs() <= 0.5 * d + 1e-5 * formed[i].abs(),
+                "{} {cols}: element {i}: {} stands for {}",
+                ty.name(),
+                stands_for[i],
+                formed[i]
+            );
+        }
+    }
+    let res = support::random_f32(rows, 8);
+    let rt = gpu.upload_f32(&res, &[rows], "residual").unwrap();
+    let (want, tol) = q8_reference(ty, &raw, rows, cols, &stands_for);
+    for (i, &t) in tunables.iter().enumerate() {
+        let with_residual = i % 2 == 0;
+        let y = gpu.zeros_f32(&[rows], "y").unwrap();
+        let call = ops::GemvCall {
+            input: GemvInput::Q8Blocks,
+            residual: with_residual.then_some(&rt),
+            ..ops::GemvCall::new(&w, &xq, &y)
+        };
+        let mut rec = Recorder::new(gpu);
+        ops::gemv_call(gpu, &mut rec, call, t).unwrap();
+        rec.submit().unwrap();
+        let got = gpu.readback_f32(&y).unwrap();
+        for r in 0..rows {
+            let extra = if with_residual {
+                f64::from(res[r])
+            } else {
+                0.0
+            };
+            assert!(
+                (f64::from(got[r]) - want[r] - extra).abs() <= tol[r],
+                "{} {cols} {t:?}: row {r}: GPU {} CPU {}",
+                ty.name(),
+                got[r],
+                want[r] + extra
+            );
+        }
+    }
+}
+
+/// The int8-input GEMV's CPU reference: per row the f64 sum of the dequantized weights times
+/// the values the input blocks stand for, and a tolerance of a few f32 roundings of the
+/// magnitude of its terms.
+fn q8_reference(
+    ty: GgmlType,
+    raw: &[u8],
+    rows: usize,
+    cols: usize,
+    stands_for: &[f32],
+) -> (Vec<f64>, Vec<f64>) {
+    let dq = dequantize(ty, raw);
+    (0..rows)
+        .map(|r| {
+            let row = &dq[r * cols..(r + 1) * cols];
+            let sum: f64 = row
+                .iter()
+                .zip(stands_for)
+                .map(|(w, x)| f64::from(*w) * f64::from(*x))
+                .sum();
+            let magnitude: f64 = row
+                .iter()
+                .zip(stands_for)
+                .map(|(w, x)| f64::from((w * x).abs()))
+                .sum();
+            (sum, 2e-6 * magnitude + 1e-6)
+        })
+        .unzip()
+}
+
+/// The int8-input GEMV of every type with it over a matrix bound in row chunks (each chunk
+/// at its own binding offset, its rows written from its first output row), with and without
+/// the residual: the chunk a row falls in does not change its result.
+#[test]
+fn gemv_q8_input_splits_across_bindings() {
+    use gemv::GemvInput;
+    let Some(gpu) = support::gpu() else { return };
+    let subgroups = support::has_subgroups(&gpu);
+    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
+    for ty in GgmlType::ALL
+        .into_iter()
+        .filter(|ty| gemv::takes_q8_input(*ty))
+    {
+        let cols = if ty.block_elems() == 256 { 768 } else { 352 };
+        let row_bytes = ty.row_bytes(cols).unwrap() as u64;
+        // A chunk is one step of rows whose byte size is a multiple of the alignment: three
+        // chunks, the last short.
+        let (mut a, mut b) = (align, row_bytes);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        let step = align / a;
+        let rows = (2 * step + 5) as usize;
+        let raw = random_blocks(ty, rows * cols / ty.block_elems(), 3);
         let w = gpu
             .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
             .unwrap();
-        let x: Vec<f32> = support::random_f32(cols, 5)
-            .iter()
-            .map(|v| 4.0 * v)
-            .collect();
-        let norm_w = support::random_f32(cols, 6);
-        let xt = gpu.upload_f32(&x, &[cols], "x").unwrap();
-        let nt = gpu.upload_f32(&norm_w, &[cols], "norm").unwrap();
-        let words = GemvInput::Q8Blocks.x_len(cols);
-        let xq = gpu.zeros_f32(&[words], "xq").unwrap();
-        let unused = gpu.zeros_f32(&[rows], "y").unwrap();
-        let call = ops::GemvCall {
-            input,
-            norm: input.norm_weights(cols).map(|_| (&nt, 1e-6)),
-            ..ops::GemvCall::new(&w, &xt, &unused)
-        };
-        let mut rec = Recorder::new(&gpu);
-        let t = GemvTunables::default_for(subgroups);
-        ops::gemv_input(&gpu, &mut rec, call, t, &xq, true).unwrap();
-        rec.submit().unwrap();
-        let q: Vec<u32> = gpu
-            .readback_f32(&xq)
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect();
-        // The blocks stand for the formed vector within half a step (one where the GPU's
-        // reciprocal rounds a tie the other way), and their scales are max|v| / 127.
-        let formed = input.reference(&x, &[], &norm_w, 1e-6, cols);
-        let stands_for = gemv::dequantize_q8_input(&q);
-        let reference = gemv::quantize_q8_input(&formed);
-        for (b, block) in q.chunks_exact(Q8_BLOCK_WORDS).enumerate() {
-            let d = f32::from_bits(block[8]);
-            let want_d = f32::from_bits(reference[b * Q8_BLOCK_WORDS + 8]);
-            assert!(
-                (d - want_d).abs() <= 1e-6 * want_d,
-                "{cols}: block {b} d {d} vs {want_d}"
-            );
-            for i in 32 * b..32 * (b + 1) {
-                assert!(
-                    (stands_for[i] - formed[i]).abs() <= 0.5 * d + 1e-5 * formed[i].abs(),
-                    "{cols}: element {i}: {} stands for {}",
-                    stands_for[i],
-                    formed[i]
-                );
-            }
-        }
-        // The GEMV against the integer sums of the same blocks.
-        let dq = dequantize(ty, &raw);
-        let want: Vec<f64> = (0..rows)
-            .map(|r| {
-                (0..cols)
-                    .map(|k| f64::from(dq[r * cols + k]) * f64::from(stands_for[k]))
-                    .sum()
-            })
-            .collect();
-        let res = support::random_f32(rows, 8);
+        let x = support::random_f32(cols, 9);
+        let words = gemv::quantize_q8_input(&x);
+        let bits: Vec<f32> = words.iter().map(|w| f32::from_bits(*w)).collect();
+        let xq = gpu.upload_f32(&bits, &[bits.len()], "xq").unwrap();
+        let (want, tol) = q8_reference(ty, &raw, rows, cols, &gemv::dequantize_q8_input(&words));
+        let res = support::random_f32(rows, 10);
         let rt = gpu.upload_f32(&res, &[rows], "residual").unwrap();
-        for (i, &t) in tunables.iter().enumerate() {
-            let with_residual = i % 2 == 0;
+        let t = GemvTunables::q8_default_for(ty, subgroups);
+        for with_residual in [false, true] {
             let y = gpu.zeros_f32(&[rows], "y").unwrap();
             let call = ops::GemvCall {
                 input: GemvInput::Q8Blocks,
@@ -555,22 +690,19 @@ fn gemv_q8_input_matches_cpu() {
                 ..ops::GemvCall::new(&w, &xq, &y)
             };
             let mut rec = Recorder::new(&gpu);
-            ops::gemv_call(&gpu, &mut rec, call, t).unwrap();
+            ops::gemv_chunked(&gpu, &mut rec, call, t, step * row_bytes).unwrap();
             rec.submit().unwrap();
             let got = gpu.readback_f32(&y).unwrap();
             for r in 0..rows {
-                let magnitude: f64 = (0..cols)
-                    .map(|k| f64::from((dq[r * cols + k] * stands_for[k]).abs()))
-                    .sum();
                 let extra = if with_residual {
                     f64::from(res[r])
                 } else {
                     0.0
                 };
-                let tol = 2e-6 * magnitude + 1e-6;
                 assert!(
-                    (f64::from(got[r]) - want[r] - extra).abs() <= tol,
-                    "{cols} {t:?}: row {r}: GPU {} CPU {}",
+                    (f64::from(got[r]) - want[r] - extra).abs() <= tol[r],
+                    "{} residual {with_residual}: row {r}: GPU {} CPU {}",
+                    ty.name(),
                     got[r],
                     want[r] + extra
                 );
@@ -587,9 +719,9 @@ fn gemv_q8_input_checks_its_bindings() {
     let Some(gpu) = support::gpu() else { return };
     let t = GemvTunables::q8_default(support::has_subgroups(&gpu));
     let (rows, cols) = (4, 64);
-    let q4 = random_blocks(GgmlType::Q4_0, rows * cols / 32, 1);
-    let q4 = gpu
-        .upload(&q4, Elem::Ggml(GgmlType::Q4_0), &[rows, cols], "q4")
+    let f16 = random_blocks(GgmlType::F16, rows * cols, 1);
+    let f16 = gpu
+        .upload(&f16, Elem::Ggml(GgmlType::F16), &[rows, cols], "f16")
         .unwrap();
     let q8 = random_blocks(GgmlType::Q8_0, rows * cols / 32, 2);
     let q8 = gpu
@@ -601,7 +733,7 @@ fn gemv_q8_input_checks_its_bindings() {
     let short = gpu.zeros_f32(&[cols], "x").unwrap();
     let y = gpu.zeros_f32(&[rows], "y").unwrap();
     let mut rec = Recorder::new(&gpu);
-    for (w, x) in [(&q4, &xq), (&q8, &short)] {
+    for (w, x) in [(&f16, &xq), (&q8, &short)] {
         let call = ops::GemvCall {
             input: GemvInput::Q8Blocks,
             ..ops::GemvCall::new(w, x, &y)

@@ -156,7 +156,14 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         .into_iter()
         .filter(|t| gpu.has_subgroups() || t.reduction == Reduction::Shared)
         .filter(|t| t.wg <= gpu.limits().max_compute_invocations_per_workgroup)
-        .filter(|t| !opts.quick || matches!((t.wg, t.rows, t.rpt), (128, 8, 2) | (64, 16, 4)))
+        // Quick: two float GEMV variants and one of the int8 GEMV (one row per lane group).
+        .filter(|t| {
+            !opts.quick
+                || matches!(
+                    (t.wg, t.rows, t.rpt),
+                    (128, 8, 2) | (64, 16, 4) | (256, 32, 1)
+                )
+        })
         .collect();
     let mut rows = Vec::new();
     // Per type: total seconds over its shapes and the shapes measured, for each tunable, to

@@ -1,20 +1,24 @@
-// GEMV of a Q8_0 matrix with an int8 input vector: y[r] = sum_k W[r, k] * x[k], where x comes
-// quantized in blocks of 32 (gemv.wgsl's INPUT_ONLY 2: per block 12 words, 8 of packed int8,
-// the scale d, d * sum(q), two spare). Each lane takes whole 32-element blocks of its row and
-// multiplies them with eight dot4I8Packed (four products and their sum per instruction),
-// then scales the integer sum once: per weight byte a few instructions, where the float GEMV
-// spends a load, a sign extension and a multiply-add per element (its large quantized
-// matrices are issue-bound, docs/performance.md). llama.cpp's CUDA backend does the same
-// (int8 x, `dp4a`). The result differs from the float GEMV by x's rounding: at most
-// sum |w| * d / 2 per block.
+// GEMV of a quantized matrix with an int8 input vector: y[r] = sum_k W[r, k] * x[k], where x
+// comes quantized in blocks of 32 (gemv.wgsl's INPUT_ONLY 2: per block 12 words, 8 of packed
+// int8, the scale d, d * sum(q), two spare). Each lane takes whole units of its row (the
+// `q8dot` snippet of the weight type says what a unit is: a Q8_0 block, a 64-element chunk of
+// a K-quant block), turns the weight quants into packed int8 words with a few bitwise
+// operations per word, multiplies them with dot4I8Packed (four products and their sum per
+// instruction) and applies each 32 elements' scales once: per weight byte a few
+// instructions, where the float GEMV spends a load, a decode and a multiply-add per element
+// (its large quantized matrices are issue-bound, docs/performance.md). llama.cpp's CUDA
+// backend does the same (int8 x, `dp4a`). The result differs from the float GEMV by x's
+// rounding: at most sum |w| * d / 2 per block.
 //
-// A Q8_0 block is 34 bytes (f16 d, 32 int8): in a row of 4-aligned start every other block
-// starts 2 bytes into a word. A lane loads the nine words that hold its block and takes the
-// quants either as words (odd start) or as two halves of neighbouring words (even start),
-// branch-free: neighbouring lanes take neighbouring blocks, so they alternate.
+// A type's snippet declares the weight binding `w` (vec4 words where its blocks are 16-byte
+// aligned, words otherwise), LANE_UNITS (units per GGUF block) and unit_dot(row_start, u):
+// the dot product of unit u of the row at byte row_start with the input. Neighbouring lanes
+// take neighbouring units, so a row's lanes read it front to back together. Offsets (Q4_0,
+// Q5_0, Q6_K) are folded into the int8 words; mins (Q4_1, Q5_1, Q4_K, Q5_K) take the input
+// block's d * sum(q), one multiply-add per 32 elements.
 //
 // Tunables (override): WG threads per workgroup, ROWS rows per workgroup (T = WG / ROWS lanes
-// per row, reduced by the `reduce` snippet), UNROLL blocks a lane issues per loop iteration.
+// per row, reduced by the `reduce` snippet), UNROLL units a lane issues per loop iteration.
 
 //!include gemv_params.wgsl
 
@@ -24,46 +28,30 @@ override T: u32 = WG / ROWS;
 override UNROLL: u32 = 1u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read> xq: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 // The residual (same indexing as y); bound to x, and unread, when `residual` is 0.
 @group(0) @binding(4) var<storage, read> res: array<f32>;
 
 //!include reduce
+//!include q8dot
 
-// Quant word i of a block from the block's words i and i + 1 (see the header).
-fn quant_word(a: u32, b: u32, odd: bool) -> u32 {
-    return select((a >> 16u) | (b << 16u), b, odd);
+// Input block b: the quants of elements 0..16 and 16..32, then (d, d * sum(q)).
+fn x_q0(b: u32) -> vec4<u32> {
+    return xq[p.x_offset + 3u * b];
 }
 
-// The dot product of the Q8_0 block at byte `b` of `w` with input block `xb`. Written out
-// word by word: a private array would be spilled to local memory by some compilers.
-fn block_dot(b: u32, xb: u32) -> f32 {
-    let i = b >> 2u;
-    let odd = (b & 2u) != 0u;
-    let w0 = w[i];
-    let w1 = w[i + 1u];
-    let w2 = w[i + 2u];
-    let w3 = w[i + 3u];
-    let w4 = w[i + 4u];
-    let w5 = w[i + 5u];
-    let w6 = w[i + 6u];
-    let w7 = w[i + 7u];
-    let w8 = w[i + 8u];
-    let x0 = xq[p.x_offset + 3u * xb];
-    let x1 = xq[p.x_offset + 3u * xb + 1u];
-    let xd = bitcast<f32>(xq[p.x_offset + 3u * xb + 2u].x);
-    let d = unpack2x16float(select(w0, w0 >> 16u, odd)).x;
-    let sum = dot4I8Packed(quant_word(w0, w1, odd), x0.x)
-        + dot4I8Packed(quant_word(w1, w2, odd), x0.y)
-        + dot4I8Packed(quant_word(w2, w3, odd), x0.z)
-        + dot4I8Packed(quant_word(w3, w4, odd), x0.w)
-        + dot4I8Packed(quant_word(w4, w5, odd), x1.x)
-        + dot4I8Packed(quant_word(w5, w6, odd), x1.y)
-        + dot4I8Packed(quant_word(w6, w7, odd), x1.z)
-        + dot4I8Packed(quant_word(w7, w8, odd), x1.w);
-    return f32(sum) * d * xd;
+fn x_q1(b: u32) -> vec4<u32> {
+    return xq[p.x_offset + 3u * b + 1u];
+}
+
+fn x_ds(b: u32) -> vec2<f32> {
+    return bitcast<vec2<f32>>(xq[p.x_offset + 3u * b + 2u].xy);
+}
+
+// The integer dot product of 16 packed int8 weights with 16 input quants.
+fn dot16(q: vec4<u32>, x: vec4<u32>) -> i32 {
+    return dot4I8Packed(q.x, x.x) + dot4I8Packed(q.y, x.y) + dot4I8Packed(q.z, x.z) + dot4I8Packed(q.w, x.w);
 }
 
 @compute @workgroup_size(WG)
@@ -74,11 +62,12 @@ fn main(l: Lanes) {
     var acc = 0.0;
     if row < p.rows {
         let row_start = p.w_offset + row * p.row_bytes;
-        for (var b0 = lane; b0 < p.units_per_row; b0 += UNROLL * T) {
+        let units = p.units_per_row * LANE_UNITS;
+        for (var u0 = lane; u0 < units; u0 += UNROLL * T) {
             for (var i = 0u; i < UNROLL; i++) {
-                let b = b0 + i * T;
-                if b < p.units_per_row {
-                    acc += block_dot(row_start + 34u * b, b);
+                let u = u0 + i * T;
+                if u < units {
+                    acc += unit_dot(row_start, u);
                 }
             }
         }

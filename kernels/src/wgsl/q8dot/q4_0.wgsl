@@ -1,0 +1,33 @@
+// Q4_0 (18 bytes: f16 d, 16 bytes of nibbles; element j < 16 the low nibble of byte j,
+// j + 16 its high one; value d (q - 8)): a unit is a block. The offset is folded into the
+// quants: a nibble placed in the top of a byte, its top bit flipped, is the int8 16 (q - 8),
+// for the mask and shift that would put it at the bottom; d / 16 undoes the factor exactly.
+// Blocks start on a word or 2 bytes into one, alternately: five word loads, the quants taken
+// as Q8_0's are (branch-free, neighbouring lanes differ).
+const LANE_UNITS: u32 = 1u;
+
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+
+// Quant word i of a block from the block's words i and i + 1 (`odd`: the block starts 2
+// bytes into a word, so its quants are word-aligned).
+fn quant_word(a: u32, b: u32, odd: bool) -> u32 {
+    return select((a >> 16u) | (b << 16u), b, odd);
+}
+
+// Block u of the row.
+fn unit_dot(row_start: u32, u: u32) -> f32 {
+    let at = row_start + 18u * u;
+    let i = at >> 2u;
+    let odd = (at & 2u) != 0u;
+    let w0 = w[i];
+    let w1 = w[i + 1u];
+    let w2 = w[i + 2u];
+    let w3 = w[i + 3u];
+    let w4 = w[i + 4u];
+    let q = vec4<u32>(quant_word(w0, w1, odd), quant_word(w1, w2, odd), quant_word(w2, w3, odd), quant_word(w3, w4, odd));
+    let d = unpack2x16float(select(w0, w0 >> 16u, odd)).x;
+    let hi = vec4<u32>(0xF0F0F0F0u);
+    let flip = vec4<u32>(0x80808080u);
+    let sum = dot16(((q << vec4<u32>(4u)) & hi) ^ flip, x_q0(u)) + dot16((q & hi) ^ flip, x_q1(u));
+    return f32(sum) * (0.0625 * d) * x_ds(u).x;
+}

@@ -1,0 +1,38 @@
+// Q5_0 (22 bytes: f16 d, u32 qh, 16 bytes of nibbles in Q4_0's order; bit e of qh is the 5th
+// bit of element e; value d (q - 16)): a unit is a block. The offset is folded into the
+// quants as for Q4_0: q placed at bits 3..8 of a byte, the top bit flipped, is the int8
+// 8 (q - 16); d / 8 undoes the factor. Blocks start on a word or 2 bytes into one,
+// alternately: six word loads, the words taken as Q8_0's quants are.
+const LANE_UNITS: u32 = 1u;
+
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+
+//!include q8dot/qh5.wgsl
+
+// Word i after the f16 d of a block from the block's words i and i + 1 (`odd`: the block
+// starts 2 bytes into a word).
+fn quant_word(a: u32, b: u32, odd: bool) -> u32 {
+    return select((a >> 16u) | (b << 16u), b, odd);
+}
+
+// Block u of the row.
+fn unit_dot(row_start: u32, u: u32) -> f32 {
+    let at = row_start + 22u * u;
+    let i = at >> 2u;
+    let odd = (at & 2u) != 0u;
+    let w0 = w[i];
+    let w1 = w[i + 1u];
+    let w2 = w[i + 2u];
+    let w3 = w[i + 3u];
+    let w4 = w[i + 4u];
+    let w5 = w[i + 5u];
+    let d = unpack2x16float(select(w0, w0 >> 16u, odd)).x;
+    let qh = quant_word(w0, w1, odd);
+    let q = vec4<u32>(quant_word(w1, w2, odd), quant_word(w2, w3, odd), quant_word(w3, w4, odd), quant_word(w4, w5, odd));
+    let nib = vec4<u32>(0x78787878u);
+    let flip = vec4<u32>(0x80808080u);
+    let lo = ((q << vec4<u32>(3u)) & nib) | qh_bytes(qh, 0u, 7u);
+    let hi = ((q >> vec4<u32>(1u)) & nib) | qh_bytes(qh, 16u, 7u);
+    let sum = dot16(lo ^ flip, x_q0(u)) + dot16(hi ^ flip, x_q1(u));
+    return f32(sum) * (0.125 * d) * x_ds(u).x;
+}

@@ -1,0 +1,75 @@
+// Q6_K (210 bytes per 256 elements: 128 bytes ql, 64 bytes qh, 16 int8 scales, f16 d; half h
+// of 128 elements uses ql[64h..], qh[32h..], scales[8h..], and element 32 k + l of it, k < 4,
+// takes nibble k / 2 of ql[64h + 32 (k % 2) + l], bits 2k of qh[32h + l], scale
+// 8h + 2k + l / 16; value d * scale * (q - 32)): a unit is 32 bytes of ql, whose two nibbles
+// are quarters j and j + 2 of a half (64 elements), with the half's 32 qh bytes.
+//
+// The offset is folded into the quants: a 6-bit q placed in the top of a byte, its top bit
+// flipped, is the int8 4 (q - 32) (q * 4 - 128), with the same masks and shifts that would
+// put q at the bottom; d / 4 undoes the factor exactly. That keeps one dot4I8Packed per four
+// elements (subtracting 32 * sum(qx) instead would need a second one per word: the scales
+// are per 16 elements, the input block's sum per 32). The scale multiplies stay integer (at
+// most 2 * 127 * 16 * 128 * 127).
+//
+// Blocks are 2-byte aligned: neighbouring blocks alternate between starting on a word and 2
+// bytes into one, so every load is put together from the halves of two words where needed,
+// branch-free (neighbouring lanes differ).
+const LANE_UNITS: u32 = 4u;
+
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+
+struct Words8 {
+    lo: vec4<u32>,
+    hi: vec4<u32>,
+}
+
+// The 32 bytes at byte `at` (2-aligned) of `w`: nine word loads, written out (a private array
+// would be spilled by some compilers).
+fn load32(at: u32) -> Words8 {
+    let i = at >> 2u;
+    let odd = (at & 2u) != 0u;
+    let a = vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
+    let b = vec4<u32>(w[i + 4u], w[i + 5u], w[i + 6u], w[i + 7u]);
+    let e = w[i + 8u];
+    let s = vec4<u32>(16u);
+    let a2 = (a >> s) | (vec4<u32>(a.y, a.z, a.w, b.x) << s);
+    let b2 = (b >> s) | (vec4<u32>(b.y, b.z, b.w, e) << s);
+    return Words8(select(a, a2, odd), select(b, b2, odd));
+}
+
+// The 16 bits at byte `at` (2-aligned) of `w`, in the low half.
+fn load16(at: u32) -> u32 {
+    return w[at >> 2u] >> (8u * (at & 2u));
+}
+
+// The int8 words 4 (q - 32) of 16 elements: the ql nibbles already at bits 2..6 of each
+// byte, the qh words shifted so that the pair wanted is at bits 6..8.
+fn q6_words(l: vec4<u32>, h: vec4<u32>) -> vec4<u32> {
+    return ((l & vec4<u32>(0x3C3C3C3Cu)) | (h & vec4<u32>(0xC0C0C0C0u))) ^ vec4<u32>(0x80808080u);
+}
+
+// Unit u of the row: block u / 4, half (u / 2) % 2, ql half j = u % 2.
+fn unit_dot(row_start: u32, u: u32) -> f32 {
+    let b = u >> 2u;
+    let h = (u >> 1u) & 1u;
+    let j = u & 1u;
+    let at = row_start + 210u * b;
+    let ql = load32(at + 64u * h + 32u * j);
+    let qh = load32(at + 128u + 32u * h);
+    // Quarter j: low nibbles, qh bits 2j moved to 6..8; quarter j + 2: high nibbles, bits
+    // 2j + 4.
+    let lo = vec4<u32>(2u);
+    let ha = vec4<u32>(6u - 2u * j);
+    let hb = vec4<u32>(2u - 2u * j);
+    // Scales 8h + 2j, + 1 (quarter j) and 8h + 2j + 4, + 5 (quarter j + 2).
+    let sat = at + 192u + 8u * h + 2u * j;
+    let sa = unpack4xI8(load16(sat));
+    let sb = unpack4xI8(load16(sat + 4u));
+    let d = unpack2x16float(load16(at + 208u)).x;
+    let xa = 8u * b + 4u * h + j;
+    let ia = sa.x * dot16(q6_words(ql.lo << lo, qh.lo << ha), x_q0(xa))
+        + sa.y * dot16(q6_words(ql.hi << lo, qh.hi << ha), x_q1(xa));
+    let ib = sb.x * dot16(q6_words(ql.lo >> lo, qh.lo << hb), x_q0(xa + 2u))
+        + sb.y * dot16(q6_words(ql.hi >> lo, qh.hi << hb), x_q1(xa + 2u));
+    return 0.25 * d * (f32(ia) * x_ds(xa).x + f32(ib) * x_ds(xa + 2u).x);
+}
