@@ -29,8 +29,28 @@ pub struct Timing {
     pub clock: Clock,
 }
 
+/// How long a workload runs untimed before it is timed, on a GPU that is not a CPU: a GPU's
+/// clock falls between bursts of work and ramps back only under steady load. On the H200 a
+/// sweep of 256 MB GEMVs (one compile, one short burst each) ran at 345–915 MHz of its
+/// 1,980 MHz for 2.5 minutes right after a warm-up at full clock (docs/bench/h200-llm-v17),
+/// which throttles every instruction-bound kernel. `GPUPORT_BENCH_HOLD_MS` overrides it.
+pub const CLOCK_HOLD_MS: u64 = 300;
+
+fn clock_hold(gpu: &Gpu) -> std::time::Duration {
+    let ms = std::env::var("GPUPORT_BENCH_HOLD_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if gpu.info().device_type == wgpu::DeviceType::Cpu {
+            0
+        } else {
+            CLOCK_HOLD_MS
+        });
+    std::time::Duration::from_millis(ms)
+}
+
 /// Times `record` (which records one repetition into the recorder): `reps` repetitions in one
-/// pass and one submit, best of `trials`, after one warm-up submit.
+/// pass and one submit, best of `trials`, after one warm-up submit and, on a GPU, repeated
+/// untimed submits for [`CLOCK_HOLD_MS`] so that its clock is up.
 pub fn time_reps(
     gpu: &Gpu,
     reps: u32,
@@ -41,6 +61,16 @@ pub fn time_reps(
     record(&mut warm)?;
     warm.submit()?;
     gpu.wait()?;
+    let hold = clock_hold(gpu);
+    let held = std::time::Instant::now();
+    while held.elapsed() < hold {
+        let mut rec = Recorder::new(gpu);
+        for _ in 0..reps.max(1) {
+            record(&mut rec)?;
+        }
+        rec.submit()?;
+        gpu.wait()?;
+    }
     let mut best = f64::INFINITY;
     let clock = if gpu.has_timestamps() {
         Clock::GpuTimestamps

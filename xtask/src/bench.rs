@@ -67,10 +67,10 @@ fn model_shapes() -> Vec<Shape> {
     ]
 }
 
-/// One matrix per type of about `bytes` of weights, 8192 columns.
 /// The unroll of the sweep's first stage (the loop without unrolling: stage 2 can only improve on it).
 const SWEEP_UNROLL: u32 = 1;
 
+/// One matrix per type of about `bytes` of weights, 8192 columns.
 fn large_shapes(bytes: usize) -> Vec<Shape> {
     GgmlType::ALL
         .into_iter()
@@ -112,6 +112,8 @@ pub struct Options {
     pub max_bytes: Option<u64>,
     /// Only the shapes whose names start with one of these (all when empty).
     pub shapes: Vec<String>,
+    /// Only the shapes of these weight types (GGUF names; all when empty).
+    pub types: Vec<String>,
 }
 
 pub fn run(opts: Options) -> anyhow::Result<()> {
@@ -151,6 +153,13 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     }));
     if !opts.shapes.is_empty() {
         shapes.retain(|s| opts.shapes.iter().any(|p| s.name.starts_with(p.as_str())));
+    }
+    if !opts.types.is_empty() {
+        shapes.retain(|s| {
+            opts.types
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(s.ty.name()))
+        });
     }
     let all: Vec<GemvTunables> = GemvTunables::all()
         .into_iter()

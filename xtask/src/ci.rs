@@ -33,6 +33,7 @@ pub fn run() -> anyhow::Result<()> {
         table_out: None,
         max_bytes: None,
         shapes: Vec::new(),
+        types: Vec::new(),
     })?;
     // A smoke run of every fuzz target (the long runs are in docs/reliability.md); it says
     // SKIPPED where the nightly toolchain or cargo-fuzz is missing.

@@ -60,6 +60,9 @@ enum Command {
         /// Only the GEMV shapes whose names start with one of these (e.g. `large,gemma3`).
         #[arg(long, value_delimiter = ',')]
         shapes: Vec<String>,
+        /// Only the GEMV shapes of these weight types (e.g. `q4_K,q6_K`).
+        #[arg(long, value_delimiter = ',')]
+        types: Vec<String>,
     },
     /// End-to-end LLM speed: prefill and decode tok/s, time to first token, and decode bytes
     /// per token against the streaming ceiling, for several steps-per-submit values.
@@ -146,6 +149,7 @@ fn main() -> anyhow::Result<()> {
             table_out,
             max_bytes,
             shapes,
+            types,
         } => bench::run(bench::Options {
             quick,
             json,
@@ -153,6 +157,7 @@ fn main() -> anyhow::Result<()> {
             table_out,
             max_bytes,
             shapes,
+            types,
         }),
         Command::BenchLlm {
             model,
