@@ -76,6 +76,7 @@ fn file(path: &str) -> Option<&'static str> {
         "quant/q6_k.wgsl" => include_str!("wgsl/quant/q6_k.wgsl"),
         "q8dot/k_pairs.wgsl" => include_str!("wgsl/q8dot/k_pairs.wgsl"),
         "q8dot/qh5.wgsl" => include_str!("wgsl/q8dot/qh5.wgsl"),
+        "q8dot/half_words.wgsl" => include_str!("wgsl/q8dot/half_words.wgsl"),
         "q8dot/q4_0.wgsl" => include_str!("wgsl/q8dot/q4_0.wgsl"),
         "q8dot/q4_1.wgsl" => include_str!("wgsl/q8dot/q4_1.wgsl"),
         "q8dot/q5_0.wgsl" => include_str!("wgsl/q8dot/q5_0.wgsl"),

@@ -9,11 +9,7 @@ const LANE_UNITS: u32 = 1u;
 
 //!include q8dot/qh5.wgsl
 
-// Word i after the f16 d of a block from the block's words i and i + 1 (`odd`: the block
-// starts 2 bytes into a word).
-fn quant_word(a: u32, b: u32, odd: bool) -> u32 {
-    return select((a >> 16u) | (b << 16u), b, odd);
-}
+//!include q8dot/half_words.wgsl
 
 // Block u of the row.
 fn unit_dot(row_start: u32, u: u32) -> f32 {

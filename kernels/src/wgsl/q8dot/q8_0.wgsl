@@ -7,10 +7,7 @@ const LANE_UNITS: u32 = 1u;
 
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 
-// Quant word i of a block from the block's words i and i + 1 (see the header).
-fn quant_word(a: u32, b: u32, odd: bool) -> u32 {
-    return select((a >> 16u) | (b << 16u), b, odd);
-}
+//!include q8dot/half_words.wgsl
 
 // Block u of the row. Written out word by word: a private array would be spilled to local
 // memory by some compilers.
