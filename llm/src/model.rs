@@ -40,6 +40,15 @@ fn min_gemv_groups(gpu: &Gpu) -> usize {
 /// each of its 16,384 workgroups repeating the reductions.
 const SEPARATE_INPUT_ROWS: usize = 16_384;
 
+/// Weight bytes from which a projection stack of int8-GEMV types takes int8 input below
+/// SEPARATE_INPUT_ROWS too (models without post-norms): the norm and the input's int8 blocks
+/// as two dispatches, then GEMVs that read 0.65–0.88 of the streaming ceiling at 256 MB instead
+/// of the float path's 0.10–0.27 (H200, docs/performance.md, v17). Below it the extra
+/// dispatches cost about what the GEMVs save (the small models' stacks are latency-bound); the
+/// Llama-1B shape's gate|up (19 MB) and the 8B shape's q|k|v (14 MB) are above.
+/// `GPUPORT_INT8_MIN_BYTES` overrides it (the tests set 0 to run every stack so).
+pub const INT8_MIN_STACK_BYTES: u64 = 8 << 20;
+
 /// A model on the GPU.
 pub struct Model {
     /// Hyperparameters and graph options.
@@ -51,14 +60,19 @@ pub struct Model {
     q8_tunables: HashMap<GgmlType, GemvTunables>,
     /// The prefill GEMM's tile per weight type.
     gemm_tiles: HashMap<GgmlType, GemmTile>,
+    /// [`INT8_MIN_STACK_BYTES`] or its override.
+    int8_min_bytes: u64,
 }
 
 /// Activations of one token, reused by every layer and step.
 pub(crate) struct Scratch {
     x: Tensor,
     x_alt: Tensor,
-    /// A normed activation row, when a norm cannot be fused into the next GEMV.
+    /// A normed activation row, when a norm cannot be fused into the next GEMV (or its int8
+    /// blocks).
     h: Tensor,
+    /// The normed row whose int8 blocks go to `h`.
+    normed: Tensor,
     /// Queries, keys, values: the attention input projections' outputs, in that order.
     qkv: Tensor,
     attn: Tensor,
@@ -86,6 +100,7 @@ impl Scratch {
             x: f(e, "x")?,
             x_alt: f(e, "x'")?,
             h: f(e, "h")?,
+            normed: f(e, "normed")?,
             qkv: f(q + 2 * kv, "q, k, v")?,
             attn: f(q, "attention")?,
             proj: f(e, "projection")?,
@@ -187,6 +202,10 @@ impl Model {
             tunables,
             q8_tunables,
             gemm_tiles,
+            int8_min_bytes: std::env::var("GPUPORT_INT8_MIN_BYTES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(INT8_MIN_STACK_BYTES),
         })
     }
 
@@ -219,16 +238,20 @@ impl Model {
             .fit_rows(w.shape[0], min_gemv_groups(gpu))
     }
 
-    /// Whether the normed input of the projection stack `stacks` is quantized to int8 blocks:
-    /// where every part has the int8-input GEMV and the stack is past SEPARATE_INPUT_ROWS (its
-    /// input vector computed once, apart: the test models' tied output projections, a large
-    /// model's Q8_0 FFN too), after a fused RMSNorm. llama.cpp quantizes the input of Q8_0
-    /// weights to 8 bits the same way (docs/performance.md, LLM v12). The GEMM of many rows
-    /// rounds its rows onto the same grid first ([`ops::q8_round`]), so a row's numbers do not
-    /// depend on the path its forward pass took.
+    /// Whether the normed input of the projection stack `stacks` is quantized to int8 blocks
+    /// (computed once, apart, then int8-input GEMVs): where every part has the int8-input GEMV,
+    /// after an RMSNorm, and the stack is past SEPARATE_INPUT_ROWS (the test models' tied output
+    /// projections, a large model's FFN) or, without post-norms, of at least
+    /// [`INT8_MIN_STACK_BYTES`]. llama.cpp quantizes the input of its quantized weights to
+    /// 8 bits the same way (docs/performance.md, LLM v12). One row norms with `norm.wgsl` and
+    /// quantizes the normed row; many rows norm with the same kernel and round onto the same
+    /// grid ([`ops::q8_round`]): a row computes with the same numbers either way.
     pub(crate) fn int8_input(&self, stacks: &[Tensor]) -> bool {
         let rows: usize = stacks.iter().map(|w| w.shape[0]).sum();
-        rows > SEPARATE_INPUT_ROWS
+        let bytes: u64 = stacks.iter().map(|w| w.bytes).sum();
+        let large =
+            rows > SEPARATE_INPUT_ROWS || (!self.cfg.post_norms && bytes >= self.int8_min_bytes);
+        large
             && self.cfg.norm != NormKind::Layer
             && self.cfg.embd.is_multiple_of(32)
             && stacks
@@ -289,9 +312,32 @@ impl Model {
             }
         };
         let rows: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
+        let q8 = self.int8_input(&parts.stacks);
+        if let (true, false, InputNorm::Plain(w)) = (q8, folded, norm) {
+            // The norm apart, then the normed row's int8 blocks into `s.h`: the numbers the
+            // many-row GEMM rounds its normed rows to (a folded norm keeps its fused input
+            // pass, below).
+            ops::norm(gpu, rec, c.norm(x, w, &s.normed))?;
+            let words = GemvInput::Q8Blocks.x_len(c.embd);
+            let blocks = s.h.view(0, words);
+            let first = GemvCall::new(&parts.stacks[0], &s.normed, out);
+            let t = self.tunables_for(gpu, &parts.stacks[0], GemvInput::Plain);
+            ops::gemv_input(gpu, rec, first, t, &blocks, true)?;
+            let mut y_first = 0;
+            for w in &parts.stacks {
+                let call = GemvCall {
+                    y_first,
+                    input: GemvInput::Q8Blocks,
+                    residual: bias,
+                    ..GemvCall::new(w, &blocks, out)
+                };
+                self.gemv(gpu, rec, call)?;
+                y_first += w.shape[0];
+            }
+            return Ok(false);
+        }
         let separate = rows > SEPARATE_INPUT_ROWS && input != GemvInput::Plain;
         // A separate input vector goes to `s.h`, as int8 blocks where the stack takes them.
-        let q8 = self.int8_input(&parts.stacks);
         let (form, vector) = if q8 {
             let words = GemvInput::Q8Blocks.x_len(c.embd);
             (GemvInput::Q8Blocks, s.h.view(0, words))
