@@ -9,6 +9,7 @@ mod host;
 mod inspect;
 mod inspect_gguf;
 mod llm;
+mod onnx_run;
 mod output;
 mod preprocess;
 mod probe;
@@ -192,6 +193,21 @@ enum Command {
     Serve(serve::ServeArgs),
     #[command(flatten)]
     Store(store::StoreCommand),
+    /// Run a bare ONNX graph on `.npy` inputs (every graph input that no initializer provides,
+    /// once each) and write each output as `DIR/<output name>.npy` in its own type and shape.
+    /// It runs on the host reference evaluator, the specification the GPU executor is tested
+    /// against. Exit 0 done, 1 invalid model, input or node, 2 usage or I/O error, 3 an op,
+    /// attribute or type outside the supported set ("unsupported").
+    OnnxRun {
+        /// The `.onnx` file (external data is read from beside it).
+        model: PathBuf,
+        /// A graph input: `NAME=FILE.npy` (repeatable).
+        #[arg(long = "input", value_name = "NAME=FILE.npy")]
+        inputs: Vec<String>,
+        /// Where the outputs are written (created if missing).
+        #[arg(long, value_name = "DIR")]
+        output_dir: PathBuf,
+    },
     /// Print the canonical ids and sizes an MLC package should carry, so a producer can fill
     /// them in (see docs/spec/hashes.md).
     Hash {
@@ -253,6 +269,11 @@ fn main() -> ExitCode {
             }
         }
         Command::Hash { what, path } => hash::run(what, &path),
+        Command::OnnxRun {
+            model,
+            inputs,
+            output_dir,
+        } => onnx_run::run(&model, &inputs, &output_dir),
         Command::Probe { json, bench } => probe::run(json, bench),
         Command::Generate {
             model,

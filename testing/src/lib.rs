@@ -6,6 +6,8 @@
 pub mod gpu;
 #[cfg(feature = "store")]
 pub mod https_server;
+#[cfg(feature = "onnx")]
+pub mod onnx_node;
 pub mod references;
 pub mod rng;
 #[cfg(feature = "store")]

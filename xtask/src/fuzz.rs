@@ -30,6 +30,7 @@ pub const TARGETS: &[&str] = &[
     "store_documents",
     "image_decode",
     "wav_decode",
+    "onnx",
 ];
 
 /// Options of one run.
@@ -392,6 +393,41 @@ fn write_seeds(target: &str, root: &Path, dir: &Path) -> anyhow::Result<()> {
                 let b = std::fs::read(p)?;
                 if b.len() <= max_len(target) {
                     put(&b)?;
+                }
+            }
+        }
+        "onnx" => {
+            // The backend node tests the `onnx` wheel ships (tools/requirements-test.txt):
+            // every small model and test-data tensor, one in three.
+            let out = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import onnx, os; print(os.path.dirname(onnx.__file__))",
+                ])
+                .output();
+            if let Ok(out) = out
+                && out.status.success()
+            {
+                let pkg = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+                let node = pkg.join("backend/test/data/node");
+                let mut all = Vec::new();
+                let mut stack = vec![node];
+                while let Some(d) = stack.pop() {
+                    for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                        let p = e.path();
+                        if p.is_dir() {
+                            stack.push(p);
+                        } else if p.extension().is_some_and(|x| x == "onnx" || x == "pb") {
+                            all.push(p);
+                        }
+                    }
+                }
+                all.sort();
+                for p in all.iter().step_by(3) {
+                    let b = std::fs::read(p)?;
+                    if b.len() <= max_len(target) {
+                        put(&b)?;
+                    }
                 }
             }
         }
