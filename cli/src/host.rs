@@ -5,7 +5,7 @@ use gpuport_manifest_core::modelport::{Runtime, RuntimeSupport};
 /// Runtimes this build of gpuport has executors for. It grows as executors land: the GGUF LLM
 /// executor serves `llamacpp`, the ONNX graph executor serves `onnx`; `executorch` has none, so
 /// selection skips to the next variant as the spec says.
-pub const EXECUTORS: &[Runtime] = &[Runtime::Llamacpp];
+pub const EXECUTORS: &[Runtime] = &[Runtime::Llamacpp, Runtime::Onnx];
 
 /// The registered runtimes: `overrides` when given, else [`EXECUTORS`].
 pub fn registered(overrides: &[Runtime]) -> Vec<RuntimeSupport> {

@@ -17,6 +17,7 @@ mod recommend;
 mod serve;
 mod store;
 mod validate;
+mod vision;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -193,6 +194,40 @@ enum Command {
     Serve(serve::ServeArgs),
     #[command(flatten)]
     Store(store::StoreCommand),
+    /// Classify or detect with a ModelPort image bundle (its `onnx` variant): preprocess each
+    /// image exactly as the manifest says, run, post-process. Prints the top classes or the
+    /// boxes (in original-image pixels); `--json` prints one JSON object per image,
+    /// `{"image", "results": [{"index", "label", "score"}]}` or
+    /// `{"image", "detections": [{"index", "label", "score", "box": [x0, y0, x1, y1]}]}`.
+    Run {
+        /// Bundle folder or `modelport.json`.
+        bundle: PathBuf,
+        /// Images (PNG, JPEG, WebP, BMP, GIF).
+        #[arg(required = true)]
+        images: Vec<PathBuf>,
+        /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
+        /// How many classes to print (default: the manifest's `top_k`).
+        #[arg(long)]
+        top_k: Option<usize>,
+        /// Run this variant instead of the one selection picks.
+        #[arg(long)]
+        variant: Option<String>,
+    },
+    /// Run a bundle's golden inputs and compare each golden output with
+    /// `|got − expected| ≤ atol + rtol·|expected|` (the variant's tolerance over the manifest's).
+    /// Prints max abs/rel error and the first failing element; exit 0 pass, 1 fail.
+    Golden {
+        /// Bundle folder or `modelport.json`.
+        bundle: PathBuf,
+        /// Test this variant instead of the one selection picks.
+        #[arg(long)]
+        variant: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a bare ONNX graph on `.npy` inputs (every graph input that no initializer provides,
     /// once each) and write each output as `DIR/<output name>.npy` in its own type and shape.
     /// It runs on the host reference evaluator, the specification the GPU executor is tested
@@ -269,6 +304,24 @@ fn main() -> ExitCode {
             }
         }
         Command::Hash { what, path } => hash::run(what, &path),
+        Command::Run {
+            bundle,
+            images,
+            json,
+            top_k,
+            variant,
+        } => vision::run(vision::RunArgs {
+            bundle,
+            images,
+            json,
+            top_k,
+            variant,
+        }),
+        Command::Golden {
+            bundle,
+            variant,
+            json,
+        } => vision::golden(&bundle, variant.as_deref(), json),
         Command::OnnxRun {
             model,
             inputs,

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod bundle;
 pub mod dtype;
 mod error;
 pub mod eval;

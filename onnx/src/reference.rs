@@ -532,25 +532,36 @@ fn conv(ctx: &Ctx<'_>) -> R {
     let outs = positions(&win.out);
     let taps = positions(&win.kernel);
     elems(ctx, &[n, m, outs.len()])?;
+    elems(ctx, &[taps.len(), outs.len()])?;
+    // Per kernel tap, the input offset each output position reads (`usize::MAX`: padding):
+    // the inner loop is then a gather-multiply-add over one plane.
+    let table: Vec<Vec<usize>> = taps
+        .iter()
+        .map(|k| {
+            outs.iter()
+                .map(|o| tap(&win, spatial, &in_strides, o, k).unwrap_or(usize::MAX))
+                .collect()
+        })
+        .collect();
     let mut y = Vec::with_capacity(n * m * outs.len());
     let mg = m / group;
+    let mut acc = vec![0f64; outs.len()];
     for b in 0..n {
         for oc in 0..m {
             let g = oc / mg;
-            for o in &outs {
-                let mut acc = 0f64;
-                for (ki, k) in taps.iter().enumerate() {
-                    let Ok(at) = tap(&win, spatial, &in_strides, o, k) else {
-                        continue;
-                    };
-                    for ic in 0..cg {
-                        let xv = xs[(b * c + g * cg + ic) * in_plane + at];
-                        let wv = ws[(oc * cg + ic) * k_plane + ki];
-                        acc += f64::from(xv) * f64::from(wv);
+            acc.fill(bias.map_or(0.0, |b| f64::from(b[oc])));
+            for ic in 0..cg {
+                let plane = &xs[(b * c + g * cg + ic) * in_plane..][..in_plane];
+                for (ki, offsets) in table.iter().enumerate() {
+                    let wv = f64::from(ws[(oc * cg + ic) * k_plane + ki]);
+                    for (a, &at) in acc.iter_mut().zip(offsets) {
+                        if at != usize::MAX {
+                            *a += f64::from(plane[at]) * wv;
+                        }
                     }
                 }
-                y.push((acc + bias.map_or(0.0, |b| f64::from(b[oc]))) as f32);
             }
+            y.extend(acc.iter().map(|a| *a as f32));
         }
     }
     let mut shape = vec![n, m];
