@@ -214,6 +214,12 @@ enum Command {
         /// Run this variant instead of the one selection picks.
         #[arg(long)]
         variant: Option<String>,
+        /// Where the graph runs.
+        #[arg(long, value_enum, default_value = "gpu")]
+        device: vision::DeviceArg,
+        /// Also write each image's raw outputs as `DIR/<image index>.<output name>.npy`.
+        #[arg(long, value_name = "DIR")]
+        save_outputs: Option<PathBuf>,
     },
     /// Run a bundle's golden inputs and compare each golden output with
     /// `|got − expected| ≤ atol + rtol·|expected|` (the variant's tolerance over the manifest's).
@@ -227,11 +233,13 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Where the graph runs.
+        #[arg(long, value_enum, default_value = "gpu")]
+        device: vision::DeviceArg,
     },
     /// Run a bare ONNX graph on `.npy` inputs (every graph input that no initializer provides,
     /// once each) and write each output as `DIR/<output name>.npy` in its own type and shape.
-    /// It runs on the host reference evaluator, the specification the GPU executor is tested
-    /// against. Exit 0 done, 1 invalid model, input or node, 2 usage or I/O error, 3 an op,
+    /// Exit 0 done, 1 invalid model, input or node, 2 usage or I/O error, 3 an op,
     /// attribute or type outside the supported set ("unsupported").
     OnnxRun {
         /// The `.onnx` file (external data is read from beside it).
@@ -242,6 +250,10 @@ enum Command {
         /// Where the outputs are written (created if missing).
         #[arg(long, value_name = "DIR")]
         output_dir: PathBuf,
+        /// Where the graph runs: `gpu` (f32 values on the device) or `cpu` (the host reference
+        /// evaluator, every supported type).
+        #[arg(long, value_enum, default_value = "gpu")]
+        device: vision::DeviceArg,
     },
     /// Print the canonical ids and sizes an MLC package should carry, so a producer can fill
     /// them in (see docs/spec/hashes.md).
@@ -310,23 +322,29 @@ fn main() -> ExitCode {
             json,
             top_k,
             variant,
+            device,
+            save_outputs,
         } => vision::run(vision::RunArgs {
             bundle,
             images,
             json,
             top_k,
             variant,
+            device,
+            save_outputs,
         }),
         Command::Golden {
             bundle,
             variant,
             json,
-        } => vision::golden(&bundle, variant.as_deref(), json),
+            device,
+        } => vision::golden(&bundle, variant.as_deref(), json, device),
         Command::OnnxRun {
             model,
             inputs,
             output_dir,
-        } => onnx_run::run(&model, &inputs, &output_dir),
+            device,
+        } => onnx_run::run(&model, &inputs, &output_dir, device),
         Command::Probe { json, bench } => probe::run(json, bench),
         Command::Generate {
             model,

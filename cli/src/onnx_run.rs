@@ -7,14 +7,17 @@
 
 use std::path::{Path, PathBuf};
 
-use gpuport_onnx::{EvalError, HostTensor, OnnxModel, evaluate, npy};
+use gpuport_onnx::bundle::Executor;
+use gpuport_onnx::{EvalError, HostTensor, OnnxModel, npy};
+
+use crate::vision::DeviceArg;
 
 use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
 /// Exit code for a graph outside the supported set.
 pub const EXIT_UNSUPPORTED: u8 = 3;
 
-pub fn run(model: &Path, inputs: &[String], output_dir: &Path) -> u8 {
+pub fn run(model: &Path, inputs: &[String], output_dir: &Path, device: DeviceArg) -> u8 {
     let m = match OnnxModel::open(model) {
         Ok(m) => m,
         Err(gpuport_onnx::OnnxError::Io { path, source }) => {
@@ -48,7 +51,11 @@ pub fn run(model: &Path, inputs: &[String], output_dir: &Path) -> u8 {
             }
         }
     }
-    let outputs = match evaluate(&m, &given) {
+    let device = match crate::vision::device(device) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let outputs = match Executor::new(m, &device).run(&given) {
         Ok(o) => o,
         Err(e @ EvalError::Unsupported { .. }) => {
             eprintln!("error: {}: {e}", model.display());
@@ -96,7 +103,7 @@ pub fn run(model: &Path, inputs: &[String], output_dir: &Path) -> u8 {
 
 /// An output name as a file name: ONNX names are free text, so anything but letters, digits,
 /// `.`, `_` and `-` becomes `_` (and a name of dots alone gets a leading `_`).
-fn file_stem(name: &str) -> String {
+pub fn file_stem(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {

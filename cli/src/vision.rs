@@ -7,18 +7,57 @@ use std::path::{Path, PathBuf};
 
 use gpuport_manifest_core::document::Opened;
 use gpuport_manifest_core::modelport::{Manifest, Postprocess, select_variant};
-use gpuport_onnx::bundle::{GoldenReport, VisionBundle};
+use gpuport_onnx::bundle::{Device, GoldenReport, VisionBundle};
 use gpuport_onnx::{Data, HostTensor};
 use gpuport_preprocess::image::{decode_image_file, preprocess_image};
 use gpuport_preprocess::post::{OutputTensor, classify, detect, parse_labels};
 use gpuport_preprocess::tensor::TensorData;
+use gpuport_runtime::{Gpu, GpuOptions};
 use serde_json::{Value, json};
 
 use crate::output::open_valid;
 use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
+/// Prints a line to stdout; a closed stdout (`gpuport run … | head`) ends the command
+/// quietly instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout(), $($arg)*).is_err() {
+            std::process::exit(i32::from(EXIT_OK));
+        }
+    }};
+}
+
+/// Where `run`, `golden` and `onnx-run` execute the graph.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum DeviceArg {
+    /// The GPU executor (wgpu: the GPU, or Mesa's software Vulkan when there is none).
+    Gpu,
+    /// The host reference evaluator: exact and slow, every supported element type.
+    Cpu,
+}
+
+/// The device for `arg`, opening the GPU; prints the error and gives the exit code.
+pub fn device(arg: DeviceArg) -> Result<Device, u8> {
+    match arg {
+        DeviceArg::Cpu => Ok(Device::Host),
+        DeviceArg::Gpu => match Gpu::new(&GpuOptions::default()) {
+            Ok(g) => Ok(Device::Gpu(std::sync::Arc::new(g))),
+            Err(e) => {
+                eprintln!("error: no GPU adapter: {e} (--device cpu runs on the host)");
+                Err(EXIT_USAGE)
+            }
+        },
+    }
+}
+
 /// Opens the bundle at `path` and its chosen (or named) `onnx` variant.
-fn open_bundle(path: &Path, variant: Option<&str>) -> Result<VisionBundle, u8> {
+fn open_bundle(
+    path: &Path,
+    variant: Option<&str>,
+    device_arg: DeviceArg,
+) -> Result<VisionBundle, u8> {
     let (manifest, root) = match open_valid(path)? {
         Opened::Modelport { manifest, root } => (manifest, root),
         _ => {
@@ -48,7 +87,8 @@ fn open_bundle(path: &Path, variant: Option<&str>) -> Result<VisionBundle, u8> {
             })?
         }
     };
-    VisionBundle::open(manifest, &root, index).map_err(|e| {
+    let dev = device(device_arg)?;
+    VisionBundle::open(manifest, &root, index, &dev).map_err(|e| {
         eprintln!("error: {e}");
         EXIT_INVALID
     })
@@ -75,10 +115,12 @@ pub struct RunArgs {
     pub json: bool,
     pub top_k: Option<usize>,
     pub variant: Option<String>,
+    pub device: DeviceArg,
+    pub save_outputs: Option<PathBuf>,
 }
 
 pub fn run(args: RunArgs) -> u8 {
-    let b = match open_bundle(&args.bundle, args.variant.as_deref()) {
+    let b = match open_bundle(&args.bundle, args.variant.as_deref(), args.device) {
         Ok(b) => b,
         Err(code) => return code,
     };
@@ -93,11 +135,18 @@ pub fn run(args: RunArgs) -> u8 {
         eprintln!("error: `gpuport run` takes bundles with one image input");
         return EXIT_USAGE;
     };
-    for image_path in &args.images {
-        match run_image(&b, input, image_path, &labels, args.top_k) {
+    if let Some(dir) = &args.save_outputs
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        eprintln!("error: {}: {e}", dir.display());
+        return EXIT_USAGE;
+    }
+    for (k, image_path) in args.images.iter().enumerate() {
+        let save = args.save_outputs.as_deref().map(|d| (d, k));
+        match run_image(&b, input, image_path, &labels, args.top_k, save) {
             Ok(report) => {
                 if args.json {
-                    println!("{report}");
+                    out!("{report}");
                 } else {
                     print_report(image_path, &report);
                 }
@@ -117,6 +166,7 @@ fn run_image(
     image_path: &Path,
     labels: &[String],
     top_k: Option<usize>,
+    save: Option<(&Path, usize)>,
 ) -> Result<Value, (u8, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
     let invalid = |e: String| (EXIT_INVALID, e);
@@ -134,9 +184,18 @@ fn run_image(
     };
     let x =
         HostTensor::new(pre.tensor.shape, data).ok_or_else(|| invalid("input tensor".into()))?;
-    let outputs = b
-        .run(&[(input.name.clone(), x)])
-        .map_err(|e| invalid(e.to_string()))?;
+    let outputs = b.run(&[(input.name.clone(), x)]).map_err(|e| match e {
+        gpuport_onnx::EvalError::Unsupported { .. } => {
+            (crate::onnx_run::EXIT_UNSUPPORTED, e.to_string())
+        }
+        e => invalid(e.to_string()),
+    })?;
+    if let Some((dir, k)) = save {
+        for (name, t) in &outputs {
+            let path = dir.join(format!("{k}.{}.npy", crate::onnx_run::file_stem(name)));
+            gpuport_onnx::npy::write(&path, t).map_err(|e| usage(e.to_string()))?;
+        }
+    }
     let f32_output = |name: &str| -> Result<(Vec<usize>, Vec<f32>), (u8, String)> {
         let (_, t) = outputs
             .iter()
@@ -207,7 +266,7 @@ fn other_name(d: &TensorData) -> &'static str {
 }
 
 fn print_report(image: &Path, report: &Value) {
-    println!("{}", image.display());
+    out!("{}", image.display());
     let label = |v: &Value| {
         v["label"]
             .as_str()
@@ -215,7 +274,7 @@ fn print_report(image: &Path, report: &Value) {
     };
     if let Some(results) = report["results"].as_array() {
         for r in results {
-            println!(
+            out!(
                 "  {:>7.3}%  {} ({})",
                 r["score"].as_f64().unwrap_or(0.0) * 100.0,
                 label(r),
@@ -225,7 +284,7 @@ fn print_report(image: &Path, report: &Value) {
     }
     if let Some(dets) = report["detections"].as_array() {
         if dets.is_empty() {
-            println!("  no detections");
+            out!("  no detections");
         }
         for d in dets {
             let b: Vec<String> = d["box"]
@@ -236,7 +295,7 @@ fn print_report(image: &Path, report: &Value) {
                         .collect()
                 })
                 .unwrap_or_default();
-            println!(
+            out!(
                 "  {:.3}  {}  [{}]",
                 d["score"].as_f64().unwrap_or(0.0),
                 label(d),
@@ -246,8 +305,8 @@ fn print_report(image: &Path, report: &Value) {
     }
 }
 
-pub fn golden(bundle: &Path, variant: Option<&str>, json_out: bool) -> u8 {
-    let b = match open_bundle(bundle, variant) {
+pub fn golden(bundle: &Path, variant: Option<&str>, json_out: bool, device: DeviceArg) -> u8 {
+    let b = match open_bundle(bundle, variant, device) {
         Ok(b) => b,
         Err(code) => return code,
     };
@@ -263,20 +322,25 @@ pub fn golden(bundle: &Path, variant: Option<&str>, json_out: bool) -> u8 {
         }
     };
     if json_out {
-        println!("{}", golden_json(&report));
+        out!("{}", golden_json(&report));
     } else {
-        println!(
+        out!(
             "variant {} (atol {}, rtol {})",
-            report.variant, report.tolerance.atol, report.tolerance.rtol
+            report.variant,
+            report.tolerance.atol,
+            report.tolerance.rtol
         );
         for o in &report.outputs {
             let verdict = match o.first_failure {
                 None => "pass".to_string(),
                 Some((i, got, want)) => format!("FAIL at element {i}: got {got}, expected {want}"),
             };
-            println!(
+            out!(
                 "  {}: {} elements, max abs error {:.3e}, max rel error {:.3e}: {verdict}",
-                o.name, o.elements, o.max_abs, o.max_rel
+                o.name,
+                o.elements,
+                o.max_abs,
+                o.max_rel
             );
         }
     }

@@ -1,7 +1,8 @@
-//! The two ONNX vision bundles (`cargo xtask fetch-models` builds them) end to end: each of six
-//! photos through `gpuport preprocess`, `gpuport onnx-run` and `gpuport run`, against
-//! onnxruntime on the same input tensor and post-processing written with numpy
-//! (`tools/vision_reference.py`); plus `gpuport golden`, and `modelport validate`/`verify`.
+//! The two ONNX vision bundles (`cargo xtask fetch-models` builds them) end to end on the GPU
+//! (lavapipe where there is none): each of six photos through `gpuport preprocess` and
+//! `gpuport run --save-outputs`, against onnxruntime on the same input tensor and
+//! post-processing written with numpy (`tools/vision_reference.py`); plus `gpuport golden`,
+//! and `modelport validate`/`verify`.
 //!
 //! What must hold: gpuport's input equals modelport's for every PNG (JPEG decoders differ by a
 //! level, docs/spec/preprocess.md); raw outputs within 1e-4 of onnxruntime's (relative to the
@@ -67,7 +68,7 @@ fn f64s(v: &Value) -> Vec<f64> {
         .collect()
 }
 
-fn check_bundle(name: &str, input: &str, output: &str) {
+fn check_bundle(name: &str, output: &str) {
     if !gpuport_testing::python_modules_available(&["onnxruntime", "modelport", "numpy"]) {
         return;
     }
@@ -96,11 +97,21 @@ fn check_bundle(name: &str, input: &str, output: &str) {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(reference.len(), photos.len());
-    let model = dir.join("onnx-fp32/model.onnx");
+    // End to end on the GPU (lavapipe here), the photos in one `gpuport run` that also saves
+    // the raw outputs.
+    let raw = work.path().join("raw");
+    let mut run: Vec<&std::ffi::OsStr> = vec![
+        "run".as_ref(),
+        dir.as_os_str(),
+        "--json".as_ref(),
+        "--save-outputs".as_ref(),
+        raw.as_os_str(),
+    ];
+    run.extend(photos.iter().map(|p| p.as_os_str()));
+    let out = gpuport(&run);
     for (k, photo) in photos.iter().enumerate() {
-        let gp_input = work.path().join(format!("{k}.gp.npy"));
         if photo.extension().is_some_and(|e| e == "png") {
-            let ours = npy::read(&gp_input).unwrap();
+            let ours = npy::read(&work.path().join(format!("{k}.gp.npy"))).unwrap();
             let theirs = npy::read(&work.path().join(format!("{k}.input.npy"))).unwrap();
             assert_eq!(
                 ours,
@@ -109,16 +120,7 @@ fn check_bundle(name: &str, input: &str, output: &str) {
                 photo.display()
             );
         }
-        let out_dir = work.path().join(format!("{k}.out"));
-        gpuport(&[
-            "onnx-run".as_ref(),
-            model.as_os_str(),
-            "--input".as_ref(),
-            format!("{input}={}", gp_input.display()).as_ref(),
-            "--output-dir".as_ref(),
-            out_dir.as_os_str(),
-        ]);
-        let got = npy::read(&out_dir.join(format!("{output}.npy"))).unwrap();
+        let got = npy::read(&raw.join(format!("{k}.{output}.npy"))).unwrap();
         let want = npy::read(&work.path().join(format!("{k}.npy"))).unwrap();
         assert_eq!(got.shape, want.shape);
         let (g, w) = (got.data.to_f64(), want.data.to_f64());
@@ -137,10 +139,6 @@ fn check_bundle(name: &str, input: &str, output: &str) {
             photo.display()
         );
     }
-    // End to end, the photos in one `gpuport run`.
-    let mut run: Vec<&std::ffi::OsStr> = vec!["run".as_ref(), dir.as_os_str(), "--json".as_ref()];
-    run.extend(photos.iter().map(|p| p.as_os_str()));
-    let out = gpuport(&run);
     let ours: Vec<Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -201,12 +199,12 @@ fn check_bundle(name: &str, input: &str, output: &str) {
 
 #[test]
 fn efficientnet_lite0_matches_onnxruntime() {
-    check_bundle("efficientnet_lite0", "pixel_values", "logits");
+    check_bundle("efficientnet_lite0", "logits");
 }
 
 #[test]
 fn nudenet_yolov8n_matches_onnxruntime() {
-    check_bundle("nudenet_320n", "images", "rows");
+    check_bundle("nudenet_320n", "rows");
 }
 
 #[test]

@@ -45,6 +45,18 @@ pub enum Family {
     Gather,
     /// Activations rounded onto the int8-input GEMV's grid.
     Q8Round,
+    /// ONNX vision: 2-D convolution with fused bias and activation.
+    VisionConv,
+    /// ONNX vision: broadcasting element-wise ops.
+    VisionBinary,
+    /// ONNX vision: max and average pooling.
+    VisionPool,
+    /// ONNX vision: batched strided matrix product.
+    VisionMatmul,
+    /// ONNX vision: softmax along an axis.
+    VisionSoftmax,
+    /// ONNX vision: data movement by an index map.
+    VisionIndex,
 }
 
 impl Family {
@@ -70,6 +82,12 @@ impl Family {
             Family::Sample => "sample",
             Family::Gather => "gather",
             Family::Q8Round => "q8_round",
+            Family::VisionConv => "vision_conv",
+            Family::VisionBinary => "vision_binary",
+            Family::VisionPool => "vision_pool",
+            Family::VisionMatmul => "vision_matmul",
+            Family::VisionSoftmax => "vision_softmax",
+            Family::VisionIndex => "vision_index",
         }
     }
 
@@ -94,6 +112,12 @@ impl Family {
             Family::Sample => "sample.wgsl",
             Family::Gather => "gather.wgsl",
             Family::Q8Round => "q8_round.wgsl",
+            Family::VisionConv => "vision_conv.wgsl",
+            Family::VisionBinary => "vision_binary.wgsl",
+            Family::VisionPool => "vision_pool.wgsl",
+            Family::VisionMatmul => "vision_matmul.wgsl",
+            Family::VisionSoftmax => "vision_softmax.wgsl",
+            Family::VisionIndex => "vision_index.wgsl",
         }
     }
 }

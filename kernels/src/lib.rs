@@ -26,6 +26,7 @@ pub mod sample;
 pub mod source;
 pub mod stream;
 pub mod validate;
+pub mod vision;
 
 pub use kernel::{Family, KernelSpec};
 pub use source::Reduction;
@@ -84,6 +85,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
     }
     out.extend(stream::WG_VALUES.map(stream::spec));
     out.extend(rowops::all_specs());
+    out.extend(vision::all_specs());
     out.extend(sample::Stage::ALL.map(sample::spec));
     for wg in attention::WG_VALUES {
         for kb in attention::KB_VALUES.into_iter().filter(|kb| wg % kb == 0) {

@@ -9,6 +9,7 @@ use gpuport_manifest_core::fileref::FileRef;
 use gpuport_manifest_core::modelport::{DType, Manifest, Runtime, Tolerance};
 
 use crate::eval::{EvalError, evaluate};
+use crate::gpu::GpuModel;
 use crate::host::{Data, HostTensor};
 use crate::{OnnxError, OnnxModel};
 
@@ -43,6 +44,62 @@ pub enum BundleError {
     },
 }
 
+/// Where a graph runs.
+#[derive(Clone)]
+pub enum Device {
+    /// The GPU executor ([`GpuModel`]).
+    Gpu(std::sync::Arc<gpuport_runtime::Gpu>),
+    /// The host reference evaluator ([`evaluate`]): exact, slow, every supported type.
+    Host,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Gpu(g) => write!(f, "Gpu({})", g.info().name),
+            Device::Host => f.write_str("Host"),
+        }
+    }
+}
+
+/// A graph ready to run on a [`Device`].
+#[derive(Debug)]
+pub enum Executor {
+    /// On the GPU.
+    Gpu(GpuModel),
+    /// On the host.
+    Host(OnnxModel),
+}
+
+impl Executor {
+    /// `model` on `device`.
+    pub fn new(model: OnnxModel, device: &Device) -> Executor {
+        match device {
+            Device::Gpu(gpu) => Executor::Gpu(GpuModel::new(gpu.clone(), model)),
+            Device::Host => Executor::Host(model),
+        }
+    }
+
+    /// The graph.
+    pub fn model(&self) -> &OnnxModel {
+        match self {
+            Executor::Gpu(g) => g.model(),
+            Executor::Host(m) => m,
+        }
+    }
+
+    /// Runs the graph on `inputs` (by name) and returns its outputs in graph order.
+    pub fn run(
+        &self,
+        inputs: &[(String, HostTensor)],
+    ) -> Result<Vec<(String, HostTensor)>, EvalError> {
+        match self {
+            Executor::Gpu(g) => g.run(inputs),
+            Executor::Host(m) => evaluate(m, inputs),
+        }
+    }
+}
+
 /// An `onnx` variant of a bundle, with its graph read.
 #[derive(Debug)]
 pub struct VisionBundle {
@@ -52,8 +109,8 @@ pub struct VisionBundle {
     pub root: PathBuf,
     /// Index of the variant in `manifest.variants`.
     pub variant: usize,
-    /// The graph.
-    pub model: OnnxModel,
+    /// The graph on its device.
+    pub executor: Executor,
 }
 
 /// One output's golden comparison.
@@ -105,11 +162,12 @@ fn file_in(root: &Path, what: &str, f: &FileRef) -> Result<PathBuf, BundleError>
 }
 
 impl VisionBundle {
-    /// Reads variant `variant` of the bundle at `root` (a validated manifest).
+    /// Reads variant `variant` of the bundle at `root` (a validated manifest) for `device`.
     pub fn open(
         manifest: Manifest,
         root: &Path,
         variant: usize,
+        device: &Device,
     ) -> Result<VisionBundle, BundleError> {
         let v = &manifest.variants[variant];
         if v.runtime != Runtime::Onnx {
@@ -121,7 +179,7 @@ impl VisionBundle {
             manifest,
             root: root.to_path_buf(),
             variant,
-            model,
+            executor: Executor::new(model, device),
         })
     }
 
@@ -130,7 +188,7 @@ impl VisionBundle {
         &self,
         inputs: &[(String, HostTensor)],
     ) -> Result<Vec<(String, HostTensor)>, EvalError> {
-        evaluate(&self.model, inputs)
+        self.executor.run(inputs)
     }
 
     /// Runs the golden inputs and compares every golden output.

@@ -351,7 +351,7 @@ pub fn evaluate(
 }
 
 /// Checks a given input against its declared element type and shape, binding symbolic dims.
-fn check_input(
+pub(crate) fn check_input(
     name: &str,
     ty: Option<&Type>,
     t: &HostTensor,

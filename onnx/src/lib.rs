@@ -4,6 +4,7 @@ pub mod bundle;
 pub mod dtype;
 mod error;
 pub mod eval;
+pub mod gpu;
 pub mod host;
 pub mod model;
 pub mod npy;

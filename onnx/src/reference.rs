@@ -88,7 +88,7 @@ fn strided(out: &[usize], step: &[isize], base: isize) -> Vec<usize> {
 }
 
 /// The multidirectional broadcast of `a` and `b` (numpy rules).
-fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let r = a.len().max(b.len());
     (0..r)
         .map(|i| {
@@ -347,7 +347,7 @@ pub(crate) struct Window {
     pub kernel: Vec<usize>,
 }
 
-fn window(
+pub(crate) fn window(
     ctx: &Ctx<'_>,
     input: &[usize],
     kernel: Vec<usize>,

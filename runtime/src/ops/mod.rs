@@ -1,6 +1,6 @@
 //! Typed launches of the kernels crate's families onto a [`Recorder`], one module per family
 //! of `gpuport_kernels` (`attention`, `dequant`, `gemm`, `gemv`, `rowops`, `sample`,
-//! `stream`): shapes are checked, tensors larger than one storage binding are split, and grids
+//! `stream`, `vision`): shapes are checked, tensors larger than one storage binding are split, and grids
 //! respect the adapter's limits. Every launch takes its tensors by name (a call struct), never
 //! as a positional array.
 
@@ -19,6 +19,7 @@ mod gemv;
 mod rowops;
 mod sample;
 mod stream;
+mod vision;
 pub use attention::*;
 pub use dequant::*;
 pub use gemm::*;
@@ -26,6 +27,7 @@ pub use gemv::*;
 pub use rowops::*;
 pub use sample::*;
 pub use stream::*;
+pub use vision::*;
 
 /// The GGUF type a weight tensor is stored in (f32/f16 tensors as those types).
 pub fn ggml_type(t: &Tensor) -> Result<GgmlType, GpuError> {
