@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gpuport_onnx::npy;
+use gpuport_preprocess::post::iou;
 use serde_json::Value;
 
 const PHOTOS: &[&str] = &[
@@ -52,20 +53,14 @@ fn photos() -> Option<Vec<PathBuf>> {
         .collect()
 }
 
-fn iou(a: &[f64], b: &[f64]) -> f64 {
-    let ix = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
-    let iy = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
-    let inter = ix * iy;
-    let union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
-    if union > 0.0 { inter / union } else { 0.0 }
-}
-
-fn f64s(v: &Value) -> Vec<f64> {
-    v.as_array()
+fn box_of(v: &Value) -> [f64; 4] {
+    let b: Vec<f64> = v
+        .as_array()
         .unwrap()
         .iter()
         .map(|x| x.as_f64().unwrap())
-        .collect()
+        .collect();
+    [b[0], b[1], b[2], b[3]]
 }
 
 fn check_bundle(name: &str, output: &str) {
@@ -168,9 +163,9 @@ fn check_bundle(name: &str, output: &str) {
             assert_eq!(got.len(), want.len(), "{at}: {got:?} vs {want:?}");
             let mut used = vec![false; got.len()];
             for w in want {
-                let wb = f64s(&w["box"]);
+                let wb = box_of(&w["box"]);
                 let hit = got.iter().enumerate().position(|(i, g)| {
-                    !used[i] && g["label"] == w["label"] && iou(&f64s(&g["box"]), &wb) > 0.9
+                    !used[i] && g["label"] == w["label"] && iou(&box_of(&g["box"]), &wb) > 0.9
                 });
                 let i = hit.unwrap_or_else(|| panic!("{at}: no match for {w}"));
                 used[i] = true;

@@ -275,38 +275,11 @@ pub fn evaluate(
     let g = &m.graph;
     let opset = m.opset("").unwrap_or(1);
     let mut values: HashMap<&str, HostTensor> = HashMap::new();
-    for t in &g.initializers {
-        let v = model.values(t)?;
-        let shape = t
-            .shape()
-            .ok_or_else(|| EvalError::Graph(format!("initializer `{}` is too large", t.name)))?;
-        let host = HostTensor::from_values(t.data_type, shape, &v).ok_or_else(|| {
-            EvalError::Graph(format!(
-                "initializer `{}`: {} tensors are not supported",
-                t.name, t.data_type
-            ))
-        })?;
-        values.insert(&t.name, host);
+    for (name, host) in initializers(model)? {
+        values.insert(name, host);
     }
-    let mut bindings: HashMap<String, usize> = HashMap::new();
-    for vi in g.runtime_inputs() {
-        let Some((_, t)) = inputs.iter().find(|(n, _)| *n == vi.name) else {
-            return Err(EvalError::Input {
-                name: vi.name.clone(),
-                what: "not given".into(),
-            });
-        };
-        check_input(&vi.name, vi.ty.as_ref(), t, &mut bindings)?;
+    for (vi, t) in bind_inputs(model, inputs)? {
         values.insert(&vi.name, t.clone());
-    }
-    if let Some((name, _)) = inputs
-        .iter()
-        .find(|(n, _)| !g.runtime_inputs().any(|vi| vi.name == *n))
-    {
-        return Err(EvalError::Input {
-            name: name.clone(),
-            what: "is not an input of the graph".into(),
-        });
     }
     for (index, node) in g.nodes.iter().enumerate() {
         let mut ins = Vec::with_capacity(node.inputs.len());
@@ -350,8 +323,63 @@ pub fn evaluate(
         .collect()
 }
 
+/// Every initializer of the graph on the host, by name.
+pub(crate) fn initializers(model: &OnnxModel) -> Result<Vec<(&str, HostTensor)>, EvalError> {
+    model
+        .model()
+        .graph
+        .initializers
+        .iter()
+        .map(|t| {
+            let v = model.values(t)?;
+            let shape = t.shape().ok_or_else(|| {
+                EvalError::Graph(format!("initializer `{}` is too large", t.name))
+            })?;
+            let host = HostTensor::from_values(t.data_type, shape, &v).ok_or_else(|| {
+                EvalError::Graph(format!(
+                    "initializer `{}`: {} tensors are not supported",
+                    t.name, t.data_type
+                ))
+            })?;
+            Ok((t.name.as_str(), host))
+        })
+        .collect()
+}
+
+/// Each graph input no initializer provides, with the given tensor for it: every one given
+/// once, none that the graph lacks, each of its declared type and shape (symbolic dims bound
+/// consistently).
+pub(crate) fn bind_inputs<'m, 'i>(
+    model: &'m OnnxModel,
+    inputs: &'i [(String, HostTensor)],
+) -> Result<Vec<(&'m crate::model::ValueInfo, &'i HostTensor)>, EvalError> {
+    let g = &model.model().graph;
+    if let Some((name, _)) = inputs
+        .iter()
+        .find(|(n, _)| !g.runtime_inputs().any(|vi| vi.name == *n))
+    {
+        return Err(EvalError::Input {
+            name: name.clone(),
+            what: "is not an input of the graph".into(),
+        });
+    }
+    let mut bindings: HashMap<String, usize> = HashMap::new();
+    g.runtime_inputs()
+        .map(|vi| {
+            let Some((_, t)) = inputs.iter().find(|(n, _)| *n == vi.name) else {
+                return Err(EvalError::Input {
+                    name: vi.name.clone(),
+                    what: "not given".into(),
+                });
+            };
+            check_input(&vi.name, vi.ty.as_ref(), t, &mut bindings)?;
+            Ok((vi, t))
+        })
+        .collect()
+}
+
 /// Checks a given input against its declared element type and shape, binding symbolic dims.
-pub(crate) fn check_input(
+fn check_input(
     name: &str,
     ty: Option<&Type>,
     t: &HostTensor,

@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use crate::OnnxModel;
 use crate::eval::{Ctx, EvalError};
 use crate::host::{Data, HostTensor};
-use crate::model::{Node, Type};
+use crate::model::Node;
 
 impl From<GpuError> for EvalError {
     fn from(e: GpuError) -> EvalError {
@@ -242,43 +242,12 @@ impl GpuModel {
             values: HashMap::new(),
             readers,
         };
-        for t in &g.initializers {
-            let v = self.model.values(t)?;
-            let shape = t.shape().ok_or_else(|| {
-                EvalError::Graph(format!("initializer `{}` is too large", t.name))
-            })?;
-            let host = HostTensor::from_values(t.data_type, shape, &v).ok_or_else(|| {
-                EvalError::Graph(format!(
-                    "initializer `{}`: {} tensors are not supported",
-                    t.name, t.data_type
-                ))
-            })?;
-            p.values.insert(t.name.clone(), Val::Host(host));
+        for (name, host) in crate::eval::initializers(&self.model)? {
+            p.values.insert(name.to_string(), Val::Host(host));
         }
         let mut input_slots = Vec::new();
-        if let Some((name, _)) = inputs
-            .iter()
-            .find(|(n, _)| !g.runtime_inputs().any(|vi| vi.name == *n))
-        {
-            return Err(EvalError::Input {
-                name: name.clone(),
-                what: "is not an input of the graph".into(),
-            });
-        }
-        let mut bindings = HashMap::new();
-        for vi in g.runtime_inputs() {
-            let (_, t) =
-                inputs
-                    .iter()
-                    .find(|(n, _)| *n == vi.name)
-                    .ok_or_else(|| EvalError::Input {
-                        name: vi.name.clone(),
-                        what: "not given".into(),
-                    })?;
-            crate::eval::check_input(&vi.name, vi.ty.as_ref(), t, &mut bindings)?;
-            if let Some(Type::Tensor { elem_type, .. }) = &vi.ty
-                && *elem_type != crate::DataType::Float.id()
-            {
+        for (vi, t) in crate::eval::bind_inputs(&self.model, inputs)? {
+            if !matches!(t.data, Data::F32(_)) {
                 return Err(EvalError::Input {
                     name: vi.name.clone(),
                     what: "the GPU path takes FLOAT inputs".into(),
@@ -882,42 +851,7 @@ impl Planner<'_> {
                 },
             )
         } else {
-            let max = node.op_type == "MaxPool";
-            if max {
-                ctx.known(&[
-                    "auto_pad",
-                    "ceil_mode",
-                    "dilations",
-                    "kernel_shape",
-                    "pads",
-                    "storage_order",
-                    "strides",
-                ])?;
-                if ctx.outputs() > 1 {
-                    return Err(ctx.unsupported("the `Indices` output"));
-                }
-            } else {
-                ctx.known(&[
-                    "auto_pad",
-                    "ceil_mode",
-                    "count_include_pad",
-                    "dilations",
-                    "kernel_shape",
-                    "pads",
-                    "strides",
-                ])?;
-            }
-            let kernel: Vec<usize> = ctx
-                .ints("kernel_shape")?
-                .ok_or_else(|| ctx.invalid("no `kernel_shape`"))?
-                .iter()
-                .map(|k| (*k).max(1) as usize)
-                .collect();
-            if kernel.len() != 2 {
-                return Err(ctx.invalid(format!("kernel_shape {kernel:?}")));
-            }
-            let win =
-                crate::reference::window(ctx, &xs[2..], kernel, ctx.int("ceil_mode", 0)? != 0)?;
+            let (max, include_pad, win) = crate::reference::pool_window(ctx, &xs)?;
             let y = self.alloc(&[xs[0], xs[1], win.out[0], win.out[1]], &out_name)?;
             (
                 y,
@@ -925,7 +859,7 @@ impl Planner<'_> {
                     x,
                     y,
                     max,
-                    include_pad: ctx.int("count_include_pad", 0)? != 0,
+                    include_pad,
                     kernel: (win.kernel[0], win.kernel[1]),
                     strides: (win.strides[0], win.strides[1]),
                     dilations: (win.dilations[0], win.dilations[1]),

@@ -569,35 +569,33 @@ fn conv(ctx: &Ctx<'_>) -> R {
     Ok(vec![tensor(ctx, shape, Data::F32(y))?])
 }
 
-fn pool(ctx: &Ctx<'_>) -> R {
+/// A MaxPool or AveragePool node's window over `shape` (`[N, C, spatial…]`): whether it takes
+/// the max, whether an average counts the padding, and the geometry. The attributes checked
+/// here are those of both the host op and the GPU executor.
+pub(crate) fn pool_window(
+    ctx: &Ctx<'_>,
+    shape: &[usize],
+) -> Result<(bool, bool, Window), EvalError> {
     let max = ctx.node.op_type == "MaxPool";
-    if max {
-        ctx.known(&[
-            "auto_pad",
-            "ceil_mode",
-            "dilations",
-            "kernel_shape",
-            "pads",
-            "storage_order",
-            "strides",
-        ])?;
-        if ctx.outputs() > 1 {
-            return Err(ctx.unsupported("the `Indices` output"));
-        }
+    let last = if max {
+        "storage_order"
     } else {
-        ctx.known(&[
-            "auto_pad",
-            "ceil_mode",
-            "count_include_pad",
-            "dilations",
-            "kernel_shape",
-            "pads",
-            "strides",
-        ])?;
+        "count_include_pad"
+    };
+    ctx.known(&[
+        "auto_pad",
+        "ceil_mode",
+        "dilations",
+        "kernel_shape",
+        "pads",
+        "strides",
+        last,
+    ])?;
+    if max && ctx.outputs() > 1 {
+        return Err(ctx.unsupported("the `Indices` output"));
     }
-    let x = ctx.input(0)?;
-    if x.shape.len() < 3 {
-        return Err(ctx.invalid(format!("input {:?} has no spatial dims", x.shape)));
+    if shape.len() < 3 {
+        return Err(ctx.invalid(format!("input {shape:?} has no spatial dims")));
     }
     let kernel: Vec<usize> = ctx
         .ints("kernel_shape")?
@@ -605,13 +603,19 @@ fn pool(ctx: &Ctx<'_>) -> R {
         .iter()
         .map(|k| (*k).max(1) as usize)
         .collect();
-    let spatial = &x.shape[2..];
+    let spatial = &shape[2..];
     if kernel.len() != spatial.len() {
-        return Err(ctx.invalid(format!("kernel_shape {kernel:?} for input {:?}", x.shape)));
+        return Err(ctx.invalid(format!("kernel_shape {kernel:?} for input {shape:?}")));
     }
     let ceil_mode = ctx.int("ceil_mode", 0)? != 0;
     let include_pad = ctx.int("count_include_pad", 0)? != 0;
-    let win = window(ctx, spatial, kernel, ceil_mode)?;
+    Ok((max, include_pad, window(ctx, spatial, kernel, ceil_mode)?))
+}
+
+fn pool(ctx: &Ctx<'_>) -> R {
+    let x = ctx.input(0)?;
+    let (max, include_pad, win) = pool_window(ctx, &x.shape)?;
+    let spatial = &x.shape[2..];
     let dtype = x.data.dtype();
     if !max && !matches!(dtype, DataType::Float | DataType::Double) {
         return Err(ctx.unsupported(format!("type {dtype}")));
