@@ -313,23 +313,26 @@ fn fusions(nodes: &[Node], readers: &HashMap<String, usize>) -> Fusions {
         };
         match n.op_type.as_str() {
             "Relu" if n.attributes.is_empty() => {
-                if let Some(c) = conv_of(&n.inputs[0]).filter(|_| read_once(&n.inputs[0])) {
-                    f.act.insert(
-                        c,
-                        (Activation::Clamp(0.0, f32::INFINITY), n.outputs[0].clone()),
-                    );
+                let (Some(x), Some(y)) = (n.inputs.first(), n.outputs.first()) else {
+                    continue;
+                };
+                if let Some(c) = conv_of(x).filter(|_| read_once(x)) {
+                    f.act
+                        .insert(c, (Activation::Clamp(0.0, f32::INFINITY), y.clone()));
                     f.skip.insert(i);
                 }
             }
             // x * sigmoid(x) with x a convolution read by exactly these two nodes.
-            "Mul" if n.inputs.len() == 2 => {
+            "Mul" if n.inputs.len() == 2 && !n.outputs.is_empty() => {
                 for (x, s) in [(0, 1), (1, 0)] {
                     let (xv, sv) = (&n.inputs[x], &n.inputs[s]);
                     let Some(sig) = producer.get(sv.as_str()).copied() else {
                         continue;
                     };
                     let sig_node = &nodes[sig];
-                    if sig_node.op_type != "Sigmoid" || sig_node.inputs[0] != *xv || !read_once(sv)
+                    if sig_node.op_type != "Sigmoid"
+                        || sig_node.inputs.first() != Some(xv)
+                        || !read_once(sv)
                     {
                         continue;
                     }
@@ -455,7 +458,19 @@ impl Planner<'_> {
             opset: self.opset,
             inputs: host.iter().map(Option::as_ref).collect(),
         };
-        let out_name = node.outputs.first().cloned().unwrap_or_default();
+        // Arity once, here: the lowerings below index the inputs and the first output freely.
+        let min_inputs = match node.op_type.as_str() {
+            "Add" | "Sub" | "Mul" | "Div" | "Conv" | "Gemm" | "MatMul" => 2,
+            _ => 1,
+        };
+        if node.inputs.len() < min_inputs || node.outputs.is_empty() {
+            return Err(ctx.invalid(format!(
+                "{} inputs and {} outputs",
+                node.inputs.len(),
+                node.outputs.len()
+            )));
+        }
+        let out_name = node.outputs[0].clone();
         match node.op_type.as_str() {
             "Identity" | "Reshape" | "Flatten" | "Squeeze" | "Unsqueeze" | "Cast" => {
                 if node.op_type == "Cast"

@@ -139,3 +139,49 @@ fn yolov8n_on_the_gpu_matches_the_host() {
         [1, 3, 320, 320],
     );
 }
+
+#[test]
+fn malformed_nodes_are_errors_on_the_gpu_not_panics() {
+    use gpuport_onnx::Encoder;
+    let Some(gpu) = gpuport_testing::gpu() else {
+        return;
+    };
+    let gpu = Arc::new(gpu);
+    // x: float [2]; one node of `op` reading only x, with `outputs` outputs.
+    let model = |op: &str, outputs: usize| {
+        let mut dim = Encoder::new();
+        dim.varint(1, 2);
+        let mut shape = Encoder::new();
+        shape.message(1, &dim);
+        let mut tensor = Encoder::new();
+        tensor.varint(1, 1).message(2, &shape);
+        let mut ty = Encoder::new();
+        ty.message(1, &tensor);
+        let mut x = Encoder::new();
+        x.bytes(1, b"x").message(2, &ty);
+        let mut y = Encoder::new();
+        y.bytes(1, b"y");
+        let mut node = Encoder::new();
+        node.bytes(1, b"x").bytes(4, op.as_bytes());
+        for _ in 0..outputs {
+            node.bytes(2, b"y");
+        }
+        let mut g = Encoder::new();
+        g.message(1, &node).message(11, &x).message(12, &y);
+        let mut opset = Encoder::new();
+        opset.varint(2, 17);
+        let mut m = Encoder::new();
+        m.varint(1, 8).message(8, &opset).message(7, &g);
+        OnnxModel::parse(m.finish(), None).unwrap()
+    };
+    let x = [(
+        "x".to_string(),
+        HostTensor::f32(vec![2], vec![1.0, 2.0]).unwrap(),
+    )];
+    for (op, outputs) in [("Add", 1), ("Relu", 0), ("Conv", 1), ("MatMul", 1)] {
+        let e = GpuModel::new(gpu.clone(), model(op, outputs))
+            .run(&x)
+            .unwrap_err();
+        assert!(e.to_string().contains("inputs and"), "{op}: {e}");
+    }
+}
