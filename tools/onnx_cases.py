@@ -64,6 +64,28 @@ def main():
                            coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
          [vi("x", TensorProto.FLOAT, [1, 2, 3, 4])], [vi("y", TensorProto.FLOAT, [])],
          [("scales", np.array([1, 1, 2, 2], np.float32))], [f32(1, 2, 3, 4)])
+    # 1x1 convolutions (the GPU's tiled GEMM) at sizes that are no multiple of its tiles, a
+    # batch folded into its columns, and the activations fused into it.
+    case("pointwise_relu6_batch3",
+         [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[1, 1]),
+          helper.make_node("Clip", ["c", "lo", "hi"], ["y"])],
+         [vi("x", TensorProto.FLOAT, [3, 37, 9, 7])], [vi("y", TensorProto.FLOAT, [])],
+         [("w", f32(70, 37, 1, 1)), ("b", f32(70)), ("lo", np.array(0, np.float32)),
+          ("hi", np.array(6, np.float32))], [f32(3, 37, 9, 7) * 2])
+    case("pointwise_silu",
+         [helper.make_node("Conv", ["x", "w"], ["c"]),
+          helper.make_node("Sigmoid", ["c"], ["s"]),
+          helper.make_node("Mul", ["c", "s"], ["y"])],
+         [vi("x", TensorProto.FLOAT, [2, 20, 5, 5])], [vi("y", TensorProto.FLOAT, [])],
+         [("w", f32(16, 20, 1, 1))], [f32(2, 20, 5, 5)])
+    # A 3x3 convolution through the GPU's implicit GEMM with K (360) split across workgroups:
+    # few output tiles, asymmetric pads, stride 2, a batch of 2, ReLU fused.
+    case("conv3x3_split_k_relu",
+         [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], strides=[2, 2],
+                           pads=[1, 0, 0, 1]),
+          helper.make_node("Relu", ["c"], ["y"])],
+         [vi("x", TensorProto.FLOAT, [2, 40, 9, 9])], [vi("y", TensorProto.FLOAT, [])],
+         [("w", f32(24, 40, 3, 3)), ("b", f32(24))], [f32(2, 40, 9, 9)])
     case("cast_int64_to_float",
          [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
          [vi("x", TensorProto.INT64, [2, 3])], [vi("y", TensorProto.FLOAT, [])],

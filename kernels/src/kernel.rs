@@ -47,6 +47,10 @@ pub enum Family {
     Q8Round,
     /// ONNX vision: 2-D convolution with fused bias and activation.
     VisionConv,
+    /// ONNX vision: one-group convolution as an implicit GEMM (split K optional).
+    VisionConvGemm,
+    /// ONNX vision: the slices of a split-K convolution summed, bias and activation added.
+    VisionSliceSum,
     /// ONNX vision: broadcasting element-wise ops.
     VisionBinary,
     /// ONNX vision: max and average pooling.
@@ -83,6 +87,8 @@ impl Family {
             Family::Gather => "gather",
             Family::Q8Round => "q8_round",
             Family::VisionConv => "vision_conv",
+            Family::VisionConvGemm => "vision_conv_gemm",
+            Family::VisionSliceSum => "vision_slice_sum",
             Family::VisionBinary => "vision_binary",
             Family::VisionPool => "vision_pool",
             Family::VisionMatmul => "vision_matmul",
@@ -113,6 +119,8 @@ impl Family {
             Family::Gather => "gather.wgsl",
             Family::Q8Round => "q8_round.wgsl",
             Family::VisionConv => "vision_conv.wgsl",
+            Family::VisionConvGemm => "vision_conv_gemm.wgsl",
+            Family::VisionSliceSum => "vision_slice_sum.wgsl",
             Family::VisionBinary => "vision_binary.wgsl",
             Family::VisionPool => "vision_pool.wgsl",
             Family::VisionMatmul => "vision_matmul.wgsl",

@@ -56,6 +56,8 @@ fn file(path: &str) -> Option<&'static str> {
         "q8_round.wgsl" => include_str!("wgsl/q8_round.wgsl"),
         "elementwise.wgsl" => include_str!("wgsl/elementwise.wgsl"),
         "vision_conv.wgsl" => include_str!("wgsl/vision_conv.wgsl"),
+        "vision_conv_gemm.wgsl" => include_str!("wgsl/vision_conv_gemm.wgsl"),
+        "vision_slice_sum.wgsl" => include_str!("wgsl/vision_slice_sum.wgsl"),
         "vision_binary.wgsl" => include_str!("wgsl/vision_binary.wgsl"),
         "vision_pool.wgsl" => include_str!("wgsl/vision_pool.wgsl"),
         "vision_matmul.wgsl" => include_str!("wgsl/vision_matmul.wgsl"),

@@ -104,6 +104,103 @@ pub fn conv_spec(act: Activation, oct: u32) -> KernelSpec {
     }
 }
 
+/// A workgroup's tile of the convolution GEMM (`vision_conv_gemm.wgsl`): output channels ×
+/// output columns (batch × positions), and the step along K.
+pub const CONV_GEMM_TILE: (u32, u32, u32) = (64, 64, 16);
+
+/// Uniform block of `vision_conv_gemm.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct ConvGemmParams {
+    /// Batch.
+    pub n: u32,
+    /// Input channels.
+    pub c: u32,
+    /// Input height.
+    pub h: u32,
+    /// Input width.
+    pub w: u32,
+    /// Output channels.
+    pub m: u32,
+    /// Output height.
+    pub oh: u32,
+    /// Output width.
+    pub ow: u32,
+    /// Kernel height.
+    pub kh: u32,
+    /// Kernel width.
+    pub kw: u32,
+    /// Vertical stride.
+    pub sh: u32,
+    /// Horizontal stride.
+    pub sw: u32,
+    /// Vertical dilation.
+    pub dh: u32,
+    /// Horizontal dilation.
+    pub dw: u32,
+    /// Top pad.
+    pub ph: u32,
+    /// Left pad.
+    pub pw: u32,
+    /// `C · KH · KW`.
+    pub k_total: u32,
+    /// K per slice (a multiple of the K step; `k_total` when not split).
+    pub k_chunk: u32,
+    /// Slices of K (grid z).
+    pub slices: u32,
+    /// Lower clamp bound.
+    pub lo: f32,
+    /// Upper clamp bound.
+    pub hi: f32,
+}
+
+/// The one-group convolution as an implicit GEMM. `pointwise`: 1×1, stride 1, no pad.
+/// `split`: write each K slice's raw sums for [`slice_sum_spec`] (bias and `act` unused).
+pub fn conv_gemm_spec(act: Activation, pointwise: bool, split: bool) -> KernelSpec {
+    KernelSpec {
+        family: Family::VisionConvGemm,
+        quant: None,
+        reduction: None,
+        constants: vec![
+            ("ACT", if split { 0 } else { act.code() }),
+            ("POINTWISE", u32::from(pointwise)),
+            ("SPLIT", u32::from(split)),
+        ],
+    }
+}
+
+/// Uniform block of `vision_slice_sum.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct SliceSumParams {
+    /// Output channels.
+    pub m: u32,
+    /// Columns (batch × positions).
+    pub cols: u32,
+    /// Positions per image.
+    pub plane: u32,
+    /// Slices to add.
+    pub slices: u32,
+    /// Outputs.
+    pub total: u32,
+    /// Workgroups along x.
+    pub grid_x: u32,
+    /// Lower clamp bound.
+    pub lo: f32,
+    /// Upper clamp bound.
+    pub hi: f32,
+}
+
+/// The sum of a split-K convolution's slices with bias and activation.
+pub fn slice_sum_spec(act: Activation) -> KernelSpec {
+    KernelSpec {
+        family: Family::VisionSliceSum,
+        quant: None,
+        reduction: None,
+        constants: vec![("WG", WG), ("ACT", act.code())],
+    }
+}
+
 /// Element-wise ops (`OP` in `vision_binary.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryOp {
@@ -331,6 +428,19 @@ pub fn index_spec(scatter: bool) -> KernelSpec {
 /// Every vision variant.
 pub fn all_specs() -> Vec<KernelSpec> {
     let mut out = Vec::new();
+    for act in [
+        Activation::None,
+        Activation::Clamp(0.0, 6.0),
+        Activation::Silu,
+    ] {
+        for pointwise in [false, true] {
+            out.push(conv_gemm_spec(act, pointwise, false));
+        }
+        out.push(slice_sum_spec(act));
+    }
+    for pointwise in [false, true] {
+        out.push(conv_gemm_spec(Activation::None, pointwise, true));
+    }
     for oct in [1, CONV_OCT] {
         out.extend([
             conv_spec(Activation::None, oct),

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use gpuport_kernels::vision::{Activation, BinaryOp, MatmulParams};
-use gpuport_runtime::{Elem, Gpu, GpuError, Recorder, Tensor, ops};
+use gpuport_runtime::{Elem, Gpu, GpuError, Recorder, RecorderCache, Tensor, ops};
 use parking_lot::Mutex;
 
 use crate::OnnxModel;
@@ -52,6 +52,7 @@ enum Step {
         pads: (usize, usize),
         groups: usize,
         act: Activation,
+        scratch: Option<usize>,
     },
     Binary {
         op: BinaryOp,
@@ -96,6 +97,97 @@ enum Step {
     },
 }
 
+impl Step {
+    /// The tensor slots the launch reads and the ones it writes.
+    fn slots(&self) -> (Vec<usize>, Vec<usize>) {
+        match *self {
+            Step::Conv {
+                x,
+                w,
+                b,
+                y,
+                scratch,
+                ..
+            } => {
+                let mut writes = vec![y];
+                writes.extend(scratch);
+                (vec![x, w, b], writes)
+            }
+            Step::Binary { a, b, out, .. } => (vec![a, b], vec![out]),
+            Step::Pool { x, y, .. } | Step::Softmax { x, y, .. } => (vec![x], vec![y]),
+            Step::Matmul { a, b, c, out, .. } => (vec![a, b, c], vec![out]),
+            Step::Gather { src, map, out, .. } | Step::Scatter { src, map, out } => {
+                (vec![src, map], vec![out])
+            }
+        }
+    }
+}
+
+/// Device memory planned by liveness: every buffer a launch writes (activations and scratch,
+/// but not the graph's inputs and outputs) lives from its first launch to its last, and
+/// buffers whose lives do not overlap share one allocation (the smallest free one that is
+/// large enough, else a new one). Lives are closed intervals, so a launch never reads and
+/// writes one allocation. Views (reshapes) follow their buffer. Returns the bytes of the
+/// buffers before and after.
+fn share_buffers(
+    gpu: &Gpu,
+    tensors: &mut [Tensor],
+    steps: &[Step],
+    pinned: &[usize],
+) -> Result<(u64, u64), EvalError> {
+    let key = |t: &Tensor| Arc::as_ptr(&t.buffer) as usize;
+    let pinned: std::collections::HashSet<usize> =
+        pinned.iter().map(|&s| key(&tensors[s])).collect();
+    // Buffer → (first launch, last launch, bytes, written).
+    let mut life: HashMap<usize, (usize, usize, u64, bool)> = HashMap::new();
+    for (i, step) in steps.iter().enumerate() {
+        let (reads, writes) = step.slots();
+        for (slot, write) in reads
+            .iter()
+            .map(|&s| (s, false))
+            .chain(writes.iter().map(|&s| (s, true)))
+        {
+            let t = &tensors[slot];
+            let e = life.entry(key(t)).or_insert((i, i, t.buffer.size(), false));
+            e.1 = i;
+            e.3 |= write;
+        }
+    }
+    let mut movable: Vec<(usize, usize, usize, u64)> = life
+        .iter()
+        .filter(|(k, l)| l.3 && !pinned.contains(k))
+        .map(|(&k, &(first, last, bytes, _))| (first, last, k, bytes))
+        .collect();
+    movable.sort_unstable();
+    let before: u64 = movable.iter().map(|m| m.3).sum();
+    // Allocations: (bytes, free after launch, buffer).
+    let mut pool: Vec<(u64, usize, Arc<wgpu::Buffer>)> = Vec::new();
+    let mut assigned: HashMap<usize, Arc<wgpu::Buffer>> = HashMap::new();
+    for (first, last, k, bytes) in movable {
+        let fit = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, (size, free_after, _))| *size >= bytes && *free_after < first)
+            .min_by_key(|(_, (size, ..))| *size)
+            .map(|(i, _)| i);
+        let i = match fit {
+            Some(i) => i,
+            None => {
+                pool.push((bytes, 0, gpu.storage_buffer(bytes, "onnx activations")?));
+                pool.len() - 1
+            }
+        };
+        pool[i].1 = last;
+        assigned.insert(k, pool[i].2.clone());
+    }
+    for t in tensors.iter_mut() {
+        if let Some(b) = assigned.get(&key(t)) {
+            t.buffer = b.clone();
+        }
+    }
+    Ok((before, pool.iter().map(|p| p.0).sum()))
+}
+
 /// A plan for one set of input shapes: device tensors, launches, where inputs go and outputs
 /// come from.
 struct Plan {
@@ -103,7 +195,34 @@ struct Plan {
     steps: Vec<Step>,
     inputs: Vec<(String, usize)>,
     outputs: Vec<(String, Val)>,
+    /// Bytes of the launches' intermediate buffers, one buffer per value and as shared.
+    activation_bytes: (u64, u64),
+    /// What calls on this plan reuse; held for the whole call.
+    state: Mutex<PlanState>,
 }
+
+/// A plan's reusable run-time objects.
+#[derive(Default)]
+struct PlanState {
+    /// Uniform buffers and bind groups of the plan's launches.
+    cache: RecorderCache,
+    /// One mappable buffer per device output, made by the first call.
+    staging: Vec<wgpu::Buffer>,
+}
+
+/// GPU time of one [`GpuModel::run_profiled`] call.
+#[derive(Debug, Clone, Default)]
+pub struct RunProfile {
+    /// Nanoseconds of the call's compute pass (0 in per-dispatch mode: sum `dispatches`).
+    pub pass_ns: f64,
+    /// (kernel label, nanoseconds) of each launch, in per-dispatch mode.
+    pub dispatches: Vec<(String, f64)>,
+    /// Launches recorded.
+    pub launches: u64,
+}
+
+/// A run's outputs by name, in the graph's order.
+pub type Outputs = Vec<(String, HostTensor)>;
 
 /// What a plan is built for: each input's name and shape, sorted by name.
 type PlanKey = Vec<(String, Vec<usize>)>;
@@ -138,6 +257,8 @@ struct Planner<'a> {
     values: HashMap<String, Val>,
     /// How many nodes read each value (graph outputs count once more).
     readers: HashMap<String, usize>,
+    /// The split-K convolutions' shared scratch (the largest so far).
+    scratch: Option<usize>,
 }
 
 impl GpuModel {
@@ -157,26 +278,62 @@ impl GpuModel {
     }
 
     /// Runs the graph on `inputs` (by name; f32 tensors) and returns its outputs in order.
+    ///
+    /// One call is one submission: the inputs are written, every launch goes into one compute
+    /// pass, the outputs are copied to mappable buffers in the same command stream, and one
+    /// wait covers it all. The plan's bind groups, uniform buffers and readback buffers are
+    /// made by its first call and reused by every later one; calls on one plan from several
+    /// threads take turns (they share its buffers).
     pub fn run(
         &self,
         inputs: &[(String, HostTensor)],
     ) -> Result<Vec<(String, HostTensor)>, EvalError> {
+        Ok(self.run_with(inputs, None)?.0)
+    }
+
+    /// [`GpuModel::run`] with the call's GPU time measured by timestamps: the pass's
+    /// nanoseconds, and with `per_dispatch` each launch's (kernel label, nanoseconds).
+    /// Needs the adapter's timestamp queries (inside passes for `per_dispatch`).
+    pub fn run_profiled(
+        &self,
+        inputs: &[(String, HostTensor)],
+        per_dispatch: bool,
+    ) -> Result<(Outputs, RunProfile), EvalError> {
+        let (outputs, profile) = self.run_with(inputs, Some(per_dispatch))?;
+        Ok((outputs, profile.unwrap_or_default()))
+    }
+
+    /// Bytes of the intermediate buffers of the plan for these inputs' shapes (built if
+    /// needed): with one buffer per value, and as planned (buffers shared by liveness).
+    pub fn activation_bytes(
+        &self,
+        inputs: &[(String, HostTensor)],
+    ) -> Result<(u64, u64), EvalError> {
+        Ok(self.plan_for(inputs)?.activation_bytes)
+    }
+
+    fn plan_for(&self, inputs: &[(String, HostTensor)]) -> Result<Arc<Plan>, EvalError> {
         let mut key: PlanKey = inputs
             .iter()
             .map(|(n, t)| (n.clone(), t.shape.clone()))
             .collect();
         key.sort();
-        let plan = {
-            let cached = self.plans.lock().get(&key).cloned();
-            match cached {
-                Some(p) => p,
-                None => {
-                    let p = Arc::new(self.plan(inputs)?);
-                    self.plans.lock().insert(key, p.clone());
-                    p
-                }
-            }
-        };
+        let cached = self.plans.lock().get(&key).cloned();
+        if let Some(p) = cached {
+            return Ok(p);
+        }
+        let p = Arc::new(self.plan(inputs)?);
+        self.plans.lock().insert(key, p.clone());
+        Ok(p)
+    }
+
+    fn run_with(
+        &self,
+        inputs: &[(String, HostTensor)],
+        profile: Option<bool>,
+    ) -> Result<(Outputs, Option<RunProfile>), EvalError> {
+        let plan = self.plan_for(inputs)?;
+        let mut state = plan.state.lock();
         for (name, slot) in &plan.inputs {
             let (_, t) =
                 inputs
@@ -198,26 +355,88 @@ impl GpuModel {
                 bytemuck::cast_slice(v),
             );
         }
-        let mut rec = Recorder::new(&self.gpu);
+        let cache = std::mem::take(&mut state.cache);
+        let mut rec = match profile {
+            None => Recorder::with_cache(&self.gpu, cache),
+            Some(per_dispatch) => Recorder::profiling_with_cache(&self.gpu, cache, per_dispatch)?,
+        };
         for step in &plan.steps {
             record(&self.gpu, &mut rec, &plan.tensors, step)?;
         }
-        rec.submit()?;
-        plan.outputs
+        // The readbacks ride in the same submission as the pass.
+        if state.staging.is_empty() {
+            for (_, v) in &plan.outputs {
+                if let Val::Dev(slot) = v {
+                    let size = plan.tensors[*slot].padded();
+                    let b = self.gpu.scoped("allocating a readback buffer", || {
+                        self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                            label: Some("onnx output readback"),
+                            size,
+                            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                            mapped_at_creation: false,
+                        })
+                    })?;
+                    state.staging.push(b);
+                }
+            }
+        }
+        let device_outputs = plan.outputs.iter().filter_map(|(_, v)| match v {
+            Val::Dev(slot) => Some(&plan.tensors[*slot]),
+            Val::Host(_) => None,
+        });
+        for (t, staging) in device_outputs.clone().zip(&state.staging) {
+            rec.copy(&t.buffer, t.offset, staging, 0, t.padded());
+        }
+        let submitted = rec.submit();
+        let profile = profile.map(|_| RunProfile {
+            pass_ns: rec.pass_times_ns().iter().sum(),
+            dispatches: rec.dispatch_times_ns().to_vec(),
+            launches: rec.stats().dispatches,
+        });
+        state.cache = rec.into_cache();
+        submitted?;
+        let mut pending = Vec::new();
+        for staging in &state.staging {
+            let (tx, rx) = std::sync::mpsc::channel();
+            staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            pending.push(rx);
+        }
+        self.gpu.wait()?;
+        let mut read = Vec::new();
+        for ((t, staging), rx) in device_outputs.zip(&state.staging).zip(pending) {
+            rx.recv()
+                .map_err(|e| GpuError::Readback(e.to_string()))?
+                .map_err(|e| GpuError::Readback(e.to_string()))?;
+            let values: Vec<f32> = {
+                let view = staging
+                    .slice(..)
+                    .get_mapped_range()
+                    .map_err(|e| GpuError::Readback(e.to_string()))?;
+                bytemuck::pod_collect_to_vec(&view[..t.bytes as usize])
+            };
+            staging.unmap();
+            read.push(
+                HostTensor::f32(t.shape.clone(), values)
+                    .ok_or_else(|| EvalError::Graph("readback size".into()))?,
+            );
+        }
+        let mut read = read.into_iter();
+        let outputs = plan
+            .outputs
             .iter()
             .map(|(name, v)| {
                 let t = match v {
                     Val::Host(h) => h.clone(),
-                    Val::Dev(slot) => {
-                        let t = &plan.tensors[*slot];
-                        let v = self.gpu.readback_f32(t)?;
-                        HostTensor::f32(t.shape.clone(), v)
-                            .ok_or_else(|| EvalError::Graph("readback size".into()))?
-                    }
+                    Val::Dev(_) => read
+                        .next()
+                        .ok_or_else(|| EvalError::Graph("readback count".into()))?,
                 };
                 Ok((name.clone(), t))
             })
-            .collect()
+            .collect::<Result<_, EvalError>>()?;
+        Ok((outputs, profile))
     }
 
     fn plan(&self, inputs: &[(String, HostTensor)]) -> Result<Plan, EvalError> {
@@ -241,6 +460,7 @@ impl GpuModel {
             steps: Vec::new(),
             values: HashMap::new(),
             readers,
+            scratch: None,
         };
         for (name, host) in crate::eval::initializers(&self.model)? {
             p.values.insert(name.to_string(), Val::Host(host));
@@ -257,14 +477,19 @@ impl GpuModel {
             input_slots.push((vi.name.clone(), slot));
             p.values.insert(vi.name.clone(), Val::Dev(slot));
         }
-        let fused = fusions(&g.nodes, &p.readers);
+        let mut fused = Fusions::new(&g.nodes);
         for (index, node) in g.nodes.iter().enumerate() {
             if fused.skip.contains(&index) {
                 continue;
             }
-            p.node(index, node, fused.act.get(&index).cloned())?;
+            let act = if node.op_type == "Conv" {
+                p.fused_activation(&g.nodes, index, &mut fused)
+            } else {
+                None
+            };
+            p.node(index, node, act)?;
         }
-        let outputs = g
+        let outputs: Vec<(String, Val)> = g
             .outputs
             .iter()
             .map(|o| {
@@ -277,80 +502,42 @@ impl GpuModel {
                     })
             })
             .collect::<Result<_, _>>()?;
+        let mut pinned: Vec<usize> = input_slots.iter().map(|(_, s)| *s).collect();
+        pinned.extend(outputs.iter().filter_map(|(_, v)| match v {
+            Val::Dev(s) => Some(*s),
+            Val::Host(_) => None,
+        }));
+        let (before, after) = share_buffers(&self.gpu, &mut p.tensors, &p.steps, &pinned)?;
         Ok(Plan {
             tensors: p.tensors,
             steps: p.steps,
             inputs: input_slots,
             outputs,
+            activation_bytes: (before, after),
+            state: Mutex::new(PlanState::default()),
         })
     }
 }
 
-/// Nodes folded into a convolution: the activation each convolution absorbs, and the nodes
-/// that then do not run.
+/// Which nodes read each value, and the nodes a convolution's fused activation has absorbed.
 struct Fusions {
-    act: HashMap<usize, (Activation, String)>,
+    readers_of: HashMap<String, Vec<usize>>,
     skip: std::collections::HashSet<usize>,
 }
 
-fn fusions(nodes: &[Node], readers: &HashMap<String, usize>) -> Fusions {
-    let mut f = Fusions {
-        act: HashMap::new(),
-        skip: Default::default(),
-    };
-    let producer: HashMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .flat_map(|(i, n)| n.outputs.iter().map(move |o| (o.as_str(), i)))
-        .collect();
-    let read_once = |v: &str| readers.get(v).copied() == Some(1);
-    for (i, n) in nodes.iter().enumerate() {
-        let conv_of = |v: &str| {
-            producer
-                .get(v)
-                .copied()
-                .filter(|c| nodes[*c].op_type == "Conv" && !f.act.contains_key(c))
-        };
-        match n.op_type.as_str() {
-            "Relu" if n.attributes.is_empty() => {
-                let (Some(x), Some(y)) = (n.inputs.first(), n.outputs.first()) else {
-                    continue;
-                };
-                if let Some(c) = conv_of(x).filter(|_| read_once(x)) {
-                    f.act
-                        .insert(c, (Activation::Clamp(0.0, f32::INFINITY), y.clone()));
-                    f.skip.insert(i);
-                }
+impl Fusions {
+    fn new(nodes: &[Node]) -> Fusions {
+        let mut readers_of: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            for v in n.inputs.iter().filter(|v| !v.is_empty()) {
+                readers_of.entry(v.clone()).or_default().push(i);
             }
-            // x * sigmoid(x) with x a convolution read by exactly these two nodes.
-            "Mul" if n.inputs.len() == 2 && !n.outputs.is_empty() => {
-                for (x, s) in [(0, 1), (1, 0)] {
-                    let (xv, sv) = (&n.inputs[x], &n.inputs[s]);
-                    let Some(sig) = producer.get(sv.as_str()).copied() else {
-                        continue;
-                    };
-                    let sig_node = &nodes[sig];
-                    if sig_node.op_type != "Sigmoid"
-                        || sig_node.inputs.first() != Some(xv)
-                        || !read_once(sv)
-                    {
-                        continue;
-                    }
-                    if readers.get(xv.as_str()).copied() != Some(2) {
-                        continue;
-                    }
-                    if let Some(c) = conv_of(xv) {
-                        f.act.insert(c, (Activation::Silu, n.outputs[0].clone()));
-                        f.skip.insert(i);
-                        f.skip.insert(sig);
-                        break;
-                    }
-                }
-            }
-            _ => {}
+        }
+        Fusions {
+            readers_of,
+            skip: Default::default(),
         }
     }
-    f
 }
 
 fn shape_of(t: &Tensor) -> &[usize] {
@@ -358,6 +545,77 @@ fn shape_of(t: &Tensor) -> &[usize] {
 }
 
 impl Planner<'_> {
+    /// The activation the convolution `conv` absorbs, if its output's only reader is a Relu, a
+    /// Clip with bounds known on the host, or `x · sigmoid(x)` (then read by exactly that Mul
+    /// and Sigmoid); the absorbed nodes are added to `fused.skip`. Returns the activation and
+    /// the name of the value it produces.
+    fn fused_activation(
+        &self,
+        nodes: &[Node],
+        conv: usize,
+        fused: &mut Fusions,
+    ) -> Option<(Activation, String)> {
+        let x = nodes[conv].outputs.first()?;
+        let readers = fused.readers_of.get(x)?;
+        if self.readers.get(x).copied() != Some(readers.len()) {
+            return None; // also a graph output
+        }
+        let first_output = |n: &Node| n.outputs.first().filter(|o| !o.is_empty()).cloned();
+        match readers[..] {
+            [r] => {
+                let n = &nodes[r];
+                let act = match n.op_type.as_str() {
+                    "Relu" if n.attributes.is_empty() => Activation::Clamp(0.0, f32::INFINITY),
+                    "Clip" if n.inputs.first() == Some(x) => {
+                        let host: Vec<Option<&HostTensor>> = n
+                            .inputs
+                            .iter()
+                            .map(|i| match self.values.get(i.as_str()) {
+                                Some(Val::Host(h)) => Some(h),
+                                _ => None,
+                            })
+                            .collect();
+                        let ctx = Ctx {
+                            model: self.model,
+                            node: n,
+                            index: r,
+                            opset: self.opset,
+                            inputs: host,
+                        };
+                        let (lo, hi) = clip_bounds(&ctx).ok()?;
+                        Activation::Clamp(lo, hi)
+                    }
+                    _ => return None,
+                };
+                let y = first_output(n)?;
+                fused.skip.insert(r);
+                Some((act, y))
+            }
+            [a, b] => {
+                let (mul, sig) = match (nodes[a].op_type.as_str(), nodes[b].op_type.as_str()) {
+                    ("Mul", "Sigmoid") => (a, b),
+                    ("Sigmoid", "Mul") => (b, a),
+                    _ => return None,
+                };
+                let s = first_output(&nodes[sig])?;
+                let m = &nodes[mul];
+                let pair_ok = m.inputs.len() == 2
+                    && m.inputs.contains(x)
+                    && m.inputs.contains(&s)
+                    && fused.readers_of.get(&s).map(Vec::len) == Some(1)
+                    && self.readers.get(&s).copied() == Some(1);
+                if !pair_ok {
+                    return None;
+                }
+                let y = first_output(m)?;
+                fused.skip.insert(mul);
+                fused.skip.insert(sig);
+                Some((Activation::Silu, y))
+            }
+            _ => None,
+        }
+    }
+
     fn alloc(&mut self, shape: &[usize], what: &str) -> Result<usize, EvalError> {
         let t = self.gpu.zeros_f32(shape, what)?;
         self.tensors.push(t);
@@ -821,6 +1079,25 @@ impl Planner<'_> {
         };
         let (act, out_name) = act.unwrap_or((Activation::None, node.outputs[0].clone()));
         let y = self.alloc(&[xs[0], ws[0], win.out[0], win.out[1]], &out_name)?;
+        let need = ops::conv_scratch_elems(
+            groups,
+            xs[0],
+            xs[1],
+            ws[0],
+            (ws[2], ws[3]),
+            (win.out[0], win.out[1]),
+        );
+        let scratch = match self.scratch {
+            _ if need == 0 => None,
+            Some(s) if self.tensors[s].shape[0] >= need => Some(s),
+            _ => {
+                // Launches run in order inside the pass, so one scratch serves every split
+                // convolution of the plan; a larger need gets a larger one.
+                let s = self.alloc(&[need], "split-K partial sums")?;
+                self.scratch = Some(s);
+                Some(s)
+            }
+        };
         self.steps.push(Step::Conv {
             x,
             w,
@@ -831,6 +1108,7 @@ impl Planner<'_> {
             pads: (win.pad_begin[0], win.pad_begin[1]),
             groups,
             act,
+            scratch,
         });
         self.values.insert(out_name, Val::Dev(y));
         Ok(())
@@ -1130,6 +1408,7 @@ fn record(gpu: &Gpu, rec: &mut Recorder<'_>, t: &[Tensor], step: &Step) -> Resul
             pads,
             groups,
             act,
+            scratch,
         } => ops::conv2d(
             gpu,
             rec,
@@ -1143,6 +1422,7 @@ fn record(gpu: &Gpu, rec: &mut Recorder<'_>, t: &[Tensor], step: &Step) -> Resul
                 pads,
                 groups,
                 act,
+                scratch: scratch.map(|s| &t[s]),
             },
         ),
         Step::Binary {

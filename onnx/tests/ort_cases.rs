@@ -1,6 +1,8 @@
 //! Cases the backend node tests lack but the vision models need — a depthwise 5×5 stride-2
 //! convolution with SAME_UPPER (odd total padding), a `[0, 0, 1, 1]` stem pad, Softmax on axis 1
-//! of a 4-D tensor, Resize 2× asymmetric/floor from a `scales` initializer, Cast int64 → f32 —
+//! of a 4-D tensor, Resize 2× asymmetric/floor from a `scales` initializer, Cast int64 → f32,
+//! 1×1 convolutions off the GPU GEMM's tile sizes with a batch of 3 and ReLU6 or SiLU fused, a
+//! 3×3 convolution whose K the GPU splits across workgroups —
 //! built by `tools/onnx_cases.py` and checked against onnxruntime's outputs, on the host and on
 //! the GPU (which refuses the int64 input rather than guessing).
 
@@ -25,7 +27,7 @@ fn cases_match_onnxruntime_on_host_and_gpu() {
         .map(|e| e.unwrap().path())
         .collect();
     cases.sort();
-    assert_eq!(cases.len(), 5);
+    assert_eq!(cases.len(), 8);
     for case in cases {
         let name = case.file_name().unwrap().to_string_lossy().to_string();
         let m = OnnxModel::open(&case.join("model.onnx")).unwrap();

@@ -36,5 +36,5 @@ pub use gpuport_gguf as gguf;
 
 pub use device::{AdapterReport, Gpu, GpuOptions};
 pub use error::GpuError;
-pub use recorder::{Recorder, RecorderStats};
+pub use recorder::{Recorder, RecorderCache, RecorderStats};
 pub use tensor::{Elem, PendingReadback, Tensor};

@@ -62,28 +62,61 @@ pub struct Recorder<'g> {
     profiler: Option<Profiler>,
 }
 
+/// What a [`Recorder`] keeps between uses: its uniform buffers and the bind groups made over
+/// them. A caller that records the same launches again and again (a planned graph) hands it
+/// from one recorder to the next ([`Recorder::into_cache`], [`Recorder::with_cache`]): the
+/// uniform values land in the same slots each time, so every bind group is found instead of
+/// created (creating one costs microseconds of CPU per launch).
+#[derive(Default)]
+pub struct RecorderCache {
+    uniform_buffers: Vec<wgpu::Buffer>,
+    groups: HashMap<GroupKey, wgpu::BindGroup>,
+}
+
+impl RecorderCache {
+    /// Bind groups held.
+    pub fn bind_groups(&self) -> usize {
+        self.groups.len()
+    }
+}
+
 impl<'g> Recorder<'g> {
     /// A recorder on `gpu`.
     pub fn new(gpu: &'g Gpu) -> Self {
+        Self::with_cache(gpu, RecorderCache::default())
+    }
+
+    /// A recorder on `gpu` that starts from an earlier recorder's buffers and bind groups.
+    /// The cache must come from a recorder on the same `gpu`.
+    pub fn with_cache(gpu: &'g Gpu, cache: RecorderCache) -> Self {
         Recorder {
             gpu,
             encoder: None,
             pass: None,
             stats: RecorderStats::default(),
             uniforms: Vec::new(),
-            uniform_buffers: Vec::new(),
+            uniform_buffers: cache.uniform_buffers,
             uniform_slots: HashMap::new(),
-            groups: HashMap::new(),
+            groups: cache.groups,
             profiler: None,
         }
     }
 
-    /// A recorder that timestamps every pass (needs TIMESTAMP_QUERY).
-    pub fn profiling(gpu: &'g Gpu) -> Result<Self, GpuError> {
+    /// Gives back the buffers and bind groups for [`Recorder::with_cache`] (after
+    /// [`Recorder::submit`]; anything recorded but not submitted is dropped).
+    pub fn into_cache(self) -> RecorderCache {
+        RecorderCache {
+            uniform_buffers: self.uniform_buffers,
+            groups: self.groups,
+        }
+    }
+
+    /// Adds timestamps around every pass (needs TIMESTAMP_QUERY).
+    fn add_profiler(&mut self) -> Result<(), GpuError> {
+        let gpu = self.gpu;
         if !gpu.has_timestamps() {
             return Err(GpuError::MissingFeature("timestamp-query"));
         }
-        let mut r = Self::new(gpu);
         let queries = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
             label: Some("pass timestamps"),
             ty: wgpu::QueryType::Timestamp,
@@ -95,7 +128,7 @@ impl<'g> Recorder<'g> {
             usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        r.profiler = Some(Profiler {
+        self.profiler = Some(Profiler {
             queries,
             resolve,
             used: 0,
@@ -103,24 +136,41 @@ impl<'g> Recorder<'g> {
             marks: None,
             dispatch_ns: Vec::new(),
         });
+        Ok(())
+    }
+
+    /// [`Recorder::with_cache`] that timestamps every pass, or with `per_dispatch` every
+    /// dispatch (see [`Recorder::profiling`] and [`Recorder::profiling_dispatches`]).
+    pub fn profiling_with_cache(
+        gpu: &'g Gpu,
+        cache: RecorderCache,
+        per_dispatch: bool,
+    ) -> Result<Self, GpuError> {
+        if per_dispatch
+            && !gpu
+                .features()
+                .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
+        {
+            return Err(GpuError::MissingFeature("timestamp-query-inside-passes"));
+        }
+        let mut r = Self::with_cache(gpu, cache);
+        r.add_profiler()?;
+        if let (true, Some(p)) = (per_dispatch, r.profiler.as_mut()) {
+            p.marks = Some(Vec::new());
+        }
         Ok(r)
+    }
+
+    /// A recorder that timestamps every pass (needs TIMESTAMP_QUERY).
+    pub fn profiling(gpu: &'g Gpu) -> Result<Self, GpuError> {
+        Self::profiling_with_cache(gpu, RecorderCache::default(), false)
     }
 
     /// A recorder that timestamps every dispatch inside its pass (needs
     /// TIMESTAMP_QUERY_INSIDE_PASSES): [`Recorder::dispatch_times_ns`] then says where a
     /// forward pass spends its time. Up to ~2,000 dispatches per submit are timed.
     pub fn profiling_dispatches(gpu: &'g Gpu) -> Result<Self, GpuError> {
-        if !gpu
-            .features()
-            .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
-        {
-            return Err(GpuError::MissingFeature("timestamp-query-inside-passes"));
-        }
-        let mut r = Self::profiling(gpu)?;
-        if let Some(p) = r.profiler.as_mut() {
-            p.marks = Some(Vec::new());
-        }
-        Ok(r)
+        Self::profiling_with_cache(gpu, RecorderCache::default(), true)
     }
 
     /// (kernel label, nanoseconds) of each dispatch of the last submit of a

@@ -8,6 +8,7 @@
 mod bench;
 mod bench_llm;
 mod bench_store;
+mod bench_vision;
 mod ci;
 mod demo;
 mod fuzz;
@@ -117,6 +118,27 @@ enum Command {
         /// Targets (default: all).
         targets: Vec<String>,
     },
+    /// The ONNX GPU executor's speed: per batch size, whole-call latency (upload, one pass,
+    /// readback) median and p10/p90 after a warm-up, images/s, GPU time by timestamps.
+    BenchVision {
+        /// The ONNX file.
+        model: PathBuf,
+        /// Batch sizes (any but the graph's own needs a symbolic batch dim).
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        batch: Vec<usize>,
+        /// Seconds of timed calls per batch size.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Milliseconds of untimed calls first (the GPU's clock ramps under steady load).
+        #[arg(long, default_value_t = 2000)]
+        warmup_ms: u64,
+        /// Also report GPU time per kernel family (per-dispatch timestamps).
+        #[arg(long)]
+        profile: bool,
+        /// Write the results here as JSON.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
     /// Import throughput: `Store::import` (hash + copy + fsync) against `sha256sum` of the
     /// same file, as a ratio measured in one run.
     BenchStore {
@@ -195,6 +217,21 @@ fn main() -> anyhow::Result<()> {
             seconds,
             targets,
             jobs,
+            json,
+        }),
+        Command::BenchVision {
+            model,
+            batch,
+            seconds,
+            warmup_ms,
+            profile,
+            json,
+        } => bench_vision::run(bench_vision::Options {
+            model,
+            batch,
+            seconds,
+            warmup_ms,
+            profile,
             json,
         }),
         Command::BenchStore {

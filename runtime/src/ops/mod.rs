@@ -55,11 +55,23 @@ pub(crate) fn launch<P: bytemuck::Pod>(
     tensors: &[&Tensor],
     grid: (u32, u32),
 ) -> Result<(), GpuError> {
+    launch_3d(gpu, rec, spec, params, tensors, (grid.0, grid.1, 1))
+}
+
+/// [`launch`] with a 3-D grid.
+pub(crate) fn launch_3d<P: bytemuck::Pod>(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    spec: &KernelSpec,
+    params: &P,
+    tensors: &[&Tensor],
+    grid: (u32, u32, u32),
+) -> Result<(), GpuError> {
     let pipeline = gpu.pipeline(spec)?;
     let slot = rec.uniform(params)?;
     let storage: Vec<(&Tensor, u64, u64)> = tensors.iter().map(|t| whole(t)).collect();
     let group = rec.bind_group(&pipeline, slot, &storage);
-    rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+    rec.dispatch(&pipeline, &group, grid);
     Ok(())
 }
 

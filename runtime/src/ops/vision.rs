@@ -8,7 +8,7 @@ use gpuport_kernels::vision::{
     SoftmaxParams,
 };
 
-use super::{elems, launch};
+use super::{elems, launch, launch_3d};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
@@ -59,6 +59,47 @@ pub struct Conv2d<'a> {
     pub groups: usize,
     /// Fused activation.
     pub act: Activation,
+    /// The partial sums of a split-K convolution: at least [`conv_scratch_elems`] f32s
+    /// (`None` when that is 0).
+    pub scratch: Option<&'a Tensor>,
+}
+
+/// Workgroups a convolution GEMM should have to fill a large GPU (two per multiprocessor of
+/// the biggest ones); layers with fewer output tiles split K to get there.
+const CONV_GEMM_TARGET_WORKGROUPS: usize = 256;
+/// The least K a slice takes (4 steps of the tile's K).
+const CONV_GEMM_MIN_SLICE: usize = 64;
+
+/// How the convolution GEMM splits K for an `[n, m, oh, ow]` output with `k` products per
+/// output: `(slices, k per slice)`; one slice when the output tiles already fill the GPU.
+pub fn conv_gemm_split(n: usize, m: usize, oh: usize, ow: usize, k: usize) -> (usize, usize) {
+    let (bm, bn, bk) = vision::CONV_GEMM_TILE;
+    let tiles = (n * oh * ow).div_ceil(bn as usize) * m.div_ceil(bm as usize);
+    let want = CONV_GEMM_TARGET_WORKGROUPS.div_ceil(tiles.max(1));
+    let slices = want.min(k / CONV_GEMM_MIN_SLICE).max(1);
+    let chunk = k.div_ceil(slices).div_ceil(bk as usize) * bk as usize;
+    (k.div_ceil(chunk.max(1)).max(1), chunk.max(bk as usize))
+}
+
+/// The f32s of scratch a [`Conv2d`] of this shape needs (0: none). Only one-group
+/// convolutions run as a GEMM and split.
+pub fn conv_scratch_elems(
+    groups: usize,
+    n: usize,
+    c: usize,
+    m: usize,
+    kernel: (usize, usize),
+    out: (usize, usize),
+) -> usize {
+    if groups != 1 {
+        return 0;
+    }
+    let (slices, _) = conv_gemm_split(n, m, out.0, out.1, c * kernel.0 * kernel.1);
+    if slices == 1 {
+        0
+    } else {
+        slices * m * n * out.0 * out.1
+    }
 }
 
 /// Records a [`Conv2d`].
@@ -73,6 +114,7 @@ pub fn conv2d(gpu: &Gpu, rec: &mut Recorder<'_>, call: Conv2d<'_>) -> Result<(),
         pads,
         groups,
         act,
+        scratch,
     } = call;
     let ([n, c, h, wd], [m, cg, kh, kw], [yn, ym, oh, ow]) = (
         <[usize; 4]>::try_from(&x.shape[..])
@@ -90,6 +132,100 @@ pub fn conv2d(gpu: &Gpu, rec: &mut Recorder<'_>, call: Conv2d<'_>) -> Result<(),
         )));
     }
     fits(gpu, &[x, w, bias, y])?;
+    let (lo, hi) = act.bounds();
+    if groups == 1 {
+        // One group: an implicit GEMM over K = C·KH·KW, split along K when the output has
+        // too few tiles to fill the GPU.
+        let k = c * kh * kw;
+        let (slices, chunk) = conv_gemm_split(n, m, oh, ow, k);
+        let pointwise =
+            (kh, kw) == (1, 1) && strides == (1, 1) && pads == (0, 0) && (oh, ow) == (h, wd);
+        let p = vision::ConvGemmParams {
+            n: u32_of(n, "batch")?,
+            c: u32_of(c, "channels")?,
+            h: u32_of(h, "height")?,
+            w: u32_of(wd, "width")?,
+            m: u32_of(m, "output channels")?,
+            oh: u32_of(oh, "output height")?,
+            ow: u32_of(ow, "output width")?,
+            kh: u32_of(kh, "kernel height")?,
+            kw: u32_of(kw, "kernel width")?,
+            sh: u32_of(strides.0, "stride")?,
+            sw: u32_of(strides.1, "stride")?,
+            dh: u32_of(dilations.0, "dilation")?,
+            dw: u32_of(dilations.1, "dilation")?,
+            ph: u32_of(pads.0, "pad")?,
+            pw: u32_of(pads.1, "pad")?,
+            k_total: u32_of(k, "products per output")?,
+            k_chunk: u32_of(chunk, "products per slice")?,
+            slices: u32_of(slices, "slices")?,
+            lo,
+            hi,
+        };
+        let (bm, bn, _) = vision::CONV_GEMM_TILE;
+        let cols = n * oh * ow;
+        let tiles = (
+            u32_of(cols.div_ceil(bn as usize), "column tiles")?,
+            u32_of(m.div_ceil(bm as usize), "row tiles")?,
+            p.slices,
+        );
+        let limit = gpu.limits().max_compute_workgroups_per_dimension;
+        if tiles.0 > limit || tiles.1 > limit || tiles.2 > limit {
+            return Err(GpuError::Shape(format!(
+                "conv of {:?} into {:?}: {tiles:?} tiles exceed {limit} per dim",
+                x.shape, y.shape
+            )));
+        }
+        if slices == 1 {
+            return launch_3d(
+                gpu,
+                rec,
+                &vision::conv_gemm_spec(act, pointwise, false),
+                &p,
+                &[x, w, bias, y],
+                tiles,
+            );
+        }
+        let part = scratch
+            .filter(|t| elems(t) >= slices * m * cols)
+            .ok_or_else(|| {
+                GpuError::Shape(format!(
+                    "conv of {:?} into {:?} splits K {slices} ways and needs {} f32s of scratch",
+                    x.shape,
+                    y.shape,
+                    slices * m * cols
+                ))
+            })?;
+        fits(gpu, &[part])?;
+        launch_3d(
+            gpu,
+            rec,
+            &vision::conv_gemm_spec(act, pointwise, true),
+            &p,
+            &[x, w, bias, part],
+            tiles,
+        )?;
+        let total = elems(y);
+        let grid = grid(gpu, total, vision::WG)?;
+        let sum = vision::SliceSumParams {
+            m: p.m,
+            cols: u32_of(cols, "columns")?,
+            plane: u32_of(oh * ow, "positions")?,
+            slices: p.slices,
+            total: u32_of(total, "outputs")?,
+            grid_x: grid.0,
+            lo,
+            hi,
+        };
+        return launch(
+            gpu,
+            rec,
+            &vision::slice_sum_spec(act),
+            &sum,
+            &[part, bias, y],
+            grid,
+        );
+    }
     let oct = if (m / groups).is_multiple_of(vision::CONV_OCT as usize) {
         vision::CONV_OCT
     } else {
@@ -97,7 +233,6 @@ pub fn conv2d(gpu: &Gpu, rec: &mut Recorder<'_>, call: Conv2d<'_>) -> Result<(),
     };
     let total = elems(y) / oct as usize;
     let grid = grid(gpu, total, vision::WG)?;
-    let (lo, hi) = act.bounds();
     let p = ConvParams {
         n: u32_of(n, "batch")?,
         c: u32_of(c, "channels")?,
@@ -400,4 +535,38 @@ pub fn index_copy(
         &[src, map, out],
         grid,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::conv_gemm_split;
+
+    #[test]
+    fn split_k_slices_cover_k_exactly_in_whole_steps() {
+        let (_, _, bk) = gpuport_kernels::vision::CONV_GEMM_TILE;
+        for (n, m, oh, ow, k) in [
+            (1, 320, 7, 7, 1152),
+            (1, 1280, 7, 7, 320),
+            (32, 320, 7, 7, 1152),
+            (1, 16, 112, 112, 32),
+            (2, 24, 4, 4, 360),
+            (1, 1, 1, 1, 1),
+            (1, 8, 1, 1, 100_000),
+        ] {
+            let (slices, chunk) = conv_gemm_split(n, m, oh, ow, k);
+            assert!(
+                slices >= 1 && chunk.is_multiple_of(bk as usize),
+                "{k}: {slices} x {chunk}"
+            );
+            assert!(
+                slices * chunk >= k && (slices - 1) * chunk < k,
+                "{k}: {slices} x {chunk}"
+            );
+            if slices > 1 {
+                assert!(chunk >= 64, "{k}: {slices} x {chunk}");
+            }
+        }
+        // Enough tiles already: no split.
+        assert_eq!(conv_gemm_split(32, 96, 112, 112, 16).0, 1);
+    }
 }
