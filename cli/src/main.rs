@@ -1,6 +1,7 @@
 //! `gpuport`: run model bundles on any GPU. This binary is a thin layer over the library crates:
 //! argument parsing and printing only.
 
+mod annotate;
 mod can_run;
 mod chat;
 mod generate;
@@ -220,6 +221,13 @@ enum Command {
         /// Also write each image's raw outputs as `DIR/<image index>.<output name>.npy`.
         #[arg(long, value_name = "DIR")]
         save_outputs: Option<PathBuf>,
+        /// Draw the detections (or the ranked labels) onto a copy of the image, as PNG: this
+        /// file for one image, `OUT/<image stem>.png` for several.
+        #[arg(long, value_name = "OUT")]
+        annotate: Option<PathBuf>,
+        /// Images per call when the graph's batch dim is symbolic (else one per call).
+        #[arg(long, default_value_t = 8)]
+        batch: usize,
     },
     /// Run a bundle's golden inputs and compare each golden output with
     /// `|got − expected| ≤ atol + rtol·|expected|` (the variant's tolerance over the manifest's).
@@ -324,6 +332,8 @@ fn main() -> ExitCode {
             variant,
             device,
             save_outputs,
+            annotate,
+            batch,
         } => vision::run(vision::RunArgs {
             bundle,
             images,
@@ -332,6 +342,8 @@ fn main() -> ExitCode {
             variant,
             device,
             save_outputs,
+            annotate,
+            batch,
         }),
         Command::Golden {
             bundle,

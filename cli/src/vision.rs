@@ -117,6 +117,30 @@ pub struct RunArgs {
     pub variant: Option<String>,
     pub device: DeviceArg,
     pub save_outputs: Option<PathBuf>,
+    /// One image: the annotated copy's path; several: a folder for `<stem>.png` each.
+    pub annotate: Option<PathBuf>,
+    /// Images per call when the graph's batch dim is symbolic.
+    pub batch: usize,
+}
+
+/// Where the annotated copy of image `k` of `images` goes.
+fn annotate_path(out: &Path, images: &[PathBuf], k: usize) -> PathBuf {
+    if images.len() == 1 {
+        return out.to_path_buf();
+    }
+    let stem = images[k]
+        .file_stem()
+        .map_or_else(|| format!("image{k}"), |s| s.to_string_lossy().into_owned());
+    // Two images of one name (from different folders) must not overwrite each other.
+    let clash = images
+        .iter()
+        .enumerate()
+        .any(|(j, p)| j != k && p.file_stem() == images[k].file_stem());
+    if clash {
+        out.join(format!("{stem}.{k}.png"))
+    } else {
+        out.join(format!("{stem}.png"))
+    }
 }
 
 pub fn run(args: RunArgs) -> u8 {
@@ -135,39 +159,91 @@ pub fn run(args: RunArgs) -> u8 {
         eprintln!("error: `gpuport run` takes bundles with one image input");
         return EXIT_USAGE;
     };
-    if let Some(dir) = &args.save_outputs
-        && let Err(e) = std::fs::create_dir_all(dir)
-    {
-        eprintln!("error: {}: {e}", dir.display());
+    if args.batch == 0 {
+        eprintln!("error: --batch must be at least 1");
         return EXIT_USAGE;
     }
-    for (k, image_path) in args.images.iter().enumerate() {
-        let save = args.save_outputs.as_deref().map(|d| (d, k));
-        match run_image(&b, input, image_path, &labels, args.top_k, save) {
-            Ok(report) => {
-                if args.json {
-                    out!("{report}");
-                } else {
-                    print_report(image_path, &report);
+    for dir in [
+        &args.save_outputs,
+        &args
+            .annotate
+            .as_ref()
+            .filter(|_| args.images.len() > 1)
+            .cloned(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("error: {}: {e}", dir.display());
+            return EXIT_USAGE;
+        }
+    }
+    let indexed: Vec<(usize, &PathBuf)> = args.images.iter().enumerate().collect();
+    for chunk in indexed.chunks(args.batch) {
+        let mut prepared = Vec::new();
+        for (_, image_path) in chunk {
+            match prepare(input, image_path) {
+                Ok(p) => prepared.push(p),
+                Err((code, e)) => {
+                    eprintln!("error: {}: {e}", image_path.display());
+                    return code;
                 }
             }
-            Err((code, e)) => {
-                eprintln!("error: {}: {e}", image_path.display());
+        }
+        let tensors = prepared.iter().map(|p| p.tensor.clone()).collect();
+        let outputs = match b.run_items(&input.name, tensors) {
+            Ok(o) => o,
+            Err(e) => {
+                let code = match e {
+                    gpuport_onnx::EvalError::Unsupported { .. } => {
+                        crate::onnx_run::EXIT_UNSUPPORTED
+                    }
+                    _ => EXIT_INVALID,
+                };
+                let names: Vec<String> =
+                    chunk.iter().map(|(_, p)| p.display().to_string()).collect();
+                eprintln!("error: {}: {e}", names.join(", "));
                 return code;
+            }
+        };
+        for (((k, image_path), p), outputs) in chunk.iter().zip(&prepared).zip(outputs) {
+            let save = args.save_outputs.as_deref().map(|d| (d, *k));
+            let report = match report(&b, image_path, p, &outputs, &labels, args.top_k, save) {
+                Ok(r) => r,
+                Err((code, e)) => {
+                    eprintln!("error: {}: {e}", image_path.display());
+                    return code;
+                }
+            };
+            if let Some(out) = &args.annotate {
+                let path = annotate_path(out, &args.images, *k);
+                if let Err(e) = crate::annotate::annotate(&p.image, &report, &path) {
+                    eprintln!("error: --annotate: {e}");
+                    return EXIT_USAGE;
+                }
+            }
+            if args.json {
+                out!("{report}");
+            } else {
+                print_report(image_path, &report);
             }
         }
     }
     EXIT_OK
 }
 
-fn run_image(
-    b: &VisionBundle,
+/// An image decoded and made into the bundle's input tensor.
+struct Prepared {
+    image: gpuport_preprocess::image::RgbImage,
+    transform: gpuport_preprocess::image::InverseTransform,
+    tensor: HostTensor,
+}
+
+fn prepare(
     input: &gpuport_manifest_core::modelport::InputSpec,
     image_path: &Path,
-    labels: &[String],
-    top_k: Option<usize>,
-    save: Option<(&Path, usize)>,
-) -> Result<Value, (u8, String)> {
+) -> Result<Prepared, (u8, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
     let invalid = |e: String| (EXIT_INVALID, e);
     let image = decode_image_file(image_path).map_err(|e| usage(e.to_string()))?;
@@ -182,16 +258,29 @@ fn run_image(
             )));
         }
     };
-    let x =
+    let tensor =
         HostTensor::new(pre.tensor.shape, data).ok_or_else(|| invalid("input tensor".into()))?;
-    let outputs = b.run(&[(input.name.clone(), x)]).map_err(|e| match e {
-        gpuport_onnx::EvalError::Unsupported { .. } => {
-            (crate::onnx_run::EXIT_UNSUPPORTED, e.to_string())
-        }
-        e => invalid(e.to_string()),
-    })?;
+    Ok(Prepared {
+        image,
+        transform: pre.transform,
+        tensor,
+    })
+}
+
+/// One image's result from its outputs: classes or detections, as `gpuport run` prints them.
+fn report(
+    b: &VisionBundle,
+    image_path: &Path,
+    prepared: &Prepared,
+    outputs: &[(String, HostTensor)],
+    labels: &[String],
+    top_k: Option<usize>,
+    save: Option<(&Path, usize)>,
+) -> Result<Value, (u8, String)> {
+    let usage = |e: String| (EXIT_USAGE, e);
+    let invalid = |e: String| (EXIT_INVALID, e);
     if let Some((dir, k)) = save {
-        for (name, t) in &outputs {
+        for (name, t) in outputs {
             let path = dir.join(format!("{k}.{}.npy", crate::onnx_run::file_stem(name)));
             gpuport_onnx::npy::write(&path, t).map_err(|e| usage(e.to_string()))?;
         }
@@ -242,7 +331,7 @@ fn run_image(
                     shape: s,
                     values: v,
                 });
-                let found = detect(&out, boxes.as_ref(), post, labels, &pre.transform)
+                let found = detect(&out, boxes.as_ref(), post, labels, &prepared.transform)
                     .map_err(|e| invalid(e.to_string()))?;
                 let detections: Vec<Value> = found
                     .iter()

@@ -1,8 +1,8 @@
 //! The two ONNX vision bundles (`cargo xtask fetch-models` builds them) end to end on the GPU
 //! (lavapipe where there is none): each of six photos through `gpuport preprocess` and
-//! `gpuport run --save-outputs`, against onnxruntime on the same input tensor and
-//! post-processing written with numpy (`tools/vision_reference.py`); plus `gpuport golden`,
-//! and `modelport validate`/`verify`.
+//! `gpuport run --save-outputs --annotate` (the six photos in one batched call where the graph
+//! allows), against onnxruntime on the same input tensor and post-processing written with numpy
+//! (`tools/vision_reference.py`); plus `gpuport golden`, and `modelport validate`/`verify`.
 //!
 //! What must hold: gpuport's input equals modelport's for every PNG (JPEG decoders differ by a
 //! level, docs/spec/preprocess.md); raw outputs within 1e-4 of onnxruntime's (relative to the
@@ -95,12 +95,15 @@ fn check_bundle(name: &str, output: &str) {
     // End to end on the GPU (lavapipe here), the photos in one `gpuport run` that also saves
     // the raw outputs.
     let raw = work.path().join("raw");
+    let drawn = work.path().join("annotated");
     let mut run: Vec<&std::ffi::OsStr> = vec![
         "run".as_ref(),
         dir.as_os_str(),
         "--json".as_ref(),
         "--save-outputs".as_ref(),
         raw.as_os_str(),
+        "--annotate".as_ref(),
+        drawn.as_os_str(),
     ];
     run.extend(photos.iter().map(|p| p.as_os_str()));
     let out = gpuport(&run);
@@ -172,6 +175,38 @@ fn check_bundle(name: &str, output: &str) {
                 let d = (got[i]["score"].as_f64().unwrap() - w["score"].as_f64().unwrap()).abs();
                 assert!(d <= 1e-3, "{at}: {} score off by {d}", w["label"]);
             }
+        }
+    }
+    // The annotated copies: the photo's size, the photo itself away from what was drawn, and
+    // each detection's box edge in a drawn colour.
+    for (photo, o) in photos.iter().zip(&ours) {
+        let stem = photo.file_stem().unwrap().to_string_lossy();
+        let copy = image::open(drawn.join(format!("{stem}.png")))
+            .unwrap()
+            .to_rgb8();
+        let original = image::open(photo).unwrap().to_rgb8();
+        assert_eq!(copy.dimensions(), original.dimensions(), "{stem}");
+        let changed = copy
+            .pixels()
+            .zip(original.pixels())
+            .filter(|(a, b)| a != b)
+            .count();
+        let total = (copy.width() * copy.height()) as usize;
+        let found = ["detections", "results"]
+            .iter()
+            .any(|k| o[*k].as_array().is_some_and(|a| !a.is_empty()));
+        // Nothing found: an unchanged copy.
+        assert_eq!(changed > 0, found, "{stem}: {changed} of {total} changed");
+        assert!(changed < total / 2, "{stem}: {changed} of {total} changed");
+        for d in o["detections"].as_array().into_iter().flatten() {
+            let [x0, _, _, y1] = box_of(&d["box"]);
+            let (x, y) = (x0.floor() as u32, (y1.ceil() as u32).saturating_sub(1));
+            let (x, y) = (x.min(copy.width() - 1), y.min(copy.height() - 1));
+            assert_ne!(
+                copy.get_pixel(x, y),
+                original.get_pixel(x, y),
+                "{stem}: box corner of {d}"
+            );
         }
     }
     // The golden test, by gpuport and by modelport.

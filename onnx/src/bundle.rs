@@ -191,6 +191,66 @@ impl VisionBundle {
         self.executor.run(inputs)
     }
 
+    /// Whether graph input `name` has a symbolic (or unknown) leading dim, so that one call
+    /// can take a batch of any size.
+    pub fn batches(&self, name: &str) -> bool {
+        self.executor
+            .model()
+            .model()
+            .graph
+            .runtime_inputs()
+            .find(|vi| vi.name == name)
+            .and_then(|vi| match &vi.ty {
+                Some(crate::model::Type::Tensor {
+                    shape: Some(dims), ..
+                }) => dims.first().cloned(),
+                _ => None,
+            })
+            .is_some_and(|d| !matches!(d, crate::model::Dim::Value(_)))
+    }
+
+    /// Runs one `[1, …]` tensor per item for the graph's one input `name`: as one batched
+    /// call when [`VisionBundle::batches`] says the graph takes any batch (every output is
+    /// split back along its dim 0; an output without that leading dim is an error), else one
+    /// call per item. Returns each item's outputs in graph order.
+    pub fn run_items(
+        &self,
+        name: &str,
+        items: Vec<HostTensor>,
+    ) -> Result<Vec<Vec<(String, HostTensor)>>, EvalError> {
+        if items.len() <= 1 || !self.batches(name) {
+            return items
+                .into_iter()
+                .map(|x| self.run(&[(name.to_string(), x)]))
+                .collect();
+        }
+        let n = items.len();
+        let batch = HostTensor::stack(&items).ok_or_else(|| EvalError::Input {
+            name: name.to_string(),
+            what: "the items differ in type or shape, or are not [1, …]".into(),
+        })?;
+        let outputs = self.run(&[(name.to_string(), batch)])?;
+        (0..n)
+            .map(|k| {
+                outputs
+                    .iter()
+                    .map(|(o, t)| {
+                        if t.shape.first() != Some(&n) {
+                            return Err(EvalError::Graph(format!(
+                                "output `{o}` of shape {:?} has no batch dim of {n}",
+                                t.shape
+                            )));
+                        }
+                        let item = t
+                            .item(k)
+                            .ok_or_else(|| EvalError::Graph(format!("output `{o}` item {k}")))?;
+                        Ok((o.clone(), item))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Runs the golden inputs and compares every golden output.
     pub fn golden(&self) -> Result<Option<GoldenReport>, BundleError> {
         let Some(golden) = &self.manifest.golden else {

@@ -216,6 +216,36 @@ impl HostTensor {
         }
     }
 
+    /// Joins tensors of one type and one shape `[1, …]` along dim 0 into `[n, …]` (a batch);
+    /// `None` when they differ or there are none.
+    pub fn stack(parts: &[HostTensor]) -> Option<HostTensor> {
+        let first = parts.first()?;
+        if first.shape.first() != Some(&1)
+            || parts
+                .iter()
+                .any(|p| p.shape != first.shape || p.data.dtype() != first.data.dtype())
+        {
+            return None;
+        }
+        let bytes: Vec<u8> = parts.iter().flat_map(|p| p.data.to_le_bytes()).collect();
+        let mut shape = first.shape.clone();
+        shape[0] = parts.len();
+        HostTensor::new(shape, Data::from_le_bytes(first.data.dtype(), &bytes)?)
+    }
+
+    /// Item `k` of dim 0, as a `[1, …]` tensor; `None` past the end or for a scalar.
+    pub fn item(&self, k: usize) -> Option<HostTensor> {
+        let (&n, rest) = self.shape.split_first()?;
+        if k >= n {
+            return None;
+        }
+        let per: usize = rest.iter().product();
+        let index: Vec<usize> = (k * per..(k + 1) * per).collect();
+        let mut shape = self.shape.clone();
+        shape[0] = 1;
+        HostTensor::new(shape, self.data.gather(&index))
+    }
+
     /// Elements.
     pub fn len(&self) -> usize {
         self.data.len()
