@@ -86,6 +86,15 @@ def main():
           helper.make_node("Relu", ["c"], ["y"])],
          [vi("x", TensorProto.FLOAT, [2, 40, 9, 9])], [vi("y", TensorProto.FLOAT, [])],
          [("w", f32(24, 40, 3, 3)), ("b", f32(24))], [f32(2, 40, 9, 9)])
+    # Depthwise with dilation 2, asymmetric pads, a batch of 2 and SiLU fused (Mul operands
+    # in the other order).
+    case("depthwise_3x3_dilated_tiles_silu",
+         [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=5, kernel_shape=[3, 3],
+                           dilations=[2, 2], pads=[2, 1, 2, 3]),
+          helper.make_node("Sigmoid", ["c"], ["s"]),
+          helper.make_node("Mul", ["s", "c"], ["y"])],
+         [vi("x", TensorProto.FLOAT, [2, 5, 37, 21])], [vi("y", TensorProto.FLOAT, [])],
+         [("w", f32(5, 1, 3, 3)), ("b", f32(5))], [f32(2, 5, 37, 21)])
     case("cast_int64_to_float",
          [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
          [vi("x", TensorProto.INT64, [2, 3])], [vi("y", TensorProto.FLOAT, [])],

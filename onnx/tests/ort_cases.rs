@@ -2,7 +2,8 @@
 //! convolution with SAME_UPPER (odd total padding), a `[0, 0, 1, 1]` stem pad, Softmax on axis 1
 //! of a 4-D tensor, Resize 2× asymmetric/floor from a `scales` initializer, Cast int64 → f32,
 //! 1×1 convolutions off the GPU GEMM's tile sizes with a batch of 3 and ReLU6 or SiLU fused, a
-//! 3×3 convolution whose K the GPU splits across workgroups —
+//! 3×3 convolution whose K the GPU splits across workgroups, a dilated depthwise convolution
+//! with ragged pads and a batch —
 //! built by `tools/onnx_cases.py` and checked against onnxruntime's outputs, on the host and on
 //! the GPU (which refuses the int64 input rather than guessing).
 
@@ -27,7 +28,7 @@ fn cases_match_onnxruntime_on_host_and_gpu() {
         .map(|e| e.unwrap().path())
         .collect();
     cases.sort();
-    assert_eq!(cases.len(), 8);
+    assert_eq!(cases.len(), 9);
     for case in cases {
         let name = case.file_name().unwrap().to_string_lossy().to_string();
         let m = OnnxModel::open(&case.join("model.onnx")).unwrap();
