@@ -25,6 +25,16 @@ def percentiles(ms):
     return {"p10": pick(0.1), "median": pick(0.5), "p90": pick(0.9), "calls": len(ms)}
 
 
+def report(who, batch, ms):
+    """The percentiles of `ms` with the batch and images/s, printed as a line."""
+    p = percentiles(ms)
+    p["batch"] = batch
+    p["images_per_s"] = batch / (p["median"] / 1e3)
+    print(f"{who} batch {batch:>3}: {p['median']:.3f} ms median "
+          f"({p['p10']:.3f}-{p['p90']:.3f}), {p['images_per_s']:.0f} img/s", flush=True)
+    return p
+
+
 def input_shape(model, batch):
     (inp,) = [i for i in model.graph.input
               if i.name not in {t.name for t in model.graph.initializer}]
@@ -65,12 +75,7 @@ def bench_torch(path, batches, seconds):
                 b.record()
                 b.synchronize()
                 ms.append(a.elapsed_time(b))
-        p = percentiles(ms)
-        p["batch"] = batch
-        p["images_per_s"] = batch / (p["median"] / 1e3)
-        out.append(p)
-        print(f"torch  batch {batch:>3}: {p['median']:.3f} ms median "
-              f"({p['p10']:.3f}-{p['p90']:.3f}), {p['images_per_s']:.0f} img/s", flush=True)
+        out.append(report("torch", batch, ms))
     return {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "results": out}
 
 
@@ -98,12 +103,7 @@ def bench_ort(path, batches, seconds, threads):
             t = time.perf_counter()
             sess.run(None, {name: x})
             ms.append((time.perf_counter() - t) * 1e3)
-        p = percentiles(ms)
-        p["batch"] = batch
-        p["images_per_s"] = batch / (p["median"] / 1e3)
-        out.append(p)
-        print(f"ort x{threads} batch {batch:>3}: {p['median']:.3f} ms median "
-              f"({p['p10']:.3f}-{p['p90']:.3f}), {p['images_per_s']:.0f} img/s", flush=True)
+        out.append(report(f"ort x{threads}", batch, ms))
     return {"onnxruntime": ort.__version__, "threads": threads, "results": out}
 
 

@@ -44,11 +44,13 @@ impl Activation {
     }
 }
 
-/// Uniform block of `vision_conv.wgsl`.
+/// The geometry of a 2-D convolution, the head of both convolution kernels' uniform blocks
+/// (`Params` in `vision_conv.wgsl` and `vision_conv_gemm.wgsl` start with these fields in
+/// this order).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
-pub struct ConvParams {
-    /// Batch (conv) or elements (index map).
+pub struct ConvShape {
+    /// Batch.
     pub n: u32,
     /// Input channels.
     pub c: u32,
@@ -80,6 +82,14 @@ pub struct ConvParams {
     pub ph: u32,
     /// Left pad.
     pub pw: u32,
+}
+
+/// Uniform block of `vision_conv.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct ConvParams {
+    /// The convolution.
+    pub shape: ConvShape,
     /// Invocations (output positions × channel blocks).
     pub total: u32,
     /// Workgroups along x.
@@ -112,36 +122,8 @@ pub const CONV_GEMM_TILE: (u32, u32, u32) = (64, 64, 16);
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
 pub struct ConvGemmParams {
-    /// Batch.
-    pub n: u32,
-    /// Input channels.
-    pub c: u32,
-    /// Input height.
-    pub h: u32,
-    /// Input width.
-    pub w: u32,
-    /// Output channels.
-    pub m: u32,
-    /// Output height.
-    pub oh: u32,
-    /// Output width.
-    pub ow: u32,
-    /// Kernel height.
-    pub kh: u32,
-    /// Kernel width.
-    pub kw: u32,
-    /// Vertical stride.
-    pub sh: u32,
-    /// Horizontal stride.
-    pub sw: u32,
-    /// Vertical dilation.
-    pub dh: u32,
-    /// Horizontal dilation.
-    pub dw: u32,
-    /// Top pad.
-    pub ph: u32,
-    /// Left pad.
-    pub pw: u32,
+    /// The convolution (one group).
+    pub shape: ConvShape,
     /// `C · KH · KW`.
     pub k_total: u32,
     /// K per slice (a multiple of the K step; `k_total` when not split).

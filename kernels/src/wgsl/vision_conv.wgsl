@@ -4,6 +4,7 @@
 // group: OCT divides the channels per group), each input element loaded once for all OCT.
 // `total` counts invocations.
 
+// The head is ConvShape (kernels/src/vision.rs), as in vision_conv_gemm.wgsl.
 struct Params {
     n: u32, c: u32, h: u32, w: u32,
     m: u32, oh: u32, ow: u32, groups: u32,

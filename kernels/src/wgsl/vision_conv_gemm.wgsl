@@ -13,12 +13,13 @@
 // layers with few output tiles (late, small feature maps with long K) use it to fill the GPU.
 // POINTWISE (1x1, stride 1, no pad) skips the window arithmetic.
 
+// The head is ConvShape (kernels/src/vision.rs), as in vision_conv.wgsl; `groups` is 1 here.
 struct Params {
     n: u32, c: u32, h: u32, w: u32,
-    m: u32, oh: u32, ow: u32, kh: u32,
-    kw: u32, sh: u32, sw: u32, dh: u32,
-    dw: u32, ph: u32, pw: u32, k_total: u32,
-    k_chunk: u32, slices: u32, lo: f32, hi: f32,
+    m: u32, oh: u32, ow: u32, groups: u32,
+    kh: u32, kw: u32, sh: u32, sw: u32,
+    dh: u32, dw: u32, ph: u32, pw: u32,
+    k_total: u32, k_chunk: u32, slices: u32, lo: f32, hi: f32,
 }
 
 override ACT: u32 = 0u;

@@ -133,6 +133,24 @@ pub fn conv2d(gpu: &Gpu, rec: &mut Recorder<'_>, call: Conv2d<'_>) -> Result<(),
     }
     fits(gpu, &[x, w, bias, y])?;
     let (lo, hi) = act.bounds();
+    let shape = vision::ConvShape {
+        n: u32_of(n, "batch")?,
+        c: u32_of(c, "channels")?,
+        h: u32_of(h, "height")?,
+        w: u32_of(wd, "width")?,
+        m: u32_of(m, "output channels")?,
+        oh: u32_of(oh, "output height")?,
+        ow: u32_of(ow, "output width")?,
+        groups: u32_of(groups, "groups")?,
+        kh: u32_of(kh, "kernel height")?,
+        kw: u32_of(kw, "kernel width")?,
+        sh: u32_of(strides.0, "stride")?,
+        sw: u32_of(strides.1, "stride")?,
+        dh: u32_of(dilations.0, "dilation")?,
+        dw: u32_of(dilations.1, "dilation")?,
+        ph: u32_of(pads.0, "pad")?,
+        pw: u32_of(pads.1, "pad")?,
+    };
     if groups == 1 {
         // One group: an implicit GEMM over K = C·KH·KW, split along K when the output has
         // too few tiles to fill the GPU.
@@ -141,21 +159,7 @@ pub fn conv2d(gpu: &Gpu, rec: &mut Recorder<'_>, call: Conv2d<'_>) -> Result<(),
         let pointwise =
             (kh, kw) == (1, 1) && strides == (1, 1) && pads == (0, 0) && (oh, ow) == (h, wd);
         let p = vision::ConvGemmParams {
-            n: u32_of(n, "batch")?,
-            c: u32_of(c, "channels")?,
-            h: u32_of(h, "height")?,
-            w: u32_of(wd, "width")?,
-            m: u32_of(m, "output channels")?,
-            oh: u32_of(oh, "output height")?,
-            ow: u32_of(ow, "output width")?,
-            kh: u32_of(kh, "kernel height")?,
-            kw: u32_of(kw, "kernel width")?,
-            sh: u32_of(strides.0, "stride")?,
-            sw: u32_of(strides.1, "stride")?,
-            dh: u32_of(dilations.0, "dilation")?,
-            dw: u32_of(dilations.1, "dilation")?,
-            ph: u32_of(pads.0, "pad")?,
-            pw: u32_of(pads.1, "pad")?,
+            shape,
             k_total: u32_of(k, "products per output")?,
             k_chunk: u32_of(chunk, "products per slice")?,
             slices: u32_of(slices, "slices")?,
@@ -208,7 +212,7 @@ pub fn conv2d(gpu: &Gpu, rec: &mut Recorder<'_>, call: Conv2d<'_>) -> Result<(),
         let total = elems(y);
         let grid = grid(gpu, total, vision::WG)?;
         let sum = vision::SliceSumParams {
-            m: p.m,
+            m: shape.m,
             cols: u32_of(cols, "columns")?,
             plane: u32_of(oh * ow, "positions")?,
             slices: p.slices,
@@ -234,22 +238,7 @@ pub fn conv2d(gpu: &Gpu, rec: &mut Recorder<'_>, call: Conv2d<'_>) -> Result<(),
     let total = elems(y) / oct as usize;
     let grid = grid(gpu, total, vision::WG)?;
     let p = ConvParams {
-        n: u32_of(n, "batch")?,
-        c: u32_of(c, "channels")?,
-        h: u32_of(h, "height")?,
-        w: u32_of(wd, "width")?,
-        m: u32_of(m, "output channels")?,
-        oh: u32_of(oh, "output height")?,
-        ow: u32_of(ow, "output width")?,
-        groups: u32_of(groups, "groups")?,
-        kh: u32_of(kh, "kernel height")?,
-        kw: u32_of(kw, "kernel width")?,
-        sh: u32_of(strides.0, "stride")?,
-        sw: u32_of(strides.1, "stride")?,
-        dh: u32_of(dilations.0, "dilation")?,
-        dw: u32_of(dilations.1, "dilation")?,
-        ph: u32_of(pads.0, "pad")?,
-        pw: u32_of(pads.1, "pad")?,
+        shape,
         total: u32_of(total, "outputs")?,
         grid_x: grid.0,
         lo,
