@@ -6,7 +6,10 @@
 //! - the few-row GEMM (`gemm_rows.wgsl`, [`rows_spec`]) for batched decode, up to
 //!   [`FEW_ROWS_MAX`] tokens: the GEMV's shape (many workgroups, lanes striding over weight
 //!   steps, subgroup or shared-memory reductions), each decoded weight step multiplied into
-//!   up to [`NX_MAX`] input rows.
+//!   up to [`NX_MAX`] input rows;
+//! - the tensor-core GEMM (`gemm_coop.wgsl`, [`coop_spec`]) for prefill on adapters with
+//!   16 × 16 × 16 f16 cooperative matrices: the tiled GEMM's contract with the weight and input
+//!   tiles rounded to f16 in workgroup memory and multiplied by subgroup matrix instructions.
 //!
 //! [`reference()`] is the CPU reference of both.
 
@@ -114,6 +117,103 @@ pub fn reference(
             crate::gemv::reference(ty, w, rows, cols, &xin[..cols])
         })
         .collect()
+}
+
+/// The tile of the tensor-core GEMM: `wm × wn` subgroups of 32 lanes, each owning 32 tokens ×
+/// 32 rows of the output as four 16 × 16 accumulator fragments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CoopTile {
+    /// Subgroups along the tokens.
+    pub wm: u32,
+    /// Subgroups along the weight rows.
+    pub wn: u32,
+    /// Columns per reduction chunk (one barrier pair each): 32 or 64.
+    pub kc: u32,
+}
+
+/// Allowed subgroups per side of a [`CoopTile`].
+pub const COOP_SIDES: [u32; 3] = [1, 2, 4];
+
+/// Allowed columns per chunk of a [`CoopTile`].
+pub const COOP_KC: [u32; 2] = [32, 64];
+
+/// Lanes per subgroup the tensor-core GEMM is written for (its subgroup layout and the 16 × 16
+/// fragments' lane mapping assume it).
+pub const COOP_SUBGROUP: u32 = 32;
+
+impl CoopTile {
+    /// The default: 2 × 4 subgroups, 64 tokens × 128 rows, 256 threads, chunks of 32 columns.
+    pub const DEFAULT: CoopTile = CoopTile {
+        wm: 2,
+        wn: 4,
+        kc: 32,
+    };
+
+    /// Tokens per tile.
+    pub fn tm(self) -> u32 {
+        32 * self.wm
+    }
+
+    /// Weight rows per tile.
+    pub fn tn(self) -> u32 {
+        32 * self.wn
+    }
+
+    /// Threads per workgroup.
+    pub fn threads(self) -> u32 {
+        COOP_SUBGROUP * self.wm * self.wn
+    }
+
+    /// Bytes of workgroup memory: the f16 weight and input tiles (rows of `kc + 8` halves)
+    /// and one 16 × 16 f32 staging block per subgroup.
+    pub fn workgroup_bytes(self) -> u32 {
+        (self.tm() + self.tn()) * (self.kc + 8) * 2 + self.wm * self.wn * 256 * 4
+    }
+
+    /// Every allowed tile.
+    pub fn all() -> Vec<CoopTile> {
+        let mut out = Vec::new();
+        for kc in COOP_KC {
+            for wm in COOP_SIDES {
+                out.extend(COOP_SIDES.map(|wn| CoopTile { wm, wn, kc }));
+            }
+        }
+        out
+    }
+}
+
+/// The tensor-core variant for weights of `ty`, tile `t`, input form `input` (one of
+/// [`INPUTS`]); `x_vec4`: the input rows start at multiples of 4 elements (vec4 loads).
+pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> KernelSpec {
+    let mut constants = vec![("WM", t.wm), ("WN", t.wn), ("KC", t.kc)];
+    if input != GemvInput::Plain {
+        constants.push(("XFORM", input.code()));
+    }
+    if !x_vec4 {
+        constants.push(("XV4", 0));
+    }
+    KernelSpec {
+        family: Family::GemmCoop,
+        quant: Some(ty),
+        reduction: None,
+        constants,
+    }
+}
+
+/// The tensor-core variants [`crate::all_specs`] validates for weights of `ty`: every tile with
+/// plain vec4 input, and every input form at the default tile in both load widths.
+pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
+    let mut out: Vec<KernelSpec> = CoopTile::all()
+        .into_iter()
+        .map(|t| coop_spec(ty, t, GemvInput::Plain, true))
+        .collect();
+    for input in INPUTS {
+        out.push(coop_spec(ty, CoopTile::DEFAULT, input, false));
+        if input != GemvInput::Plain {
+            out.push(coop_spec(ty, CoopTile::DEFAULT, input, true));
+        }
+    }
+    out
 }
 
 /// Most tokens a GEMM runs through the few-row kernel (`gemm_rows.wgsl`) instead of the tiled
@@ -370,6 +470,23 @@ pub fn rows_specs(ty: GgmlType) -> Vec<KernelSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coop_tiles_fit_and_every_type_validates() {
+        for t in CoopTile::all() {
+            assert!(t.threads() <= 512, "{t:?}");
+            // Everything but the 4 × 4 tile in chunks of 64 fits NVIDIA's 48 KiB.
+            let big = t.wm * t.wn == 16 && t.kc == 64;
+            assert_eq!(t.workgroup_bytes() <= 48 * 1024, !big, "{t:?}");
+        }
+        assert_eq!(CoopTile::DEFAULT.workgroup_bytes(), 23_552);
+        for ty in GgmlType::ALL {
+            let spec = coop_spec(ty, CoopTile::DEFAULT, GemvInput::SwiGlu, false);
+            assert!(spec.needs_cooperative_matrix() && spec.needs_subgroups());
+            let (words, _) = crate::validate::validate(&spec).unwrap_or_else(|e| panic!("{e}"));
+            assert!(words > 0);
+        }
+    }
 
     #[test]
     fn few_row_defaults_are_variants_and_passes_even_out() {

@@ -15,6 +15,8 @@ pub enum Family {
     Gemm,
     /// The same product for a few rows (batched decode), shaped like the GEMV.
     GemmRows,
+    /// The prefill product on cooperative matrices (tensor cores), f16 operands.
+    GemmCoop,
     /// Blocks to f32.
     Dequant,
     /// Streaming read (the bandwidth ceiling).
@@ -71,6 +73,7 @@ impl Family {
             Family::GemvQ8 => "gemv_q8",
             Family::Gemm => "gemm",
             Family::GemmRows => "gemm_rows",
+            Family::GemmCoop => "gemm_coop",
             Family::Dequant => "dequant",
             Family::Stream => "stream",
             Family::Norm => "norm",
@@ -103,6 +106,7 @@ impl Family {
             Family::GemvQ8 => "gemv_q8.wgsl",
             Family::Gemm => "gemm.wgsl",
             Family::GemmRows => "gemm_rows.wgsl",
+            Family::GemmCoop => "gemm_coop.wgsl",
             Family::Dequant => "dequant.wgsl",
             Family::Stream => "stream.wgsl",
             Family::Norm => "norm.wgsl",
@@ -155,9 +159,15 @@ impl KernelSpec {
         "main"
     }
 
-    /// Whether the module uses subgroup operations (needs the SUBGROUP feature).
+    /// Whether the module uses subgroup operations or builtins (needs the SUBGROUP feature).
     pub fn needs_subgroups(&self) -> bool {
-        self.reduction == Some(Reduction::Subgroup)
+        self.reduction == Some(Reduction::Subgroup) || self.needs_cooperative_matrix()
+    }
+
+    /// Whether the module uses cooperative matrices on f16 operands (needs the
+    /// EXPERIMENTAL_COOPERATIVE_MATRIX and SHADER_F16 features, and 32-lane subgroups).
+    pub fn needs_cooperative_matrix(&self) -> bool {
+        self.family == Family::GemmCoop
     }
 
     /// A stable, readable label: `gemv.q4_K.subgroup.WG=128.ROWS=8.RPT=2`.

@@ -80,6 +80,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
             out.extend(gemm::INPUTS.map(|input| gemm::spec(ty, tile, input)));
         }
         out.extend(gemm::rows_specs(ty));
+        out.extend(gemm::coop_specs(ty));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
     }

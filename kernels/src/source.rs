@@ -37,6 +37,7 @@ fn file(path: &str) -> Option<&'static str> {
         "gemv_params.wgsl" => include_str!("wgsl/gemv_params.wgsl"),
         "gemm.wgsl" => include_str!("wgsl/gemm.wgsl"),
         "gemm_rows.wgsl" => include_str!("wgsl/gemm_rows.wgsl"),
+        "gemm_coop.wgsl" => include_str!("wgsl/gemm_coop.wgsl"),
         "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),
         "stream.wgsl" => include_str!("wgsl/stream.wgsl"),
         "norm.wgsl" => include_str!("wgsl/norm.wgsl"),

@@ -32,14 +32,17 @@ pub enum ShaderError {
 
 /// The capabilities a variant may use: `unpack2x16float` (f16 weights and scales read as f32,
 /// wgpu's downlevel flag `SHADER_F16_IN_F32`, present on Vulkan, Metal and DX12), plus
-/// subgroup operations for subgroup variants.
+/// subgroup operations for subgroup variants, and f16 values and cooperative matrices for the
+/// tensor-core GEMM.
 pub fn capabilities(spec: &KernelSpec) -> Capabilities {
-    let base = Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    let mut caps = Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     if spec.needs_subgroups() {
-        base | Capabilities::SUBGROUP
-    } else {
-        base
+        caps |= Capabilities::SUBGROUP;
     }
+    if spec.needs_cooperative_matrix() {
+        caps |= Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
+    }
+    caps
 }
 
 /// Validates `spec` and translates it with its constants applied to SPIR-V and MSL. Returns the
@@ -116,6 +119,11 @@ impl Validated {
         };
         let words = naga::back::spv::write_vec(&module, &info, &spv_options, Some(&spv_pipeline))
             .map_err(|e| invalid("spirv", e.to_string()))?;
+        // naga's Metal backend has simdgroup matrices of 8 × 8 only; the 16 × 16 tensor-core
+        // GEMM is a Vulkan kernel.
+        if spec.needs_cooperative_matrix() {
+            return Ok((words.len(), 0));
+        }
         let msl_options = naga::back::msl::Options {
             lang_version: (2, 4),
             ..Default::default()

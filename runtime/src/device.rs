@@ -17,6 +17,35 @@ pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
 
+/// Whether `adapter` can run the tensor-core GEMM: a 16 × 16 × 16 f16 × f16 → f32
+/// cooperative-matrix configuration, f16 and subgroups among `features`, subgroups of exactly
+/// [`gpuport_kernels::gemm::COOP_SUBGROUP`] lanes; and the user has not turned it off with
+/// `GPUPORT_COOP=0`.
+fn coop_f16_usable(
+    adapter: &wgpu::Adapter,
+    features: wgpu::Features,
+    info: &wgpu::AdapterInfo,
+) -> bool {
+    if std::env::var("GPUPORT_COOP").is_ok_and(|v| v == "0") {
+        return false;
+    }
+    let lanes = gpuport_kernels::gemm::COOP_SUBGROUP;
+    let needed = wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP;
+    features.contains(needed)
+        && adapter
+            .features()
+            .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        && info.subgroup_min_size == lanes
+        && info.subgroup_max_size == lanes
+        && adapter.cooperative_matrix_properties().iter().any(|c| {
+            c.m_size == 16
+                && c.n_size == 16
+                && c.k_size == 16
+                && c.ab_type == wgpu::CooperativeScalarType::F16
+                && c.cr_type == wgpu::CooperativeScalarType::F32
+        })
+}
+
 /// How to pick an adapter.
 #[derive(Debug, Clone, Default)]
 pub struct GpuOptions {
@@ -36,6 +65,7 @@ pub struct Gpu {
     info: wgpu::AdapterInfo,
     features: wgpu::Features,
     limits: wgpu::Limits,
+    coop_f16: bool,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Vec<String>>>,
     /// Compiled pipelines by kernel variant.
@@ -126,7 +156,11 @@ impl Gpu {
                 .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
         };
         let info = adapter.get_info();
-        let features = adapter.features() & WANTED_FEATURES;
+        let mut features = adapter.features() & WANTED_FEATURES;
+        let coop_f16 = coop_f16_usable(&adapter, features, &info);
+        if coop_f16 {
+            features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
         // wgpu's defaults cap buffers far below real hardware: ask for everything the adapter has.
         let limits = adapter.limits();
         let (device, queue) = adapter
@@ -134,6 +168,18 @@ impl Gpu {
                 label: Some("gpuport"),
                 required_features: features,
                 required_limits: limits.clone(),
+                // SAFETY: wgpu marks cooperative matrices experimental; the only use is
+                // `gemm_coop.wgsl` (subgroup-scope loads, stores and multiply-adds of 16 × 16
+                // f16/f32 fragments from workgroup memory), checked against the CPU reference
+                // on the adapters that run it, and `GPUPORT_COOP=0` turns it off.
+                experimental_features: if coop_f16 {
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        wgpu::ExperimentalFeatures::enabled()
+                    }
+                } else {
+                    wgpu::ExperimentalFeatures::disabled()
+                },
                 ..Default::default()
             })
             .await
@@ -156,6 +202,7 @@ impl Gpu {
             info,
             features,
             limits,
+            coop_f16,
             lost,
             uncaptured,
         })
@@ -179,6 +226,12 @@ impl Gpu {
     /// Whether subgroup operations are available.
     pub fn has_subgroups(&self) -> bool {
         self.features.contains(wgpu::Features::SUBGROUP)
+    }
+
+    /// Whether the tensor-core GEMM (`gemm_coop.wgsl`) runs here: 16 × 16 × 16 subgroup
+    /// matrices of f16 with f32 sums, f16 shader values, and subgroups of exactly 32 lanes.
+    pub fn has_coop_f16(&self) -> bool {
+        self.coop_f16
     }
 
     /// The GEMV tunables for `ty` here: the tuning table's entry for this adapter, else the
@@ -319,6 +372,10 @@ impl Gpu {
         let features = [
             (wgpu::Features::SHADER_F16, "shader-f16"),
             (wgpu::Features::SUBGROUP, "subgroups"),
+            (
+                wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+                "cooperative-matrix-f16",
+            ),
             (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
             (
                 wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,

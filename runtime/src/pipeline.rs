@@ -50,6 +50,11 @@ impl Gpu {
                 "subgroups (needed by a subgroup-reduction kernel)",
             ));
         }
+        if spec.needs_cooperative_matrix() && !self.has_coop_f16() {
+            return Err(GpuError::MissingFeature(
+                "16 × 16 f16 cooperative matrices on 32-lane subgroups (the tensor-core GEMM)",
+            ));
+        }
         let label = spec.label();
         let wgsl = spec.wgsl();
         let constants: Vec<(&str, f64)> = spec

@@ -116,3 +116,17 @@ pub fn has_subgroups(gpu: &Gpu) -> bool {
     }
     gpu.has_subgroups()
 }
+
+/// Whether `gpu` runs the tensor-core GEMM ([`Gpu::has_coop_f16`]); says `SKIPPED` for its
+/// cases when not (lavapipe has no cooperative matrices: those cases run on GPUs that do, by
+/// the command in docs/performance.md).
+pub fn has_coop_f16(gpu: &Gpu) -> bool {
+    if !gpu.has_coop_f16() {
+        eprintln!(
+            "SKIPPED (tensor-core GEMM cases): needs 16 x 16 f16 cooperative matrices on \
+             32-lane subgroups, which {} lacks",
+            gpu.info().name
+        );
+    }
+    gpu.has_coop_f16()
+}

@@ -64,6 +64,14 @@ fn model_shapes() -> Vec<Shape> {
         s("gemma3.ffn_down", GgmlType::Q4K, 640, 2048),
         s("gemma3.ffn_down6", GgmlType::Q6K, 640, 2048),
         s("gemma3.lm_head", GgmlType::Q8_0, 262144, 640),
+        // The Llama-3.2-1B and Llama-3.1-8B shapes of the H200 kit (Q4_K_M type mix).
+        s("llama1b.attn_qkv", GgmlType::Q4K, 3072, 2048),
+        s("llama1b.ffn_gate_up", GgmlType::Q4K, 16384, 2048),
+        s("llama1b.ffn_down", GgmlType::Q6K, 2048, 8192),
+        s("llama8b.attn_qkv", GgmlType::Q4K, 6144, 4096),
+        s("llama8b.attn_output", GgmlType::Q4K, 4096, 4096),
+        s("llama8b.ffn_gate_up", GgmlType::Q4K, 28672, 4096),
+        s("llama8b.ffn_down", GgmlType::Q6K, 4096, 14336),
     ]
 }
 
@@ -114,6 +122,8 @@ pub struct Options {
     pub shapes: Vec<String>,
     /// Only the shapes of these weight types (GGUF names; all when empty).
     pub types: Vec<String>,
+    /// Only the prefill GEMM, at the tuned tiled tile and every tensor-core tile.
+    pub gemm_only: bool,
 }
 
 pub fn run(opts: Options) -> anyhow::Result<()> {
@@ -182,7 +192,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         "{:<20} {:<8} {:<6} {:>7} {:>6} {:>9} {:>7} {:>6} {:>9}  best tunables",
         "shape", "kernel", "quant", "rows", "cols", "MB", "GB/s", "ratio", "µs"
     );
-    for shape in &shapes {
+    for shape in shapes.iter().filter(|_| !opts.gemm_only) {
         let w = shape.random_weights(&gpu, 1)?;
         let x = gpu.upload_f32(&vec![0.5; shape.cols], &[shape.cols], "bench x")?;
         let y = gpu.zeros_f32(&[shape.rows], "bench y")?;
@@ -233,8 +243,8 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     } else {
         gemm_shapes
     };
-    let (gemm_rows, gemm_best) = gemm_sweep(&gpu, &gemm_shapes, opts.quick)?;
-    let others = if opts.quick {
+    let (gemm_rows, gemm_best) = gemm_sweep(&gpu, &gemm_shapes, opts.quick, opts.gemm_only)?;
+    let others = if opts.quick || opts.gemm_only {
         Vec::new()
     } else {
         other_kernels(&gpu)?
@@ -441,24 +451,41 @@ struct GemmRow {
 }
 
 /// Times the prefill GEMM at every tile the adapter's workgroup memory holds on each shape
-/// (`GEMM_TOKENS` tokens); prints the best per shape and returns every measurement and, per
-/// weight type, the tile with the least total time over that type's shapes.
+/// (`GEMM_TOKENS` tokens; with `tuned_only`, the tiled kernel at the tuned tile only), and the
+/// tensor-core kernel at each of its tiles where the adapter has it; prints the best per
+/// shape and returns every measurement and, per weight type, the tiled kernel's tile with the
+/// least total time over that type's shapes.
 fn gemm_sweep(
     gpu: &Gpu,
     shapes: &[&Shape],
     quick: bool,
+    tuned_only: bool,
 ) -> anyhow::Result<(Vec<GemmRow>, BestTiles)> {
     let storage = gpu.limits().max_compute_workgroup_storage_size;
-    let tiles: Vec<gemm::GemmTile> = gemm::GemmTile::all()
-        .into_iter()
-        .filter(|t| t.workgroup_bytes() <= storage)
-        .filter(|t| !quick || *t == gemm::GemmTile::DEFAULT)
-        .collect();
+    let table = gpuport_runtime::tuning::TuningTable::load();
     let mut rows = Vec::new();
     let mut totals: std::collections::BTreeMap<(GgmlType, gemm::GemmTile), f64> =
         Default::default();
     let tokens = if quick { 8 } else { GEMM_TOKENS };
+    let limit = gpu.limits().max_storage_buffer_binding_size;
     for shape in shapes {
+        let tuned = gpu.gemm_tile_in(&table, shape.ty);
+        let mut paths: Vec<ops::GemmPath> = gemm::GemmTile::all()
+            .into_iter()
+            .filter(|t| t.workgroup_bytes() <= storage)
+            .filter(|t| !quick || *t == gemm::GemmTile::DEFAULT)
+            .filter(|t| !tuned_only || *t == tuned)
+            .map(ops::GemmPath::Tiled)
+            .collect();
+        if gpu.has_coop_f16() {
+            let threads = gpu.limits().max_compute_invocations_per_workgroup;
+            paths.extend(
+                gemm::CoopTile::all()
+                    .into_iter()
+                    .filter(|t| t.workgroup_bytes() <= storage && t.threads() <= threads)
+                    .map(ops::GemmPath::Coop),
+            );
+        }
         let w = shape.random_weights(gpu, 2)?;
         let x = gpu.upload_f32(
             &vec![0.5; tokens * shape.cols],
@@ -479,14 +506,21 @@ fn gemm_sweep(
             input: gemv::GemvInput::Plain,
         };
         let mut best: Option<GemmRow> = None;
-        for &tile in &tiles {
+        for &path in &paths {
             let timing = time_reps(
                 gpu,
                 if quick { 1 } else { 10 },
                 if quick { 1 } else { 3 },
-                |rec| ops::gemm(gpu, rec, call, tile),
+                |rec| ops::gemm_on(gpu, rec, call, path, limit),
             )?;
-            *totals.entry((shape.ty, tile)).or_default() += timing.seconds;
+            let tile = match path {
+                ops::GemmPath::Tiled(t) => {
+                    *totals.entry((shape.ty, t)).or_default() += timing.seconds;
+                    format!("TM={} TN={}", t.tm, t.tn)
+                }
+                ops::GemmPath::Coop(t) => format!("coop WM={} WN={}", t.wm, t.wn),
+                ops::GemmPath::FewRows(t) => format!("{t:?}"),
+            };
             let flops = 2.0 * (shape.rows * shape.cols * tokens) as f64;
             let row = GemmRow {
                 shape: shape.name.clone(),
@@ -494,28 +528,29 @@ fn gemm_sweep(
                 rows: shape.rows,
                 cols: shape.cols,
                 tokens,
-                tile: format!("TM={} TN={}", tile.tm, tile.tn),
+                tile,
                 seconds: timing.seconds,
                 tflops: flops / timing.seconds / 1e12,
                 clock: format!("{:?}", timing.clock),
             };
+            println!(
+                "gemm {:<20} {:<6} {:>6} x {:>5} x {:>3} tokens {:>9.1} µs {:>7.2} TFLOP/s  {}",
+                row.shape,
+                row.quant,
+                row.rows,
+                row.cols,
+                row.tokens,
+                row.seconds * 1e6,
+                row.tflops,
+                row.tile
+            );
             if best.as_ref().is_none_or(|b| row.seconds < b.seconds) {
                 best = Some(row.clone());
             }
             rows.push(row);
         }
         if let Some(b) = best {
-            println!(
-                "gemm {:<20} {:<6} {:>6} x {:>5} x {:>3} tokens {:>9.1} µs {:>7.2} TFLOP/s  {}",
-                b.shape,
-                b.quant,
-                b.rows,
-                b.cols,
-                b.tokens,
-                b.seconds * 1e6,
-                b.tflops,
-                b.tile
-            );
+            println!("gemm {:<20} best: {}", b.shape, b.tile);
         }
         gpu.recycle(w);
         gpu.recycle(x);

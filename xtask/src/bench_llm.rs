@@ -104,6 +104,9 @@ struct Report {
     /// One decode step at position `prompt_tokens`, per kernel family: (kernel, dispatches,
     /// total microseconds).
     step_profile: Vec<(String, usize, f64)>,
+    /// The prompt's last submit (the whole prompt when it fits one forward), per kernel, as
+    /// `step_profile`.
+    prefill_profile: Vec<(String, usize, f64)>,
 }
 
 fn ids(n: usize, vocab: usize, seed: u64) -> Vec<u32> {
@@ -192,13 +195,16 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             ratio: gbps / ceiling.gbps,
         });
     }
-    let step_profile = if gpu
+    let (step_profile, prefill_profile) = if gpu
         .features()
         .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
     {
-        profile_step(&mut session, &prompt)?
+        (
+            profile_step(&mut session, &prompt, 2)?,
+            profile_step(&mut session, &prompt, 1)?,
+        )
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     drop(session);
     let batched = o
@@ -227,6 +233,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         batched,
         parallel,
         step_profile,
+        prefill_profile,
     };
     println!(
         "{} on {} ({}): weights {:.1} MB, ceiling {:.0} GB/s",
@@ -254,10 +261,16 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             d.ratio
         );
     }
-    if !report.step_profile.is_empty() {
-        let total: f64 = report.step_profile.iter().map(|p| p.2).sum();
-        println!("one decode step, per kernel (total {total:.1} us):");
-        for (kernel, n, us) in &report.step_profile {
+    for (what, profile) in [
+        ("one decode step", &report.step_profile),
+        ("the prompt", &report.prefill_profile),
+    ] {
+        if profile.is_empty() {
+            continue;
+        }
+        let total: f64 = profile.iter().map(|p| p.2).sum();
+        println!("{what}, per kernel (total {total:.1} us):");
+        for (kernel, n, us) in profile {
             println!(
                 "  {kernel:<40} {n:>5} dispatches {us:>9.1} us {:>7.2} us each",
                 us / *n as f64
@@ -471,9 +484,12 @@ fn batch_decode(
 }
 
 /// Times every dispatch of one decode step after `prompt`, summed per kernel variant.
+/// The dispatches of the last submit of a `max_tokens` request on `prompt` (2: the second
+/// token's decode step; 1: the prompt's forward), by kernel.
 fn profile_step(
     session: &mut Session<'_>,
     prompt: &[u32],
+    max_tokens: usize,
 ) -> anyhow::Result<Vec<(String, usize, f64)>> {
     session.reset();
     session.steps_per_submit = 1;
@@ -481,7 +497,7 @@ fn profile_step(
     session.generate(
         &Request {
             prompt,
-            max_tokens: 2,
+            max_tokens,
             stop: &[],
             sampling: Sampling::GREEDY,
         },

@@ -34,6 +34,7 @@ pub fn run() -> anyhow::Result<()> {
         max_bytes: None,
         shapes: Vec::new(),
         types: Vec::new(),
+        gemm_only: false,
     })?;
     // A smoke run of every fuzz target (the long runs are in docs/reliability.md); it says
     // SKIPPED where the nightly toolchain or cargo-fuzz is missing.

@@ -64,6 +64,10 @@ enum Command {
         /// Only the GEMV shapes of these weight types (e.g. `q4_K,q6_K`).
         #[arg(long, value_delimiter = ',')]
         types: Vec<String>,
+        /// Only the prefill GEMM: each model shape at the tuned tile of the tiled kernel and
+        /// at every tensor-core tile (where the adapter has them); no GEMV sweep.
+        #[arg(long)]
+        gemm_only: bool,
     },
     /// End-to-end LLM speed: prefill and decode tok/s, time to first token, and decode bytes
     /// per token against the streaming ceiling, for several steps-per-submit values.
@@ -172,6 +176,7 @@ fn main() -> anyhow::Result<()> {
             max_bytes,
             shapes,
             types,
+            gemm_only,
         } => bench::run(bench::Options {
             quick,
             json,
@@ -180,6 +185,7 @@ fn main() -> anyhow::Result<()> {
             max_bytes,
             shapes,
             types,
+            gemm_only,
         }),
         Command::BenchLlm {
             model,

@@ -1,8 +1,8 @@
 //! GEMM launches (`gpuport_kernels::gemm`): a batch of rows times one matrix, through the tiled
-//! kernel (prefill) or, up to [`gemm::FEW_ROWS_MAX`] rows, the few-row kernel (batched
-//! decode).
+//! kernel (prefill; the tensor-core kernel where the adapter has f16 cooperative matrices) or,
+//! up to [`gemm::FEW_ROWS_MAX`] rows, the few-row kernel (batched decode).
 
-use gpuport_kernels::gemm::{self, FewRowTunables, GemmParams, GemmRowsParams, GemmTile};
+use gpuport_kernels::gemm::{self, CoopTile, FewRowTunables, GemmParams, GemmRowsParams, GemmTile};
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::grid_2d;
 use gpuport_kernels::quant::GgmlType;
@@ -49,13 +49,21 @@ pub enum GemmPath {
     /// The few-row GEMM (`gemm_rows.wgsl`) with these tunables (the tokens per pass evened
     /// out by [`FewRowTunables::pass_tokens`]).
     FewRows(FewRowTunables),
+    /// The tensor-core GEMM (`gemm_coop.wgsl`) with this tile (needs
+    /// [`Gpu::has_coop_f16`]).
+    Coop(CoopTile),
 }
 
-/// The path [`gemm()`] takes for `call` with `tile`: for up to [`gemm::FEW_ROWS_MAX`] tokens the
-/// few-row kernel at the default tunables for this matrix and device
-/// ([`FewRowTunables::for_matrix`], [`gemm::TARGET_THREADS`] on a GPU), else the tiled one.
+/// The path [`gemm()`] takes for `call` with `tile`: from [`coop_min_tokens`] tokens the
+/// tensor-core kernel where the device has it ([`coop_tile`]); otherwise for up to
+/// [`gemm::FEW_ROWS_MAX`] tokens the few-row kernel at the default tunables for this matrix and
+/// device ([`FewRowTunables::for_matrix`], [`gemm::TARGET_THREADS`] on a GPU), else the tiled
+/// one with `tile`.
 pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmPath, GpuError> {
     let (ty, rows, cols, _) = matrix(call.w)?;
+    if gpu.has_coop_f16() && call.tokens >= coop_min_tokens() {
+        return Ok(GemmPath::Coop(coop_tile(rows, call.tokens)));
+    }
     if call.tokens > gemm::FEW_ROWS_MAX {
         return Ok(GemmPath::Tiled(tile));
     }
@@ -67,6 +75,36 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     let subgroups = gpu.has_subgroups();
     let t = FewRowTunables::for_matrix(ty, rows, cols, call.input, subgroups, target);
     Ok(GemmPath::FewRows(t))
+}
+
+/// The tensor-core tile for `rows` weight rows and `tokens` tokens: the first of 64 × 128,
+/// 64 × 64, 64 × 32 tokens × rows (32 tokens wide when `tokens` is at most 32) whose grid has
+/// at least [`COOP_MIN_TILES`] workgroups, else the smallest (a short matrix, or few tokens,
+/// needs more, smaller tiles to keep every core streaming weights).
+pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
+    let wm = if tokens <= 32 { 1 } else { 2 };
+    let grid = |t: CoopTile| rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
+    let candidates = [4, 2, 1].map(|wn| CoopTile { wm, wn, kc: 32 });
+    candidates
+        .into_iter()
+        .find(|&t| grid(t) >= COOP_MIN_TILES)
+        .unwrap_or(candidates[2])
+}
+
+/// Workgroups below which [`coop_tile`] narrows the tile: two per core of an H200 (132).
+pub const COOP_MIN_TILES: usize = 264;
+
+/// Fewest tokens a GEMM runs on the tensor-core kernel where the device has it (below, the
+/// few-row kernel): past [`gemm::FEW_ROWS_MAX`] by default; `GPUPORT_COOP_MIN_TOKENS` moves
+/// it (to measure the crossover on an adapter).
+pub fn coop_min_tokens() -> usize {
+    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MIN.get_or_init(|| {
+        std::env::var("GPUPORT_COOP_MIN_TOKENS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(gemm::FEW_ROWS_MAX + 1)
+    })
 }
 
 /// Records one [`GemmCall`] (weights larger than one binding in row chunks): up to
@@ -109,6 +147,7 @@ pub fn gemm_on(
             }
         }
         GemmPath::FewRows(t) => check_few_rows(gpu, t)?,
+        GemmPath::Coop(t) => check_coop(gpu, t, call.tokens)?,
     }
     if rows == 0 || call.tokens == 0 {
         return Ok(());
@@ -122,6 +161,7 @@ pub fn gemm_on(
     match path {
         GemmPath::Tiled(tile) => tiled(gpu, rec, &call, m, tile, max_binding),
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
+        GemmPath::Coop(t) => coop(gpu, rec, &call, m, t, max_binding),
     }
 }
 
@@ -193,6 +233,25 @@ fn check_few_rows(gpu: &Gpu, t: FewRowTunables) -> Result<(), GpuError> {
     Ok(())
 }
 
+fn check_coop(gpu: &Gpu, t: CoopTile, tokens: usize) -> Result<(), GpuError> {
+    let limits = gpu.limits();
+    if !CoopTile::all().contains(&t)
+        || t.threads() > limits.max_compute_invocations_per_workgroup
+        || t.workgroup_bytes() > limits.max_compute_workgroup_storage_size
+    {
+        return Err(GpuError::Shape(format!(
+            "tensor-core GEMM tile {t:?}: not a variant of the kernel or this adapter"
+        )));
+    }
+    if tokens as u64 > u64::from(t.tm()) * u64::from(limits.max_compute_workgroups_per_dimension) {
+        return Err(GpuError::Shape(format!(
+            "GEMM of {tokens} tokens: more token tiles of {} than the adapter's grid holds",
+            t.tm()
+        )));
+    }
+    Ok(())
+}
+
 /// The residual mode of the uniform blocks: 1 residual, 2 bias, 0 neither.
 fn residual_mode(call: &GemmCall<'_>) -> u32 {
     match (call.residual, call.bias) {
@@ -210,8 +269,56 @@ fn tiled(
     tile: GemmTile,
     max_binding: u64,
 ) -> Result<(), GpuError> {
-    let limits = gpu.limits();
     let pipeline = gpu.pipeline(&gemm::spec(m.ty, tile, call.input))?;
+    tiles(
+        gpu,
+        rec,
+        call,
+        m,
+        &pipeline,
+        (tile.tn, tile.tm),
+        false,
+        max_binding,
+    )
+}
+
+fn coop(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: &GemmCall<'_>,
+    m: Matrix,
+    t: CoopTile,
+    max_binding: u64,
+) -> Result<(), GpuError> {
+    let x_vec4 = call.x_stride.is_multiple_of(4);
+    let pipeline = gpu.pipeline(&gemm::coop_spec(m.ty, t, call.input, x_vec4))?;
+    tiles(
+        gpu,
+        rec,
+        call,
+        m,
+        &pipeline,
+        (t.tn(), t.tm()),
+        true,
+        max_binding,
+    )
+}
+
+/// The dispatches of a tiled kernel (`gemm.wgsl`, `gemm_coop.wgsl`: one uniform block, a grid
+/// of `rows × tokens` tiles per weight chunk); `x4`: the kernel binds X a second time as
+/// vec4s.
+#[allow(clippy::too_many_arguments)]
+fn tiles(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: &GemmCall<'_>,
+    m: Matrix,
+    pipeline: &crate::pipeline::Pipeline,
+    (tn, tm): (u32, u32),
+    x4: bool,
+    max_binding: u64,
+) -> Result<(), GpuError> {
+    let limits = gpu.limits();
     let chunks = row_chunks(
         m.rows as u64,
         m.row_bytes as u64,
@@ -233,10 +340,7 @@ fn tiled(
             residual: residual_mode(call),
             pad: 0,
         };
-        let grid = (
-            (n as u32).div_ceil(tile.tn),
-            (call.tokens as u32).div_ceil(tile.tm),
-        );
+        let grid = ((n as u32).div_ceil(tn), (call.tokens as u32).div_ceil(tm));
         if grid.0 > limits.max_compute_workgroups_per_dimension {
             return Err(GpuError::Shape(format!(
                 "GEMM of {n} rows needs {} row tiles, more than the adapter's {}",
@@ -245,14 +349,17 @@ fn tiled(
         }
         let slot = rec.uniform(&p)?;
         let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
-        let bindings = [
+        let mut bindings = vec![
             (call.w, byte_offset, len),
             whole(call.x),
             whole(call.y),
             whole(call.residual.or(call.bias).unwrap_or(call.x)),
         ];
-        let group = rec.bind_group(&pipeline, slot, &bindings);
-        rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+        if x4 {
+            bindings.push(whole(call.x));
+        }
+        let group = rec.bind_group(pipeline, slot, &bindings);
+        rec.dispatch(pipeline, &group, (grid.0, grid.1, 1));
     }
     Ok(())
 }
@@ -307,4 +414,22 @@ fn few_rows(
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coop_tiles_narrow_until_the_grid_fills_the_gpu() {
+        let t = |wm, wn| CoopTile { wm, wn, kc: 32 };
+        // 28,672 rows: 224 row tiles of 128, times 8 token tiles.
+        assert_eq!(coop_tile(28_672, 512), t(2, 4));
+        // 4,096 rows × 512 tokens: 32 × 8 = 256 tiles of 128 rows, 512 of 64.
+        assert_eq!(coop_tile(4096, 512), t(2, 2));
+        assert_eq!(coop_tile(2048, 512), t(2, 1));
+        // 32 tokens or fewer: one token tile of 32.
+        assert_eq!(coop_tile(65_536, 20), t(1, 4));
+        assert_eq!(coop_tile(4096, 32), t(1, 1));
+    }
 }
