@@ -19,7 +19,8 @@ use crate::gemv::GemvInput;
 use crate::kernel::{Family, KernelSpec};
 use crate::quant::GgmlType;
 
-/// The uniform block of `gemm.wgsl` (field meanings there).
+/// The uniform block of the GEMM kernels (`gemm_io.wgsl`: `gemm.wgsl`, `gemm_rows.wgsl`,
+/// `gemm_coop.wgsl`; field meanings there).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
 pub struct GemmParams {
@@ -43,10 +44,11 @@ pub struct GemmParams {
     pub y_offset: u32,
     /// Elements between consecutive tokens of Y.
     pub y_stride: u32,
-    /// 1: add the residual binding.
+    /// 1: add the residual binding; 2: add the bias row.
     pub residual: u32,
-    /// Padding.
-    pub pad: u32,
+    /// The few-row kernel: workgroups along x (its grid is 2D past the per-dimension limit);
+    /// 0 for the tiled kernels.
+    pub grid_x: u32,
 }
 
 /// Tokens × rows of one workgroup's output tile.
@@ -231,37 +233,6 @@ pub const TARGET_THREADS: usize = 1 << 17;
 
 /// Most tokens per pass of the few-row kernel (`NX`): two vec4 accumulators per row.
 pub const NX_MAX: u32 = 8;
-
-/// The uniform block of `gemm_rows.wgsl`: [`GemmParams`]' fields, with the workgroup grid's
-/// width in place of the padding (field meanings in the WGSL).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
-pub struct GemmRowsParams {
-    /// Rows of W in this binding (output columns).
-    pub rows: u32,
-    /// Columns of W (the reduction length).
-    pub cols: u32,
-    /// Tokens (rows of X and Y).
-    pub tokens: u32,
-    /// Bytes per row of W.
-    pub row_bytes: u32,
-    /// Byte offset of row 0 in the weight binding.
-    pub w_offset: u32,
-    /// Element offset of `X[0, 0]` (a multiple of 4 for the vec4-input variants).
-    pub x_offset: u32,
-    /// Elements between consecutive tokens of X (a multiple of 4 for the vec4-input variants).
-    pub x_stride: u32,
-    /// The GLU inputs: element offset of the second operand after the first.
-    pub x_aux: u32,
-    /// Element offset of `Y[0, 0]` (and of the residual's; the bias's column 0).
-    pub y_offset: u32,
-    /// Elements between consecutive tokens of Y.
-    pub y_stride: u32,
-    /// 1: add the residual binding; 2: add the bias row.
-    pub residual: u32,
-    /// Workgroups along x.
-    pub grid_x: u32,
-}
 
 /// The tunables of one few-row GEMM variant (besides the tokens per pass, which the launcher
 /// takes from the call: see [`FewRowTunables::pass_tokens`]).

@@ -38,6 +38,8 @@ fn file(path: &str) -> Option<&'static str> {
         "gemm.wgsl" => include_str!("wgsl/gemm.wgsl"),
         "gemm_rows.wgsl" => include_str!("wgsl/gemm_rows.wgsl"),
         "gemm_coop.wgsl" => include_str!("wgsl/gemm_coop.wgsl"),
+        "gemm_io.wgsl" => include_str!("wgsl/gemm_io.wgsl"),
+        "gemm_input.wgsl" => include_str!("wgsl/gemm_input.wgsl"),
         "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),
         "stream.wgsl" => include_str!("wgsl/stream.wgsl"),
         "norm.wgsl" => include_str!("wgsl/norm.wgsl"),

@@ -1013,6 +1013,31 @@ struct GemmCase {
     on: Option<(ops::GemmPath, u64)>,
 }
 
+impl GemmCase {
+    /// Case `c` of a sweep on an explicit path: the input forms, additions and X rows on and
+    /// off vec4 boundaries in turn (every form with every addition over 9 cases), Y from
+    /// column `y_first`.
+    fn cycled(
+        ty: GgmlType,
+        (rows, cols, tokens): (usize, usize, usize),
+        c: usize,
+        y_first: usize,
+        on: (ops::GemmPath, u64),
+    ) -> GemmCase {
+        GemmCase {
+            ty,
+            rows,
+            cols,
+            tokens,
+            input: gpuport_kernels::gemm::INPUTS[c % 3],
+            add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][c / 3 % 3],
+            x_pad: if c % 4 == 1 { 3 } else { 4 },
+            y_first,
+            on: Some(on),
+        }
+    }
+}
+
 /// Runs `c` and compares every element of Y with the CPU: the outputs within
 /// `2e-6 · Σ|w x| + 1e-5` (the tiled GEMM test's tolerance; `1e-3 · Σ|w x| + 1e-5` on the
 /// tensor-core path, whose products are of f16-rounded operands: two roundings of at most
@@ -1130,32 +1155,15 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) {
 /// column 3 of wider rows.
 #[test]
 fn few_row_gemm_matches_cpu_for_every_type() {
-    use gpuport_kernels::gemm::{self, GemmTile};
+    use gpuport_kernels::gemm;
     let Some(gpu) = support::gpu() else { return };
     let adds = [GemmAdd::Residual, GemmAdd::Bias, GemmAdd::Nothing];
-    let (w, x) = (
-        gpu.zeros_f32(&[4, 32], "w").unwrap(),
-        gpu.zeros_f32(&[32 * (gemm::FEW_ROWS_MAX + 1)], "x")
-            .unwrap(),
-    );
     let counts: Vec<usize> = (1..=9)
         .chain([13, 31, gemm::FEW_ROWS_MAX, gemm::FEW_ROWS_MAX + 1])
         .collect();
     for &tokens in &counts {
         // The path `ops::gemm` takes at this many tokens.
-        let probe = ops::GemmCall {
-            w: &w,
-            x: &x,
-            y: &x,
-            tokens,
-            x_stride: 32,
-            y_stride: 32,
-            y_first: 0,
-            residual: None,
-            bias: None,
-            input: gemv::GemvInput::Plain,
-        };
-        let path = ops::gemm_path(&gpu, &probe, GemmTile::DEFAULT).unwrap();
+        let path = auto_gemm_path(&gpu, tokens);
         let few = tokens <= gemm::FEW_ROWS_MAX;
         assert_eq!(
             matches!(path, ops::GemmPath::FewRows(_)),
@@ -1189,7 +1197,7 @@ fn few_row_gemm_matches_cpu_for_every_type() {
 /// type, the weights bound in row chunks of a few rows each.
 #[test]
 fn few_row_gemm_variants_and_row_chunks_match_cpu() {
-    use gpuport_kernels::gemm::{self, FewRowTunables};
+    use gpuport_kernels::gemm::FewRowTunables;
     let Some(gpu) = support::gpu() else { return };
     let subgroups = support::has_subgroups(&gpu);
     let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
@@ -1230,20 +1238,15 @@ fn few_row_gemm_variants_and_row_chunks_match_cpu() {
             let step = align / gcd(align, row_bytes);
             let rows = (3 * step as usize).max(37) + 5;
             let chunk_rows = step * (rows as u64 / step / 3).max(1);
-            check_gemm_case(
-                &gpu,
-                GemmCase {
-                    ty,
-                    rows,
-                    cols,
-                    tokens,
-                    input: gemm::INPUTS[c % 3],
-                    add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][c / 3 % 3],
-                    x_pad: if c % 4 == 1 { 3 } else { 8 },
-                    y_first: 5,
-                    on: Some((ops::GemmPath::FewRows(t), chunk_rows * row_bytes)),
-                },
+            let path = ops::GemmPath::FewRows(t);
+            let case = GemmCase::cycled(
+                ty,
+                (rows, cols, tokens),
+                c,
+                5,
+                (path, chunk_rows * row_bytes),
             );
+            check_gemm_case(&gpu, case);
         }
     }
 }
@@ -1292,30 +1295,25 @@ fn coop_gemm_matches_cpu_for_every_type() {
             } else {
                 gpu.limits().max_storage_buffer_binding_size
             };
-            check_gemm_case(
-                &gpu,
-                GemmCase {
-                    ty,
-                    rows,
-                    cols,
-                    tokens,
-                    input: gemm::INPUTS[c % 3],
-                    add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][c / 3 % 3],
-                    x_pad: if c % 4 == 1 { 3 } else { 4 },
-                    y_first: 3,
-                    on: Some((ops::GemmPath::Coop(tiles[c % tiles.len()]), max_binding)),
-                },
-            );
+            let path = ops::GemmPath::Coop(tiles[c % tiles.len()]);
+            let case = GemmCase::cycled(ty, (rows, cols, tokens), c, 3, (path, max_binding));
+            check_gemm_case(&gpu, case);
         }
     }
     // The path `ops::gemm` takes for prompts here.
+    let path = auto_gemm_path(&gpu, 600);
+    assert!(matches!(path, ops::GemmPath::Coop(_)), "{path:?}");
+}
+
+/// The path `ops::gemm` takes for a 4 × 32 f32 matrix times `tokens` rows.
+fn auto_gemm_path(gpu: &gpuport_runtime::Gpu, tokens: usize) -> ops::GemmPath {
     let w = gpu.zeros_f32(&[4, 32], "w").unwrap();
-    let x = gpu.zeros_f32(&[32 * 600], "x").unwrap();
+    let x = gpu.zeros_f32(&[32 * tokens], "x").unwrap();
     let probe = ops::GemmCall {
         w: &w,
         x: &x,
         y: &x,
-        tokens: 600,
+        tokens,
         x_stride: 32,
         y_stride: 32,
         y_first: 0,
@@ -1323,6 +1321,5 @@ fn coop_gemm_matches_cpu_for_every_type() {
         bias: None,
         input: gemv::GemvInput::Plain,
     };
-    let path = ops::gemm_path(&gpu, &probe, gemm::GemmTile::DEFAULT).unwrap();
-    assert!(matches!(path, ops::GemmPath::Coop(_)), "{path:?}");
+    ops::gemm_path(gpu, &probe, gpuport_kernels::gemm::GemmTile::DEFAULT).unwrap()
 }

@@ -14,20 +14,7 @@
 // XFORM (override) forms the input on load: 0 X as bound; 3 SwiGLU silu(X[t, k]) *
 // X[t, x_aux + k]; 4 GeGLU with gelu_tanh (the down projection reading the gate|up output).
 
-struct Params {
-    rows: u32,      // rows of W: output columns
-    cols: u32,      // columns of W: the reduction length
-    tokens: u32,    // rows of X and Y
-    row_bytes: u32, // bytes of a row of W
-    w_offset: u32,  // byte offset of row 0 in `w`
-    x_offset: u32,  // element offset of X[0, 0] in `x`
-    x_stride: u32,  // elements from X[t, 0] to X[t + 1, 0]
-    x_aux: u32,     // XFORM 3, 4: element offset of the second operand after X[t, k]
-    y_offset: u32,  // element offset of Y[0, 0] in `y` (and `res`)
-    y_stride: u32,  // elements from Y[t, 0] to Y[t + 1, 0]
-    residual: u32,  // 1: add res[same index]; 2: add res[y_offset + r] (a bias row)
-    _pad: u32,
-}
+//!include gemm_io.wgsl
 
 // Tokens and rows per tile (16, 32 or 64; the launcher refuses others); WG = 256 threads as
 // 16 × 16.
@@ -37,13 +24,6 @@ override XFORM: u32 = 0u;
 const KC: u32 = 32u;
 const KP: u32 = KC + 1u;
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-// The residual (same indexing as y) or the bias (indexed by output column); bound to x, and
-// unread, when `residual` is 0.
-@group(0) @binding(4) var<storage, read> res: array<f32>;
 
 var<workgroup> ws: array<f32, TN * KP>;
 var<workgroup> xs: array<f32, TM * KP>;

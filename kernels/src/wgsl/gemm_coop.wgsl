@@ -28,20 +28,7 @@ enable wgpu_cooperative_matrix;
 // XV4 1: X is read as vec4s (binding 5, the same buffer as `x`; x_offset, x_stride and x_aux
 // multiples of 4); 0: four scalar loads.
 
-struct Params {
-    rows: u32,      // rows of W in this binding: output columns
-    cols: u32,      // columns of W: the reduction length
-    tokens: u32,    // rows of X and Y
-    row_bytes: u32, // bytes of a row of W
-    w_offset: u32,  // byte offset of row 0 in `w`
-    x_offset: u32,  // element offset of X[0, 0] in `x`
-    x_stride: u32,  // elements from X[t, 0] to X[t + 1, 0]
-    x_aux: u32,     // XFORM 3, 4: element offset of the second operand after X[t, k]
-    y_offset: u32,  // element offset of Y[0, 0] in `y` (and `res`)
-    y_stride: u32,  // elements from Y[t, 0] to Y[t + 1, 0]
-    residual: u32,  // 1: add res[same index]; 2: add res[y_offset + r] (a bias row)
-    _pad: u32,
-}
+//!include gemm_io.wgsl
 
 // Subgroups along the tokens and along the rows (1, 2 or 4 each).
 override WM: u32 = 2u;
@@ -55,15 +42,6 @@ override WG: u32 = 32u * WM * WN;
 override KC: u32 = 32u;
 override KS: u32 = KC + 8u;
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-// The residual (same indexing as y) or the bias (indexed by output column); bound to x, and
-// unread, when `residual` is 0.
-@group(0) @binding(4) var<storage, read> res: array<f32>;
-// `x` again, as vec4s (read when XV4 is 1).
-@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
 
 var<workgroup> ws: array<f16, TN * KS>;
 var<workgroup> xs: array<f16, TM * KS>;
@@ -71,31 +49,7 @@ var<workgroup> stage: array<f32, 256u * WM * WN>;
 
 //!include common.wgsl
 //!include quant
-//!include activation.wgsl
-
-fn act4(v: vec4<f32>) -> vec4<f32> {
-    if XFORM == 3u {
-        return vec4<f32>(silu(v.x), silu(v.y), silu(v.z), silu(v.w));
-    }
-    return vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
-}
-
-fn x_at(i: u32) -> vec4<f32> {
-    if XV4 == 1u {
-        return x4[i >> 2u];
-    }
-    return vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
-}
-
-// Elements e..e+4 of token t's input row (`cols` is a multiple of 4: every unit is).
-fn xin(t: u32, e: u32) -> vec4<f32> {
-    let i = p.x_offset + t * p.x_stride + e;
-    let v = x_at(i);
-    if XFORM == 3u || XFORM == 4u {
-        return act4(v) * x_at(i + p.x_aux);
-    }
-    return v;
-}
+//!include gemm_input.wgsl
 
 fn put4(base: u32, v: vec4<f32>) {
     ws[base] = f16(v.x);

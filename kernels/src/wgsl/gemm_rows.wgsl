@@ -38,20 +38,7 @@
 // are multiples of 4, so every step's 4 values are one aligned vec4. 0: four scalar loads
 // from `x` (any stride).
 
-struct Params {
-    rows: u32,      // rows of W in this binding: output columns
-    cols: u32,      // columns of W: the reduction length
-    tokens: u32,    // rows of X and Y
-    row_bytes: u32, // bytes of a row of W
-    w_offset: u32,  // byte offset of row 0 in `w`
-    x_offset: u32,  // element offset of X[0, 0] in `x`
-    x_stride: u32,  // elements from X[t, 0] to X[t + 1, 0]
-    x_aux: u32,     // XFORM 3, 4: element offset of the second operand after X[t, k]
-    y_offset: u32,  // element offset of Y[0, 0] in `y` (and `res`)
-    y_stride: u32,  // elements from Y[t, 0] to Y[t + 1, 0]
-    residual: u32,  // 1: add res[same index]; 2: add res[y_offset + r] (a bias row)
-    grid_x: u32,    // workgroups along x (the grid is 2D past the per-dimension limit)
-}
+//!include gemm_io.wgsl
 
 override WG: u32 = 128u;
 override ROWS: u32 = 8u;
@@ -61,44 +48,11 @@ override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
 override T: u32 = WG * RPT / ROWS;
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-// The residual (same indexing as y) or the bias (indexed by output column); bound to x, and
-// unread, when `residual` is 0.
-@group(0) @binding(4) var<storage, read> res: array<f32>;
-// `x` again, as vec4s (read when XV4 is 1).
-@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
 
 //!include common.wgsl
 //!include quant
 //!include reduce
-//!include activation.wgsl
-
-fn act4(v: vec4<f32>) -> vec4<f32> {
-    if XFORM == 3u {
-        return vec4<f32>(silu(v.x), silu(v.y), silu(v.z), silu(v.w));
-    }
-    return vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
-}
-
-fn x_at(i: u32) -> vec4<f32> {
-    if XV4 == 1u {
-        return x4[i >> 2u];
-    }
-    return vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
-}
-
-// Elements e..e+4 of token t's input row.
-fn xin(t: u32, e: u32) -> vec4<f32> {
-    let i = p.x_offset + t * p.x_stride + e;
-    let v = x_at(i);
-    if XFORM == 3u || XFORM == 4u {
-        return act4(v) * x_at(i + p.x_aux);
-    }
-    return v;
-}
+//!include gemm_input.wgsl
 
 // Elements e..e+4 of the input rows of tokens t0 + c .. t0 + c + 4 as the columns of a matrix.
 // Columns past NX are zero; a token past the last reads the last one's row (in bounds, and its

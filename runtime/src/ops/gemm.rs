@@ -2,7 +2,7 @@
 //! kernel (prefill; the tensor-core kernel where the adapter has f16 cooperative matrices) or,
 //! up to [`gemm::FEW_ROWS_MAX`] rows, the few-row kernel (batched decode).
 
-use gpuport_kernels::gemm::{self, CoopTile, FewRowTunables, GemmParams, GemmRowsParams, GemmTile};
+use gpuport_kernels::gemm::{self, CoopTile, FewRowTunables, GemmParams, GemmTile};
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::grid_2d;
 use gpuport_kernels::quant::GgmlType;
@@ -338,7 +338,7 @@ fn tiles(
             y_offset: (call.y_first + first as usize) as u32,
             y_stride: call.y_stride as u32,
             residual: residual_mode(call),
-            pad: 0,
+            grid_x: 0,
         };
         let grid = ((n as u32).div_ceil(tn), (call.tokens as u32).div_ceil(tm));
         if grid.0 > limits.max_compute_workgroups_per_dimension {
@@ -387,7 +387,7 @@ fn few_rows(
     for (first, n, byte_offset) in chunks {
         let groups = (n as u32).div_ceil(t.rows);
         let grid = grid_2d(groups, limits.max_compute_workgroups_per_dimension);
-        let p = GemmRowsParams {
+        let p = GemmParams {
             rows: n as u32,
             cols: m.cols as u32,
             tokens: call.tokens as u32,
