@@ -1263,20 +1263,13 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// f32/f16 matrices whose width leaves a partial 32-column chunk.
 #[test]
 fn coop_gemm_matches_cpu_for_every_type() {
-    use gpuport_kernels::gemm::{self, CoopTile};
+    use gpuport_kernels::gemm;
     let Some(gpu) = support::gpu() else { return };
     if !support::has_coop_f16(&gpu) {
         return;
     }
     let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
-    let limits = gpu.limits();
-    let tiles: Vec<CoopTile> = CoopTile::all()
-        .into_iter()
-        .filter(|t| {
-            t.workgroup_bytes() <= limits.max_compute_workgroup_storage_size
-                && t.threads() <= limits.max_compute_invocations_per_workgroup
-        })
-        .collect();
+    let tiles = ops::coop_tiles(&gpu);
     let mut n = 0;
     for ty in GgmlType::ALL {
         let cols = match ty {

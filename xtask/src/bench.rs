@@ -477,15 +477,7 @@ fn gemm_sweep(
             .filter(|t| !tuned_only || *t == tuned)
             .map(ops::GemmPath::Tiled)
             .collect();
-        if gpu.has_coop_f16() {
-            let threads = gpu.limits().max_compute_invocations_per_workgroup;
-            paths.extend(
-                gemm::CoopTile::all()
-                    .into_iter()
-                    .filter(|t| t.workgroup_bytes() <= storage && t.threads() <= threads)
-                    .map(ops::GemmPath::Coop),
-            );
-        }
+        paths.extend(ops::coop_tiles(gpu).into_iter().map(ops::GemmPath::Coop));
         let w = shape.random_weights(gpu, 2)?;
         let x = gpu.upload_f32(
             &vec![0.5; tokens * shape.cols],
@@ -518,7 +510,7 @@ fn gemm_sweep(
                     *totals.entry((shape.ty, t)).or_default() += timing.seconds;
                     format!("TM={} TN={}", t.tm, t.tn)
                 }
-                ops::GemmPath::Coop(t) => format!("coop WM={} WN={}", t.wm, t.wn),
+                ops::GemmPath::Coop(t) => format!("coop WM={} WN={} KC={}", t.wm, t.wn, t.kc),
                 ops::GemmPath::FewRows(t) => format!("{t:?}"),
             };
             let flops = 2.0 * (shape.rows * shape.cols * tokens) as f64;

@@ -24,7 +24,6 @@ override XFORM: u32 = 0u;
 const KC: u32 = 32u;
 const KP: u32 = KC + 1u;
 
-
 var<workgroup> ws: array<f32, TN * KP>;
 var<workgroup> xs: array<f32, TM * KP>;
 

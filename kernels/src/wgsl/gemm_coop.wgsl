@@ -42,7 +42,6 @@ override WG: u32 = 32u * WM * WN;
 override KC: u32 = 32u;
 override KS: u32 = KC + 8u;
 
-
 var<workgroup> ws: array<f16, TN * KS>;
 var<workgroup> xs: array<f16, TM * KS>;
 var<workgroup> stage: array<f32, 256u * WM * WN>;
@@ -130,9 +129,9 @@ fn main(
             if m0 + t < p.tokens && k0 + e < p.cols {
                 v = xin(m0 + t, k0 + e);
             }
-            // Clamped to f16's range: an input past it would become an infinity (and every
-            // sum it enters NaN); clamped, it saturates as the f32 kernels' sums would not,
-            // but stays finite.
+            // Clamped to f16's range: past it an input would round to an infinity and make
+            // every sum it enters inf or NaN; clamped, the sums stay finite (though not the
+            // f32 kernels' values).
             v = clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0));
             let o = t * KS + e;
             xs[o] = f16(v.x);

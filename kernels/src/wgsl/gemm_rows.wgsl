@@ -48,7 +48,6 @@ override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
 override T: u32 = WG * RPT / ROWS;
 
-
 //!include common.wgsl
 //!include quant
 //!include reduce

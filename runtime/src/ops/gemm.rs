@@ -107,9 +107,10 @@ pub fn coop_min_tokens() -> usize {
     })
 }
 
-/// Records one [`GemmCall`] (weights larger than one binding in row chunks): up to
-/// [`gemm::FEW_ROWS_MAX`] tokens through the few-row kernel, more through the tiled one with
-/// `tile` (which must be a valid tile either way).
+/// Records one [`GemmCall`] (weights larger than one binding in row chunks) on the path
+/// [`gemm_path`] chooses: the tensor-core kernel for prompts where the device has it, up to
+/// [`gemm::FEW_ROWS_MAX`] tokens the few-row kernel, else the tiled one with `tile` (which
+/// must be a valid tile either way).
 pub fn gemm(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
@@ -159,9 +160,26 @@ pub fn gemm_on(
         row_bytes,
     };
     match path {
-        GemmPath::Tiled(tile) => tiled(gpu, rec, &call, m, tile, max_binding),
+        GemmPath::Tiled(tile) => {
+            let pipeline = gpu.pipeline(&gemm::spec(ty, tile, call.input))?;
+            let tiles = (tile.tn, tile.tm);
+            tiled(gpu, rec, &call, m, &pipeline, tiles, false, max_binding)
+        }
+        GemmPath::Coop(t) => {
+            let x_vec4 = call.x_stride.is_multiple_of(4);
+            let pipeline = gpu.pipeline(&gemm::coop_spec(ty, t, call.input, x_vec4))?;
+            tiled(
+                gpu,
+                rec,
+                &call,
+                m,
+                &pipeline,
+                (t.tn(), t.tm()),
+                true,
+                max_binding,
+            )
+        }
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
-        GemmPath::Coop(t) => coop(gpu, rec, &call, m, t, max_binding),
     }
 }
 
@@ -233,14 +251,31 @@ fn check_few_rows(gpu: &Gpu, t: FewRowTunables) -> Result<(), GpuError> {
     Ok(())
 }
 
+/// The tensor-core tiles this device's threads and workgroup memory hold (empty without
+/// [`Gpu::has_coop_f16`]).
+pub fn coop_tiles(gpu: &Gpu) -> Vec<CoopTile> {
+    CoopTile::all()
+        .into_iter()
+        .filter(|&t| coop_fits(gpu, t))
+        .collect()
+}
+
+/// Whether tile `t` is a variant this device runs (see [`coop_tiles`]).
+fn coop_fits(gpu: &Gpu, t: CoopTile) -> bool {
+    let limits = gpu.limits();
+    gpu.has_coop_f16()
+        && CoopTile::all().contains(&t)
+        && t.threads() <= limits.max_compute_invocations_per_workgroup
+        && t.workgroup_bytes() <= limits.max_compute_workgroup_storage_size
+}
+
 fn check_coop(gpu: &Gpu, t: CoopTile, tokens: usize) -> Result<(), GpuError> {
     let limits = gpu.limits();
-    if !CoopTile::all().contains(&t)
-        || t.threads() > limits.max_compute_invocations_per_workgroup
-        || t.workgroup_bytes() > limits.max_compute_workgroup_storage_size
-    {
+    if !coop_fits(gpu, t) {
         return Err(GpuError::Shape(format!(
-            "tensor-core GEMM tile {t:?}: not a variant of the kernel or this adapter"
+            "tensor-core GEMM tile {t:?}: not among this adapter's tiles {:?} (none without \
+             f16 cooperative matrices)",
+            coop_tiles(gpu)
         )));
     }
     if tokens as u64 > u64::from(t.tm()) * u64::from(limits.max_compute_workgroups_per_dimension) {
@@ -261,54 +296,11 @@ fn residual_mode(call: &GemmCall<'_>) -> u32 {
     }
 }
 
-fn tiled(
-    gpu: &Gpu,
-    rec: &mut Recorder<'_>,
-    call: &GemmCall<'_>,
-    m: Matrix,
-    tile: GemmTile,
-    max_binding: u64,
-) -> Result<(), GpuError> {
-    let pipeline = gpu.pipeline(&gemm::spec(m.ty, tile, call.input))?;
-    tiles(
-        gpu,
-        rec,
-        call,
-        m,
-        &pipeline,
-        (tile.tn, tile.tm),
-        false,
-        max_binding,
-    )
-}
-
-fn coop(
-    gpu: &Gpu,
-    rec: &mut Recorder<'_>,
-    call: &GemmCall<'_>,
-    m: Matrix,
-    t: CoopTile,
-    max_binding: u64,
-) -> Result<(), GpuError> {
-    let x_vec4 = call.x_stride.is_multiple_of(4);
-    let pipeline = gpu.pipeline(&gemm::coop_spec(m.ty, t, call.input, x_vec4))?;
-    tiles(
-        gpu,
-        rec,
-        call,
-        m,
-        &pipeline,
-        (t.tn(), t.tm()),
-        true,
-        max_binding,
-    )
-}
-
 /// The dispatches of a tiled kernel (`gemm.wgsl`, `gemm_coop.wgsl`: one uniform block, a grid
 /// of `rows × tokens` tiles per weight chunk); `x4`: the kernel binds X a second time as
 /// vec4s.
 #[allow(clippy::too_many_arguments)]
-fn tiles(
+fn tiled(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     call: &GemmCall<'_>,
