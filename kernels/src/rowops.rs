@@ -351,28 +351,54 @@ pub fn gather_reference(src: &[u32], idx: &[u32], p: &GatherParams) -> Vec<u32> 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
 pub struct Q8RoundParams {
-    /// 32-element blocks rounded.
+    /// 32-element output blocks.
     pub blocks: u32,
     /// Workgroups along x.
     pub grid_x: u32,
-    /// Unused (the block is a multiple of 16 bytes).
-    pub pad: [u32; 2],
+    /// Output blocks per row.
+    pub row_blocks: u32,
+    /// vec4s from one row to the next (`2 · row_blocks · 8` for `[gate | up]` rows).
+    pub row_stride: u32,
 }
 
-/// The variant rounding activations onto the int8-input GEMV's grid.
-pub fn q8_round_spec(wg: u32) -> KernelSpec {
+/// The variant of `q8_round.wgsl`: rows in place, first `gate(gate) · up` of each
+/// `[gate | up]` row into its gate half where `gate` is SwiGLU ([`ElementOp::SiluMul`]) or
+/// GeGLU ([`ElementOp::GeluMul`]) (any other op: no gate), then (`round`) every 32 values onto
+/// the int8-input GEMV's grid.
+pub fn q8_round_spec(wg: u32, gate: Option<ElementOp>, round: bool) -> KernelSpec {
+    let act = match gate {
+        Some(ElementOp::SiluMul) => 1,
+        Some(ElementOp::GeluMul) => 2,
+        _ => 0,
+    };
     KernelSpec {
         family: Family::Q8Round,
         quant: None,
         reduction: None,
-        constants: vec![("WG", wg)],
+        constants: vec![("WG", wg), ("ACT", act), ("ROUND", u32::from(round))],
     }
 }
 
-/// CPU reference of `q8_round.wgsl`: each 32 values as the int8-input GEMV sees them after
-/// [`crate::gemv::quantize_q8_input`]. `x.len()` must be a multiple of 32.
+/// CPU reference of `q8_round.wgsl` without a gate: each 32 values as the int8-input GEMV
+/// sees them after [`crate::gemv::quantize_q8_input`]. `x.len()` must be a multiple of 32.
 pub fn q8_round_reference(x: &[f32]) -> Vec<f32> {
     crate::gemv::dequantize_q8_input(&crate::gemv::quantize_q8_input(x))
+}
+
+/// CPU reference of `q8_round.wgsl` with `gate` (SwiGLU or GeGLU) over `[gate | up]` rows of
+/// `2 · width` values: each row's `width` gated values, rounded when `round`.
+pub fn gated_rows_reference(x: &[f32], width: usize, gate: ElementOp, round: bool) -> Vec<f32> {
+    x.chunks_exact(2 * width)
+        .flat_map(|row| {
+            let (g, u) = row.split_at(width);
+            let v: Vec<f32> = g
+                .iter()
+                .zip(u)
+                .map(|(&g, &u)| gate.apply(g, u, 1.0))
+                .collect();
+            if round { q8_round_reference(&v) } else { v }
+        })
+        .collect()
 }
 
 /// Every row-kernel variant.
@@ -390,8 +416,13 @@ pub fn all_specs() -> Vec<KernelSpec> {
             argmax_spec(wg, 0),
             argmax_spec(wg, 1),
             gather_spec(wg),
-            q8_round_spec(wg),
         ]);
+        for gate in [None, Some(ElementOp::SiluMul), Some(ElementOp::GeluMul)] {
+            out.push(q8_round_spec(wg, gate, true));
+            if gate.is_some() {
+                out.push(q8_round_spec(wg, gate, false));
+            }
+        }
     }
     out
 }

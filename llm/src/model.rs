@@ -46,7 +46,7 @@ const SEPARATE_INPUT_ROWS: usize = 16_384;
 /// of the float path's 0.10–0.27 (H200, docs/performance.md, v17). Below it the extra
 /// dispatches cost about what the GEMVs save (the small models' stacks are latency-bound); the
 /// Llama-1B shape's gate|up (19 MB) and the 8B shape's q|k|v (14 MB) are above.
-/// `GPUPORT_INT8_MIN_BYTES` overrides it (the tests set 0 to run every stack so).
+/// `GPUPORT_INT8_MIN_BYTES` or [`Model::with_int8_min_bytes`] overrides it (0: every stack).
 pub const INT8_MIN_STACK_BYTES: u64 = 8 << 20;
 
 /// A model on the GPU.
@@ -73,6 +73,8 @@ pub(crate) struct Scratch {
     h: Tensor,
     /// The normed row whose int8 blocks go to `h`.
     normed: Tensor,
+    /// The int8 blocks of an output projection's input (attention, gated activation).
+    blocks: Tensor,
     /// Queries, keys, values: the attention input projections' outputs, in that order.
     qkv: Tensor,
     attn: Tensor,
@@ -101,6 +103,10 @@ impl Scratch {
             x_alt: f(e, "x'")?,
             h: f(e, "h")?,
             normed: f(e, "normed")?,
+            blocks: f(
+                GemvInput::Q8Blocks.x_len(cfg.ff.max(q).next_multiple_of(32)),
+                "int8 blocks",
+            )?,
             qkv: f(q + 2 * kv, "q, k, v")?,
             attn: f(q, "attention")?,
             proj: f(e, "projection")?,
@@ -209,6 +215,16 @@ impl Model {
         })
     }
 
+    /// The model with its projections taking int8 input from `bytes` of weights on (see
+    /// [`INT8_MIN_STACK_BYTES`]; 0 runs every int8-capable projection so, as the tests of the
+    /// int8 paths do on a tiny model). Replaces the default and `GPUPORT_INT8_MIN_BYTES`.
+    pub fn with_int8_min_bytes(self, bytes: u64) -> Model {
+        Model {
+            int8_min_bytes: bytes,
+            ..self
+        }
+    }
+
     /// What loading would take here, with blockers and warnings (`gpuport can-run`).
     pub fn plan(gpu: &Gpu, g: &Gguf, cfg: &ModelConfig, ctx: usize) -> LoadPlan {
         let mut p = weights::plan(cfg, g, gpu, ctx);
@@ -253,10 +269,9 @@ impl Model {
             rows > SEPARATE_INPUT_ROWS || (!self.cfg.post_norms && bytes >= self.int8_min_bytes);
         large
             && self.cfg.norm != NormKind::Layer
-            && self.cfg.embd.is_multiple_of(32)
-            && stacks
-                .iter()
-                .all(|w| ops::ggml_type(w).is_ok_and(gemv::takes_q8_input))
+            && stacks.iter().all(|w| {
+                w.shape[1].is_multiple_of(32) && ops::ggml_type(w).is_ok_and(gemv::takes_q8_input)
+            })
     }
 
     /// The prefill GEMM's tile for weight `w` here.
@@ -374,7 +389,9 @@ impl Model {
 
     /// Records an output projection `W input(a)`: added to the residual `x` into `x_next`
     /// (returns true: the caller swaps), or, for models with post-projection norms, left in
-    /// `s.proj` for the next input norm to fold in.
+    /// `s.proj` for the next input norm to fold in. Where the matrix takes int8 input
+    /// ([`Model::int8_input`]) the input is formed apart (a gated activation in place in `a`,
+    /// as the many-row path forms it) and its int8 blocks read from `s.blocks`.
     fn project_out(
         &self,
         gpu: &Gpu,
@@ -383,6 +400,36 @@ impl Model {
         input: GemvInput,
         s: &Scratch,
     ) -> Result<bool, GpuError> {
+        let cols = w.shape[1];
+        let blocks = s.blocks.view(0, GemvInput::Q8Blocks.x_len(cols));
+        let (input, a) = if self.int8_input(std::slice::from_ref(w)) {
+            match input {
+                GemvInput::SwiGlu | GemvInput::GeGlu => {
+                    let gate = self.cfg.glu;
+                    let call = ops::GatedRows {
+                        x: a,
+                        rows: 1,
+                        width: cols,
+                        gate,
+                        round: false,
+                    };
+                    ops::gated_rows(gpu, rec, call)?;
+                }
+                GemvInput::Plain => {}
+                other => {
+                    return Err(GpuError::Shape(format!(
+                        "int8 blocks of a {other:?} projection input"
+                    )));
+                }
+            }
+            let formed = a.view(0, cols);
+            let t = self.tunables_for(gpu, w, GemvInput::Plain);
+            let call = GemvCall::new(w, &formed, x_next);
+            ops::gemv_input(gpu, rec, call, t, &blocks, true)?;
+            (GemvInput::Q8Blocks, &blocks)
+        } else {
+            (input, a)
+        };
         let call = GemvCall {
             input,
             ..GemvCall::new(w, a, x_next)
@@ -455,7 +502,8 @@ impl Model {
     /// Records decode attention (`p`) of the token whose projections are in `s.qkv` against
     /// the caches `kc`, `vc`; returns how the output projection forms its input, and from
     /// which tensor: at short contexts the combining pass is folded into that GEMV (one
-    /// dispatch fewer per layer), else it runs on its own into `s.attn`.
+    /// dispatch fewer per layer) unless `fold` is false, else it runs on its own into `s.attn`.
+    #[allow(clippy::too_many_arguments)]
     fn attention<'s>(
         &self,
         gpu: &Gpu,
@@ -464,6 +512,7 @@ impl Model {
         kv: ops::KvLayer<'_>,
         p: DecodeAttnParams,
         qk_norm: Option<&Tensor>,
+        fold: bool,
     ) -> Result<(GemvInput, &'s Tensor), GpuError> {
         let neox = self.cfg.rope_neox;
         let call = ops::DecodeAttention {
@@ -475,7 +524,8 @@ impl Model {
             qk_norm,
         };
         let p = ops::attention_split(gpu, rec, call)?;
-        if let Some(input) = GemvInput::attention_combine(p.heads, p.head_dim, p.blocks) {
+        let folded = GemvInput::attention_combine(p.heads, p.head_dim, p.blocks);
+        if let Some(input) = folded.filter(|_| fold) {
             return Ok((input, &s.part));
         }
         ops::attention_combine(gpu, rec, &p, &s.part, &s.attn)?;
@@ -519,7 +569,9 @@ impl Model {
             }
             let p = self.attention_params(i, pos, kv.capacity(), l.qk_norm.is_some())?;
             let layer = kv.layer(i);
-            let (input, attn) = self.attention(gpu, rec, s, layer, p, l.qk_norm.as_ref())?;
+            // An int8-input output projection reads the combined heads as blocks.
+            let fold = !self.int8_input(std::slice::from_ref(&l.wo));
+            let (input, attn) = self.attention(gpu, rec, s, layer, p, l.qk_norm.as_ref(), fold)?;
             let wo = [&l.wo, attn, x, x_next];
             if self.project_out(gpu, rec, wo, input, s)? {
                 (x, x_next) = (x_next, x);

@@ -326,7 +326,10 @@ impl Model {
     }
 
     /// An output projection of the batch, `W input(a)`: added to the residual `x` into
-    /// `x_next` (returns true: the caller swaps), or, with post-norms, left in `proj`.
+    /// `x_next` (returns true: the caller swaps), or, with post-norms, left in `proj`. A gated
+    /// activation is formed apart, in place in `a`, where the matrix takes int8 input (then
+    /// rounded onto the one-row path's grid, as a plain input is) or runs on tensor cores
+    /// (formed once, not once per tile of weight rows).
     fn batch_out(
         &self,
         gpu: &Gpu,
@@ -337,19 +340,46 @@ impl Model {
         n: usize,
     ) -> Result<bool, GpuError> {
         let post_norms = self.cfg.post_norms;
-        let call = GemmCall {
+        let cols = w.shape[1];
+        let mut call = GemmCall {
             w,
             x: a,
             y: if post_norms { proj } else { x_next },
             tokens: n,
-            x_stride: input.x_len(w.shape[1]),
+            x_stride: input.x_len(cols),
             y_stride: self.cfg.embd,
             y_first: 0,
             residual: (!post_norms).then_some(x),
             bias: None,
             input,
         };
-        ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
+        let tile = self.gemm_tile(w);
+        let q8 = self.int8_input(std::slice::from_ref(w));
+        let gated = matches!(input, GemvInput::SwiGlu | GemvInput::GeGlu);
+        let coop = matches!(ops::gemm_path(gpu, &call, tile)?, ops::GemmPath::Coop(_));
+        if gated && (q8 || (coop && cols.is_multiple_of(32))) {
+            let gate = self.cfg.glu;
+            let rows = ops::GatedRows {
+                x: a,
+                rows: n,
+                width: cols,
+                gate,
+                round: q8,
+            };
+            ops::gated_rows(gpu, rec, rows)?;
+            call.input = GemvInput::Plain;
+        } else if q8 {
+            ops::q8_round(
+                gpu,
+                rec,
+                ops::Q8Round {
+                    x: a,
+                    rows: n,
+                    cols,
+                },
+            )?;
+        }
+        ops::gemm(gpu, rec, call, tile)?;
         Ok(!post_norms)
     }
 

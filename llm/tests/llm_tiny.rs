@@ -655,6 +655,72 @@ fn batched_rows_match_the_cpu_and_the_single_sequence_path() {
     }
 }
 
+/// Every int8-capable projection on int8 input (`with_int8_min_bytes(0)`: the normed stacks,
+/// the attention output and the down projection, whose gated activation is formed apart): N = 3
+/// and 8 sequences through shared forwards of 16 rows give each sequence the greedy ids the
+/// single-sequence session gives it, the one-row path quantizing what the many-row path rounds.
+#[test]
+fn int8_projections_give_batched_rows_the_session_ids() {
+    use gpuport_llm::{Batch, BatchShape, DecodeItem, PrefillItem};
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let model = Model::load(&gpu, &g, 32).unwrap().with_int8_min_bytes(0);
+    let mut session = Session::new(&gpu, &model, 32).unwrap();
+    let shape = BatchShape {
+        slots: 8,
+        seq_capacity: 32,
+        pages: 8,
+        max_rows: 16,
+    };
+    let mut batch = Batch::new(&gpu, &model, shape).unwrap();
+    for n in [3usize, 8] {
+        let ps = prompts(n, 31 + n as u64);
+        let seqs: Vec<_> = (0..n).map(|_| batch.open().unwrap()).collect();
+        let items: Vec<PrefillItem<'_>> = seqs
+            .iter()
+            .zip(&ps)
+            .map(|(s, p)| PrefillItem {
+                seq: *s,
+                tokens: p,
+                sample: Some(Sampling::GREEDY),
+            })
+            .collect();
+        let first = batch.prefill(&items).unwrap();
+        let items: Vec<DecodeItem<'_>> = seqs
+            .iter()
+            .map(|s| DecodeItem {
+                seq: *s,
+                sample: Sampling::GREEDY,
+                stop: &[],
+            })
+            .collect();
+        let decoded = batch.decode(&items, 5).unwrap();
+        for (i, p) in ps.iter().enumerate() {
+            let mut got = vec![first[i].unwrap()];
+            got.extend(&decoded[i].ids);
+            session.reset();
+            let request = Request {
+                prompt: p,
+                max_tokens: 6,
+                stop: &[],
+                sampling: Sampling::GREEDY,
+            };
+            let alone = session.generate(&request, |_| true).unwrap();
+            assert_eq!(got, alone.tokens, "N {n}, sequence {i} against the session");
+            // Int8 input moves the ids off the f64 forward only where its margins are thin.
+            let cpu = cpu_greedy(&values, p, 6);
+            assert_eq!(
+                got[0], cpu[0],
+                "N {n}, sequence {i}: first token against the CPU"
+            );
+        }
+        for s in seqs {
+            batch.close(s).unwrap();
+        }
+    }
+}
+
 /// One forward with a sequence decoding (its pending token) beside another's prompt rows,
 /// sampled sequences with their own seeds equal to the session's draws, a prefix shared by a
 /// fork (the shared page copied before the fork writes into it, the original unharmed), and a

@@ -757,10 +757,97 @@ fn gemv_q8_input_checks_its_bindings() {
 /// 37 tokens (no multiple of any tile), 45 rows, rows of X and Y wider than the matrix, the
 /// output from a column offset with a residual (even types) or a bias row (odd types), the GLU
 /// input forms, and tiles from 16 × 16 to 64 × 64.
+/// `gated_rows` against the CPU for both gates: each `[gate | up]` row's gate half becomes
+/// `gate(g) · u` (the up half untouched); rounded, it is exactly `q8_round` of the unrounded
+/// result (the one-row path quantizes what the unrounded kernel forms, so both paths compute
+/// with the same numbers). Rows whose width is off the block grid, and gates that are not
+/// gated activations, are refused.
+#[test]
+fn gated_rows_match_the_cpu_and_round_like_q8_round() {
+    use gpuport_kernels::rowops::{ElementOp, gated_rows_reference};
+    let Some(gpu) = support::gpu() else { return };
+    let (rows, width) = (3, 96);
+    let x: Vec<f32> = support::random_f32(rows * 2 * width, 21)
+        .iter()
+        .map(|v| 6.0 * v)
+        .collect();
+    let run = |gate, round| {
+        let xt = gpu.upload_f32(&x, &[rows * 2 * width], "x").unwrap();
+        let mut rec = Recorder::new(&gpu);
+        let call = ops::GatedRows {
+            x: &xt,
+            rows,
+            width,
+            gate,
+            round,
+        };
+        ops::gated_rows(&gpu, &mut rec, call).unwrap();
+        rec.submit().unwrap();
+        gpu.readback_f32(&xt).unwrap()
+    };
+    for gate in [ElementOp::SiluMul, ElementOp::GeluMul] {
+        let plain = run(gate, false);
+        let want = gated_rows_reference(&x, width, gate, false);
+        for r in 0..rows {
+            let row = &plain[r * 2 * width..(r + 1) * 2 * width];
+            for (i, (&g, &w)) in row[..width].iter().zip(&want[r * width..]).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "{gate:?} row {r} [{i}]: {g} vs {w}"
+                );
+            }
+            assert_eq!(
+                row[width..],
+                x[r * 2 * width + width..(r + 1) * 2 * width],
+                "up half"
+            );
+        }
+        let rounded = run(gate, true);
+        let gated: Vec<f32> = (0..rows)
+            .flat_map(|r| plain[r * 2 * width..r * 2 * width + width].to_vec())
+            .collect();
+        let xt = gpu.upload_f32(&gated, &[rows * width], "gated").unwrap();
+        let mut rec = Recorder::new(&gpu);
+        let round = ops::Q8Round {
+            x: &xt,
+            rows,
+            cols: width,
+        };
+        ops::q8_round(&gpu, &mut rec, round).unwrap();
+        rec.submit().unwrap();
+        let want = gpu.readback_f32(&xt).unwrap();
+        for r in 0..rows {
+            let got = &rounded[r * 2 * width..r * 2 * width + width];
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(got),
+                bits(&want[r * width..(r + 1) * width]),
+                "{gate:?} row {r}"
+            );
+        }
+    }
+    let xt = gpu.upload_f32(&x, &[rows * 2 * width], "x").unwrap();
+    let mut rec = Recorder::new(&gpu);
+    let off_grid = ops::GatedRows {
+        x: &xt,
+        rows,
+        width: 40,
+        gate: ElementOp::SiluMul,
+        round: false,
+    };
+    assert!(ops::gated_rows(&gpu, &mut rec, off_grid).is_err());
+    let not_gated = ops::GatedRows {
+        gate: ElementOp::Add,
+        width,
+        ..off_grid
+    };
+    assert!(ops::gated_rows(&gpu, &mut rec, not_gated).is_err());
+}
+
 /// Rows rounded by `q8_round` hold exactly the values of the int8 blocks the GEMV's input pass
 /// writes for the same row (one rounding rule on the GPU, `q8_grid.wgsl`: a token computes with
-/// the same numbers in a one-row and a many-row forward), and the CPU reference's but where the
-/// GPU's reciprocal rounds a tie the other way.
+/// the same numbers in a one-row and a many-row forward), and the CPU reference's but for the
+/// last bits of a scale and where the GPU's reciprocal rounds a tie the other way.
 #[test]
 fn q8_rounding_equals_the_gemv_input_blocks() {
     let Some(gpu) = support::gpu() else { return };
@@ -776,13 +863,18 @@ fn q8_rounding_equals_the_gemv_input_blocks() {
     rec.submit().unwrap();
     let got = gpu.readback_f32(&xt).unwrap();
     let want = gpuport_kernels::rowops::q8_round_reference(&x);
+    // Vulkan lets a division be 2.5 ulp off, so a block's scale (amax / 127) may differ from the
+    // CPU's in its last bits (NVIDIA's does in about one block in 25): its values then differ by
+    // a few ulp, which is not a different rounding. A value on another grid level is (a tie the
+    // GPU's reciprocal rounds the other way): at most one step, and rare.
     let mut ties = 0;
     for (b, block) in x.chunks_exact(32).enumerate() {
         let d = block.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 127.0;
         for i in 32 * b..32 * (b + 1) {
-            if got[i] != want[i] {
+            let diff = (got[i] - want[i]).abs();
+            if diff > 4.0 * f32::EPSILON * want[i].abs() {
                 ties += 1;
-                assert!((got[i] - want[i]).abs() <= d * 1.0001, "element {i}");
+                assert!(diff <= d * 1.0001, "element {i}: {} vs {}", got[i], want[i]);
             }
         }
     }

@@ -10,3 +10,12 @@ fn gelu_tanh(v: f32) -> f32 {
     // tanh saturates; clamping keeps exp() finite for large |u|.
     return 0.5 * v * (1.0 + tanh(clamp(u, -15.0, 15.0)));
 }
+
+// The gated activations of four gate values (`swiglu`: SwiGLU's silu, else GeGLU's gelu_tanh):
+// the GEMV and GEMM input forms and q8_round.wgsl's in-place rows.
+fn gate4(v: vec4<f32>, swiglu: bool) -> vec4<f32> {
+    if swiglu {
+        return vec4<f32>(silu(v.x), silu(v.y), silu(v.z), silu(v.w));
+    }
+    return vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
+}

@@ -10,10 +10,7 @@
 @group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
 
 fn act4(v: vec4<f32>) -> vec4<f32> {
-    if XFORM == 3u {
-        return vec4<f32>(silu(v.x), silu(v.y), silu(v.z), silu(v.w));
-    }
-    return vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
+    return gate4(v, XFORM == 3u);
 }
 
 fn x_at(i: u32) -> vec4<f32> {

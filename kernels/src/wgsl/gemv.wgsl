@@ -95,10 +95,7 @@ override QV: u32 = 1u;
 var<workgroup> qv: array<f32, QV>;
 
 fn act4(v: vec4<f32>) -> vec4<f32> {
-    if XFORM == 3u {
-        return vec4<f32>(silu(v.x), silu(v.y), silu(v.z), silu(v.w));
-    }
-    return vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
+    return gate4(v, XFORM == 3u);
 }
 
 // Element vec4 `i` of the input vector (the steps read x through this).

@@ -1,21 +1,31 @@
-// Rounds rows of f32 in place onto the int8 grid the int8-input GEMV sees (q8_grid.wgsl):
-// every 32-element block becomes q * d, d = max |x| / 127 and q = round(x / d). A GEMM over
-// many rows of a matrix whose one-row GEMV takes int8 input (Q8_0) reads its input through this
-// first, so a token's logits do not depend on how many rows its forward pass held (a prompt's
-// last token prefilled beside others, or alone, or decoded). One thread per block.
+// Rows of f32 in place: an optional gated activation (ACT 1: SwiGLU, 2: GeGLU; each row is
+// [gate | up] and act(gate) * up replaces its gate half), then, with ROUND, every 32-element
+// block of the result rounded onto the int8 grid the int8-input GEMV sees (q8_grid.wgsl):
+// q * d, d = max |x| / 127 and q = round(x / d). A GEMM over many rows of a matrix whose
+// one-row GEMV takes int8 input reads its input through this first, so a token's logits do not
+// depend on how many rows its forward pass held (a prompt's last token prefilled beside
+// others, or alone, or decoded). The one-row path runs the same activation (ROUND 0) before
+// it quantizes, and a GEMM on tensor cores reads the activation formed once here instead of
+// once per tile of weight rows. One thread per output block.
 
 struct Params {
+    // 32-element output blocks.
     blocks: u32,
     grid_x: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Output blocks per row.
+    row_blocks: u32,
+    // vec4s from one row to the next (a [gate | up] row with ACT).
+    row_stride: u32,
 }
 
 override WG: u32 = 256u;
+override ACT: u32 = 0u;
+override ROUND: u32 = 1u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> x: array<vec4<f32>>;
 
+//!include activation.wgsl
 //!include q8_grid.wgsl
 
 @compute @workgroup_size(WG)
@@ -24,15 +34,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if b >= p.blocks {
         return;
     }
+    let at = (b / p.row_blocks) * p.row_stride + (b % p.row_blocks) * 8u;
+    if ACT != 0u {
+        let up = p.row_blocks * 8u;
+        for (var k = 0u; k < 8u; k++) {
+            x[at + k] = gate4(x[at + k], ACT == 1u) * x[at + up + k];
+        }
+    }
+    if ROUND == 0u {
+        return;
+    }
     var amax = 0.0;
     for (var k = 0u; k < 8u; k++) {
-        let a = abs(x[8u * b + k]);
+        let a = abs(x[at + k]);
         amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
     }
     let d = q8_scale(amax);
     for (var k = 0u; k < 8u; k++) {
         // Clamped as pack4xI8Clamp clamps the GEMV's blocks.
-        let q = clamp(q8_quants(x[8u * b + k], d), vec4<i32>(-128), vec4<i32>(127));
-        x[8u * b + k] = vec4<f32>(q) * d;
+        let q = clamp(q8_quants(x[at + k], d), vec4<i32>(-128), vec4<i32>(127));
+        x[at + k] = vec4<f32>(q) * d;
     }
 }

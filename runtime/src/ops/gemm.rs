@@ -62,7 +62,16 @@ pub enum GemmPath {
 pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmPath, GpuError> {
     let (ty, rows, cols, _) = matrix(call.w)?;
     if gpu.has_coop_f16() && call.tokens >= coop_min_tokens() {
-        return Ok(GemmPath::Coop(coop_tile(rows, call.tokens)));
+        // The chosen tile, halved (rows, then tokens) until the adapter's limits hold it.
+        let mut t = coop_tile(rows, call.tokens);
+        while !coop_fits(gpu, t) && t.wm * t.wn > 1 {
+            if t.wn > 1 {
+                t.wn /= 2;
+            } else {
+                t.wm /= 2;
+            }
+        }
+        return Ok(GemmPath::Coop(t));
     }
     if call.tokens > gemm::FEW_ROWS_MAX {
         return Ok(GemmPath::Tiled(tile));
@@ -77,12 +86,18 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     Ok(GemmPath::FewRows(t))
 }
 
-/// The tensor-core tile for `rows` weight rows and `tokens` tokens: the first of 64 × 128,
-/// 64 × 64, 64 × 32 tokens × rows (32 tokens wide when `tokens` is at most 32) whose grid has
-/// at least [`COOP_MIN_TILES`] workgroups, else the smallest (a short matrix, or few tokens,
-/// needs more, smaller tiles to keep every core streaming weights).
+/// The tensor-core tile for `rows` weight rows and `tokens` tokens: 128 tokens wide from 128
+/// tokens (64 from 33, else 32), and the widest of 128, 64, 32 rows whose grid still has
+/// [`COOP_MIN_TILES`] workgroups (else 32 rows). Measured on the H200 at the Llama shapes
+/// (docs/performance.md, "v22"): the 128 × 128 tile ran 1.2–1.6× faster than the tiles that
+/// filled two workgroups per core, down to a grid of 48; below that a short matrix (1B's
+/// down projection, 2,048 rows) does better at 64 rows.
 pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
-    let wm = if tokens <= 32 { 1 } else { 2 };
+    let wm = match tokens {
+        0..=32 => 1,
+        33..=127 => 2,
+        _ => 4,
+    };
     let grid = |t: CoopTile| rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
     let candidates = [4, 2, 1].map(|wn| CoopTile { wm, wn, kc: 32 });
     candidates
@@ -91,8 +106,8 @@ pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
         .unwrap_or(candidates[2])
 }
 
-/// Workgroups below which [`coop_tile`] narrows the tile: two per core of an H200 (132).
-pub const COOP_MIN_TILES: usize = 264;
+/// Workgroups below which [`coop_tile`] narrows the tile.
+pub const COOP_MIN_TILES: usize = 48;
 
 /// Fewest tokens a GEMM runs on the tensor-core kernel where the device has it (below, the
 /// few-row kernel): past [`gemm::FEW_ROWS_MAX`] by default; `GPUPORT_COOP_MIN_TOKENS` moves
@@ -415,13 +430,14 @@ mod tests {
     #[test]
     fn coop_tiles_narrow_until_the_grid_fills_the_gpu() {
         let t = |wm, wn| CoopTile { wm, wn, kc: 32 };
-        // 28,672 rows: 224 row tiles of 128, times 8 token tiles.
-        assert_eq!(coop_tile(28_672, 512), t(2, 4));
-        // 4,096 rows × 512 tokens: 32 × 8 = 256 tiles of 128 rows, 512 of 64.
-        assert_eq!(coop_tile(4096, 512), t(2, 2));
-        assert_eq!(coop_tile(2048, 512), t(2, 1));
+        // 28,672 rows × 256 tokens: 224 row tiles of 128, times 2 token tiles.
+        assert_eq!(coop_tile(28_672, 256), t(4, 4));
+        // 2,048 rows × 256 tokens: 16 × 2 = 32 tiles of 128 rows, 64 of 64.
+        assert_eq!(coop_tile(2048, 256), t(4, 2));
+        assert_eq!(coop_tile(2048, 512), t(4, 4));
+        assert_eq!(coop_tile(512, 100), t(2, 1));
         // 32 tokens or fewer: one token tile of 32.
         assert_eq!(coop_tile(65_536, 20), t(1, 4));
-        assert_eq!(coop_tile(4096, 32), t(1, 1));
+        assert_eq!(coop_tile(1024, 32), t(1, 1));
     }
 }

@@ -311,13 +311,65 @@ pub struct Q8Round<'a> {
 /// Records a [`Q8Round`].
 pub fn q8_round(gpu: &Gpu, rec: &mut Recorder<'_>, call: Q8Round<'_>) -> Result<(), GpuError> {
     let Q8Round { x, rows, cols } = call;
+    rows_in_place(gpu, rec, x, (rows, cols, cols), None, true)
+}
+
+/// Gated activations of `[gate | up]` rows in place: each of `rows` rows of `2 · width` f32
+/// values of `x` gets `gate(gate) · up` in its first `width` values, rounded onto the int8
+/// grid when `round` (then a GEMM reads the rows as [`Q8Round`]ed input, `x_stride`
+/// `2 · width`). The one-row path forms the activation it quantizes with the same kernel.
+#[derive(Clone, Copy)]
+pub struct GatedRows<'a> {
+    /// The rows, rewritten in place.
+    pub x: &'a Tensor,
+    /// Rows.
+    pub rows: usize,
+    /// Values per half row (a multiple of 32).
+    pub width: usize,
+    /// [`ElementOp::SiluMul`] (SwiGLU) or [`ElementOp::GeluMul`] (GeGLU).
+    pub gate: ElementOp,
+    /// Round the gated values onto the int8-input GEMV's grid.
+    pub round: bool,
+}
+
+/// Records a [`GatedRows`].
+pub fn gated_rows(gpu: &Gpu, rec: &mut Recorder<'_>, call: GatedRows<'_>) -> Result<(), GpuError> {
+    let GatedRows {
+        x,
+        rows,
+        width,
+        gate,
+        round,
+    } = call;
+    if !matches!(gate, ElementOp::SiluMul | ElementOp::GeluMul) {
+        return Err(GpuError::Shape(format!(
+            "{gate:?} is not a gated activation"
+        )));
+    }
+    rows_in_place(gpu, rec, x, (rows, width, 2 * width), Some(gate), round)
+}
+
+/// `q8_round.wgsl` over `rows` rows of `cols` output values, `stride` values apart.
+fn rows_in_place(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    x: &Tensor,
+    (rows, cols, stride): (usize, usize, usize),
+    gate: Option<ElementOp>,
+    round: bool,
+) -> Result<(), GpuError> {
     if rows == 0 {
         return Ok(());
     }
-    if !cols.is_multiple_of(32) || elems(x) < rows * cols || x.elem != Elem::F32 {
+    if !cols.is_multiple_of(32) || elems(x) < rows * stride || x.elem != Elem::F32 {
         return Err(GpuError::Shape(format!(
-            "int8 rounding of {rows} rows of {cols} (a multiple of 32) in {:?} {:?}",
-            x.elem, x.shape
+            "{} of {rows} rows of {cols} (a multiple of 32) in {:?} {:?}",
+            match (gate, round) {
+                (None, _) => "int8 rounding".to_string(),
+                (Some(g), r) => format!("{g:?} rows{}", if r { " rounded" } else { "" }),
+            },
+            x.elem,
+            x.shape
         )));
     }
     let wg = 64;
@@ -329,7 +381,9 @@ pub fn q8_round(gpu: &Gpu, rec: &mut Recorder<'_>, call: Q8Round<'_>) -> Result<
     let p = rowops::Q8RoundParams {
         blocks: blocks as u32,
         grid_x: grid.0,
-        pad: [0; 2],
+        row_blocks: (cols / 32) as u32,
+        row_stride: (stride / 4) as u32,
     };
-    launch(gpu, rec, &rowops::q8_round_spec(wg), &p, &[x], grid)
+    let spec = rowops::q8_round_spec(wg, gate, round);
+    launch(gpu, rec, &spec, &p, &[x], grid)
 }
