@@ -49,13 +49,18 @@ pub struct NormParams {
     pub grid_x: u32,
 }
 
-/// The norm variant.
-pub fn norm_spec(kind: NormKind, wg: u32, reduction: Reduction) -> KernelSpec {
+/// The norm variant; `blocks`: the normed rows go out as the int8-input GEMV's blocks
+/// ([`crate::gemv::GemvInput::Q8Blocks`], RMSNorms only) instead of f32.
+pub fn norm_spec(kind: NormKind, wg: u32, reduction: Reduction, blocks: bool) -> KernelSpec {
     KernelSpec {
         family: Family::Norm,
         quant: None,
         reduction: Some(reduction),
-        constants: vec![("WG", wg), ("MODE", kind.mode())],
+        constants: vec![
+            ("WG", wg),
+            ("MODE", kind.mode()),
+            ("BLOCKS", u32::from(blocks)),
+        ],
     }
 }
 
@@ -361,11 +366,27 @@ pub struct Q8RoundParams {
     pub row_stride: u32,
 }
 
-/// The variant of `q8_round.wgsl`: rows in place, first `gate(gate) · up` of each
-/// `[gate | up]` row into its gate half where `gate` is SwiGLU ([`ElementOp::SiluMul`]) or
-/// GeGLU ([`ElementOp::GeluMul`]) (any other op: no gate), then (`round`) every 32 values onto
-/// the int8-input GEMV's grid.
-pub fn q8_round_spec(wg: u32, gate: Option<ElementOp>, round: bool) -> KernelSpec {
+/// What `q8_round.wgsl` makes of its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Q8Out {
+    /// The (gated) values in place, unrounded.
+    Formed,
+    /// The (gated) values in place, every 32 rounded onto the int8-input GEMV's grid.
+    Rounded,
+    /// The rows left as they are; every 32 (gated) values written out as the int8-input
+    /// GEMV's blocks ([`crate::gemv::GemvInput::Q8Blocks`]).
+    Blocks,
+}
+
+impl Q8Out {
+    /// Every output.
+    pub const ALL: [Q8Out; 3] = [Q8Out::Formed, Q8Out::Rounded, Q8Out::Blocks];
+}
+
+/// The variant of `q8_round.wgsl`: `gate(gate) · up` of each `[gate | up]` row where `gate`
+/// is SwiGLU ([`ElementOp::SiluMul`]) or GeGLU ([`ElementOp::GeluMul`]) (any other op: the
+/// values as they are), made into `out`.
+pub fn q8_round_spec(wg: u32, gate: Option<ElementOp>, out: Q8Out) -> KernelSpec {
     let act = match gate {
         Some(ElementOp::SiluMul) => 1,
         Some(ElementOp::GeluMul) => 2,
@@ -375,7 +396,12 @@ pub fn q8_round_spec(wg: u32, gate: Option<ElementOp>, round: bool) -> KernelSpe
         family: Family::Q8Round,
         quant: None,
         reduction: None,
-        constants: vec![("WG", wg), ("ACT", act), ("ROUND", u32::from(round))],
+        constants: vec![
+            ("WG", wg),
+            ("ACT", act),
+            ("ROUND", u32::from(out == Q8Out::Rounded)),
+            ("BLOCKS", u32::from(out == Q8Out::Blocks)),
+        ],
     }
 }
 
@@ -406,7 +432,9 @@ pub fn all_specs() -> Vec<KernelSpec> {
     let mut out = Vec::new();
     for wg in WG_VALUES {
         for r in Reduction::ALL {
-            out.extend(NormKind::ALL.map(|k| norm_spec(k, wg, r)));
+            out.extend(NormKind::ALL.map(|k| norm_spec(k, wg, r, false)));
+            out.push(norm_spec(NormKind::Rms, wg, r, true));
+            out.push(norm_spec(NormKind::RmsPlusOne, wg, r, true));
             out.push(softmax_spec(wg, r));
         }
         out.extend(ElementOp::ALL.map(|op| element_spec(op, wg)));
@@ -418,9 +446,11 @@ pub fn all_specs() -> Vec<KernelSpec> {
             gather_spec(wg),
         ]);
         for gate in [None, Some(ElementOp::SiluMul), Some(ElementOp::GeluMul)] {
-            out.push(q8_round_spec(wg, gate, true));
-            if gate.is_some() {
-                out.push(q8_round_spec(wg, gate, false));
+            for q8 in Q8Out::ALL {
+                // Ungated rows formed in place would be a no-op.
+                if gate.is_some() || q8 != Q8Out::Formed {
+                    out.push(q8_round_spec(wg, gate, q8));
+                }
             }
         }
     }

@@ -71,8 +71,6 @@ pub(crate) struct Scratch {
     /// A normed activation row, when a norm cannot be fused into the next GEMV (or its int8
     /// blocks).
     h: Tensor,
-    /// The normed row whose int8 blocks go to `h`.
-    normed: Tensor,
     /// The int8 blocks of an output projection's input (attention, gated activation).
     blocks: Tensor,
     /// Queries, keys, values: the attention input projections' outputs, in that order.
@@ -102,7 +100,6 @@ impl Scratch {
             x: f(e, "x")?,
             x_alt: f(e, "x'")?,
             h: f(e, "h")?,
-            normed: f(e, "normed")?,
             blocks: f(
                 GemvInput::Q8Blocks.x_len(cfg.ff.max(q).next_multiple_of(32)),
                 "int8 blocks",
@@ -329,15 +326,12 @@ impl Model {
         let rows: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
         let q8 = self.int8_input(&parts.stacks);
         if let (true, false, InputNorm::Plain(w)) = (q8, folded, norm) {
-            // The norm apart, then the normed row's int8 blocks into `s.h`: the numbers the
-            // many-row GEMM rounds its normed rows to (a folded norm keeps its fused input
-            // pass, below).
-            ops::norm(gpu, rec, c.norm(x, w, &s.normed))?;
+            // The norm apart, straight into the normed row's int8 blocks in `s.h`: the
+            // numbers the many-row GEMM rounds its normed rows to (a folded norm keeps its
+            // fused input pass, below).
             let words = GemvInput::Q8Blocks.x_len(c.embd);
             let blocks = s.h.view(0, words);
-            let first = GemvCall::new(&parts.stacks[0], &s.normed, out);
-            let t = self.tunables_for(gpu, &parts.stacks[0], GemvInput::Plain);
-            ops::gemv_input(gpu, rec, first, t, &blocks, true)?;
+            ops::norm_blocks(gpu, rec, c.norm(x, w, &blocks))?;
             let mut y_first = 0;
             for w in &parts.stacks {
                 let call = GemvCall {
@@ -390,8 +384,9 @@ impl Model {
     /// Records an output projection `W input(a)`: added to the residual `x` into `x_next`
     /// (returns true: the caller swaps), or, for models with post-projection norms, left in
     /// `s.proj` for the next input norm to fold in. Where the matrix takes int8 input
-    /// ([`Model::int8_input`]) the input is formed apart (a gated activation in place in `a`,
-    /// as the many-row path forms it) and its int8 blocks read from `s.blocks`.
+    /// ([`Model::int8_input`]) the input (a gated activation, formed as the many-row path
+    /// forms it) goes straight into int8 blocks in `s.blocks`, one dispatch, and the GEMV
+    /// reads those.
     fn project_out(
         &self,
         gpu: &Gpu,
@@ -403,29 +398,23 @@ impl Model {
         let cols = w.shape[1];
         let blocks = s.blocks.view(0, GemvInput::Q8Blocks.x_len(cols));
         let (input, a) = if self.int8_input(std::slice::from_ref(w)) {
-            match input {
-                GemvInput::SwiGlu | GemvInput::GeGlu => {
-                    let gate = self.cfg.glu;
-                    let call = ops::GatedRows {
-                        x: a,
-                        rows: 1,
-                        width: cols,
-                        gate,
-                        round: false,
-                    };
-                    ops::gated_rows(gpu, rec, call)?;
-                }
-                GemvInput::Plain => {}
+            let gate = match input {
+                GemvInput::SwiGlu | GemvInput::GeGlu => Some(self.cfg.glu),
+                GemvInput::Plain => None,
                 other => {
                     return Err(GpuError::Shape(format!(
                         "int8 blocks of a {other:?} projection input"
                     )));
                 }
-            }
-            let formed = a.view(0, cols);
-            let t = self.tunables_for(gpu, w, GemvInput::Plain);
-            let call = GemvCall::new(w, &formed, x_next);
-            ops::gemv_input(gpu, rec, call, t, &blocks, true)?;
+            };
+            let call = ops::Q8Blocks {
+                x: a,
+                rows: 1,
+                width: cols,
+                gate,
+                blocks: &blocks,
+            };
+            ops::q8_blocks(gpu, rec, call)?;
             (GemvInput::Q8Blocks, &blocks)
         } else {
             (input, a)

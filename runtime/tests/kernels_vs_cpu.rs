@@ -920,6 +920,203 @@ fn q8_rounding_equals_the_gemv_input_blocks() {
     assert!(ops::q8_round(&gpu, &mut rec, bad).is_err());
 }
 
+/// The one-dispatch int8 inputs of the one-row path — `norm_blocks` (an RMSNorm writing its
+/// row's int8 blocks) and `q8_blocks` (plain or gated rows into blocks) — write exactly the
+/// words of the two dispatches they replace (the f32 row formed, then the GEMV's input pass
+/// quantizing it), and their values are exactly what `q8_round` rounds the same f32 rows to
+/// (the many-row path), so a token computes with the same numbers either way. Norms whose
+/// blocks cannot be formed (LayerNorm, rows off the block grid, a wrong output size) are
+/// refused.
+#[test]
+fn int8_blocks_in_one_dispatch_equal_the_two_dispatch_path() {
+    use gpuport_kernels::rowops::{ElementOp, NormKind};
+    let Some(gpu) = support::gpu() else { return };
+    let (rows, cols) = (3, 320);
+    let words = ops::Q8Blocks::words(cols);
+    let bits = |t: &gpuport_runtime::Tensor| -> Vec<u32> {
+        gpu.readback_f32(t)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    };
+    // The GEMV's input pass over each f32 row of `formed` (`cols` apart): the old path.
+    let ty = GgmlType::Q8_0;
+    let raw = random_blocks(ty, 2 * cols / 32, 13);
+    let w = gpu.upload(&raw, Elem::Ggml(ty), &[2, cols], "w").unwrap();
+    let unused = gpu.zeros_f32(&[2], "y").unwrap();
+    let t = GemvTunables::default_for(support::has_subgroups(&gpu));
+    let input_pass = |formed: &[f32]| -> Vec<u32> {
+        let mut out = Vec::new();
+        for row in formed.chunks_exact(cols) {
+            let row = gpu.upload_f32(row, &[cols], "row").unwrap();
+            let xq = gpu.zeros_f32(&[words], "xq").unwrap();
+            let mut rec = Recorder::new(&gpu);
+            let call = ops::GemvCall::new(&w, &row, &unused);
+            ops::gemv_input(&gpu, &mut rec, call, t, &xq, true).unwrap();
+            rec.submit().unwrap();
+            out.extend(bits(&xq));
+        }
+        out
+    };
+    // `q8_round` of f32 rows: the many-row path's values.
+    let rounded = |formed: &[f32]| -> Vec<u32> {
+        let xt = gpu.upload_f32(formed, &[formed.len()], "rows").unwrap();
+        let mut rec = Recorder::new(&gpu);
+        let call = ops::Q8Round {
+            x: &xt,
+            rows: formed.len() / cols,
+            cols,
+        };
+        ops::q8_round(&gpu, &mut rec, call).unwrap();
+        rec.submit().unwrap();
+        bits(&xt)
+    };
+    let dequantized = |w: &[u32]| -> Vec<u32> {
+        gemv::dequantize_q8_input(w)
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    };
+
+    // Norms.
+    let x: Vec<f32> = support::random_f32(rows * cols, 31)
+        .iter()
+        .map(|v| 4.0 * v)
+        .collect();
+    let nw: Vec<f32> = support::random_f32(cols, 32)
+        .iter()
+        .map(|v| 1.0 + v)
+        .collect();
+    let xt = gpu.upload_f32(&x, &[rows * cols], "x").unwrap();
+    let wt = gpu.upload_f32(&nw, &[cols], "norm weights").unwrap();
+    for kind in [NormKind::Rms, NormKind::RmsPlusOne] {
+        let y = gpu.zeros_f32(&[rows * cols], "normed").unwrap();
+        let q = gpu.zeros_f32(&[rows * words], "blocks").unwrap();
+        let norm = |y| ops::Norm {
+            kind,
+            x: &xt,
+            w: &wt,
+            y,
+            cols,
+            eps: 1e-6,
+        };
+        let mut rec = Recorder::new(&gpu);
+        ops::norm(&gpu, &mut rec, norm(&y)).unwrap();
+        ops::norm_blocks(&gpu, &mut rec, norm(&q)).unwrap();
+        rec.submit().unwrap();
+        let formed = gpu.readback_f32(&y).unwrap();
+        let got = bits(&q);
+        assert_eq!(
+            got,
+            input_pass(&formed),
+            "{kind:?}: blocks vs the input pass"
+        );
+        assert_eq!(dequantized(&got), rounded(&formed), "{kind:?}: vs q8_round");
+    }
+    let q = gpu.zeros_f32(&[rows * words], "blocks").unwrap();
+    let mut rec = Recorder::new(&gpu);
+    let layer_w = gpu.zeros_f32(&[2 * cols], "layer norm").unwrap();
+    let refused = [
+        (NormKind::Layer, &xt, &layer_w, &q, cols),
+        (NormKind::Rms, &xt, &wt, &xt, cols),
+    ];
+    for (kind, x, w, y, cols) in refused {
+        let call = ops::Norm {
+            kind,
+            x,
+            w,
+            y,
+            cols,
+            eps: 1e-6,
+        };
+        assert!(
+            ops::norm_blocks(&gpu, &mut rec, call).is_err(),
+            "{kind:?} into {:?}",
+            y.shape
+        );
+    }
+    let off_grid = gpu.zeros_f32(&[40], "off-grid row").unwrap();
+    let w40 = gpu.zeros_f32(&[40], "weights").unwrap();
+    let call = ops::Norm {
+        kind: NormKind::Rms,
+        x: &off_grid,
+        w: &w40,
+        y: &q,
+        cols: 40,
+        eps: 1e-6,
+    };
+    assert!(ops::norm_blocks(&gpu, &mut rec, call).is_err());
+
+    // Plain and gated rows.
+    let g: Vec<f32> = support::random_f32(rows * 2 * cols, 33)
+        .iter()
+        .map(|v| 6.0 * v)
+        .collect();
+    for gate in [None, Some(ElementOp::SiluMul), Some(ElementOp::GeluMul)] {
+        let width = if gate.is_some() { 2 * cols } else { cols };
+        let src = &g[..rows * width];
+        let xt = gpu.upload_f32(src, &[src.len()], "rows").unwrap();
+        let q = gpu.zeros_f32(&[rows * words], "blocks").unwrap();
+        let mut rec = Recorder::new(&gpu);
+        let call = ops::Q8Blocks {
+            x: &xt,
+            rows,
+            width: cols,
+            gate,
+            blocks: &q,
+        };
+        ops::q8_blocks(&gpu, &mut rec, call).unwrap();
+        if let Some(gate) = gate {
+            // The f32 activation as the old path formed it, in place after the blocks.
+            let call = ops::GatedRows {
+                x: &xt,
+                rows,
+                width: cols,
+                gate,
+                round: false,
+            };
+            ops::gated_rows(&gpu, &mut rec, call).unwrap();
+        }
+        rec.submit().unwrap();
+        let all = gpu.readback_f32(&xt).unwrap();
+        let formed: Vec<f32> = all
+            .chunks_exact(width)
+            .flat_map(|r| r[..cols].to_vec())
+            .collect();
+        let got = bits(&q);
+        assert_eq!(
+            got,
+            input_pass(&formed),
+            "{gate:?}: blocks vs the input pass"
+        );
+        assert_eq!(dequantized(&got), rounded(&formed), "{gate:?}: vs q8_round");
+    }
+    let xt = gpu.upload_f32(&g, &[g.len()], "rows").unwrap();
+    let short = gpu.zeros_f32(&[words], "one row of blocks").unwrap();
+    let mut rec = Recorder::new(&gpu);
+    let call = ops::Q8Blocks {
+        x: &xt,
+        rows,
+        width: cols,
+        gate: None,
+        blocks: &short,
+    };
+    assert!(
+        ops::q8_blocks(&gpu, &mut rec, call).is_err(),
+        "too few words"
+    );
+    let not_gated = ops::Q8Blocks {
+        gate: Some(ElementOp::Add),
+        blocks: &q,
+        ..call
+    };
+    assert!(
+        ops::q8_blocks(&gpu, &mut rec, not_gated).is_err(),
+        "not a gate"
+    );
+}
+
 #[test]
 fn gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm::{self, GemmTile};

@@ -1,7 +1,7 @@
 //! Launches of the row and elementwise kernels (`gpuport_kernels::rowops`).
 
 use gpuport_kernels::grid_2d;
-use gpuport_kernels::rowops::{self, ElementOp, NormKind};
+use gpuport_kernels::rowops::{self, ElementOp, NormKind, Q8Out};
 
 use super::{elems, launch, reduction, row_grid};
 use crate::device::Gpu;
@@ -28,42 +28,68 @@ pub struct Norm<'a> {
 
 /// Records a [`Norm`].
 pub fn norm(gpu: &Gpu, rec: &mut Recorder<'_>, call: Norm<'_>) -> Result<(), GpuError> {
+    let rows = norm_rows(&call, elems(call.x))?;
+    launch_norm(gpu, rec, call, rows, false)
+}
+
+/// Records a [`Norm`] whose output `y` is the normed rows' int8 blocks, as the int8-input GEMV
+/// reads them ([`gpuport_kernels::gemv::GemvInput::Q8Blocks`]: `12 · cols / 32` words a row):
+/// one dispatch where [`norm`] and quantizing the row apart are two, with the same numbers.
+/// RMSNorms only, `cols` a multiple of 32.
+pub fn norm_blocks(gpu: &Gpu, rec: &mut Recorder<'_>, call: Norm<'_>) -> Result<(), GpuError> {
+    let rows_of = |n: usize| n / call.cols.max(1);
+    let words = rows_of(elems(call.x)) * Q8Blocks::words(call.cols);
+    if call.kind == NormKind::Layer || !call.cols.is_multiple_of(32) {
+        return Err(GpuError::Shape(format!(
+            "int8 blocks of a {:?} norm of rows of {} (a multiple of 32)",
+            call.kind, call.cols
+        )));
+    }
+    let rows = norm_rows(&call, words)?;
+    launch_norm(gpu, rec, call, rows, true)
+}
+
+/// Checks a [`Norm`] whose output should hold `y_elems` elements; returns its rows.
+fn norm_rows(call: &Norm<'_>, y_elems: usize) -> Result<usize, GpuError> {
     let Norm {
         kind,
         x,
         w,
         y,
         cols,
-        eps,
-    } = call;
+        ..
+    } = *call;
     let n = elems(x);
     let want_w = if kind == NormKind::Layer {
         2 * cols
     } else {
         cols
     };
-    if cols == 0 || !n.is_multiple_of(cols) || elems(w) != want_w || elems(y) != n {
+    if cols == 0 || !n.is_multiple_of(cols) || elems(w) != want_w || elems(y) != y_elems {
         return Err(GpuError::Shape(format!(
             "norm of {:?} by rows of {cols} with weights {:?} into {:?}",
             x.shape, w.shape, y.shape
         )));
     }
-    let rows = n / cols;
+    Ok(n / cols)
+}
+
+fn launch_norm(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: Norm<'_>,
+    rows: usize,
+    blocks: bool,
+) -> Result<(), GpuError> {
     let grid = row_grid(gpu, rows);
     let p = rowops::NormParams {
-        cols: cols as u32,
+        cols: call.cols as u32,
         rows: rows as u32,
-        eps,
+        eps: call.eps,
         grid_x: grid.0,
     };
-    launch(
-        gpu,
-        rec,
-        &rowops::norm_spec(kind, 256, reduction(gpu)),
-        &p,
-        &[x, w, y],
-        grid,
-    )
+    let spec = rowops::norm_spec(call.kind, 256, reduction(gpu), blocks);
+    launch(gpu, rec, &spec, &p, &[call.x, call.w, call.y], grid)
 }
 
 /// One elementwise launch: `out = op(a, b)`.
@@ -311,13 +337,13 @@ pub struct Q8Round<'a> {
 /// Records a [`Q8Round`].
 pub fn q8_round(gpu: &Gpu, rec: &mut Recorder<'_>, call: Q8Round<'_>) -> Result<(), GpuError> {
     let Q8Round { x, rows, cols } = call;
-    rows_in_place(gpu, rec, x, (rows, cols, cols), None, true)
+    q8_rows(gpu, rec, x, (rows, cols, cols), None, (Q8Out::Rounded, x))
 }
 
 /// Gated activations of `[gate | up]` rows in place: each of `rows` rows of `2 · width` f32
 /// values of `x` gets `gate(gate) · up` in its first `width` values, rounded onto the int8
 /// grid when `round` (then a GEMM reads the rows as [`Q8Round`]ed input, `x_stride`
-/// `2 · width`). The one-row path forms the activation it quantizes with the same kernel.
+/// `2 · width`).
 #[derive(Clone, Copy)]
 pub struct GatedRows<'a> {
     /// The rows, rewritten in place.
@@ -341,22 +367,84 @@ pub fn gated_rows(gpu: &Gpu, rec: &mut Recorder<'_>, call: GatedRows<'_>) -> Res
         gate,
         round,
     } = call;
-    if !matches!(gate, ElementOp::SiluMul | ElementOp::GeluMul) {
-        return Err(GpuError::Shape(format!(
-            "{gate:?} is not a gated activation"
-        )));
-    }
-    rows_in_place(gpu, rec, x, (rows, width, 2 * width), Some(gate), round)
+    check_gate(gate)?;
+    let out = if round { Q8Out::Rounded } else { Q8Out::Formed };
+    q8_rows(gpu, rec, x, (rows, width, 2 * width), Some(gate), (out, x))
 }
 
-/// `q8_round.wgsl` over `rows` rows of `cols` output values, `stride` values apart.
-fn rows_in_place(
+/// Rows of `x` — plain, or `[gate | up]` rows gated by `gate` — written out as the int8-input
+/// GEMV's blocks ([`gpuport_kernels::gemv::GemvInput::Q8Blocks`], [`Q8Blocks::words`] per
+/// row) with the numbers [`Q8Round`] and [`GatedRows`] round them to: the one-row path's input
+/// of a projection that takes int8 blocks, in one dispatch. `x` is left as it is.
+#[derive(Clone, Copy)]
+pub struct Q8Blocks<'a> {
+    /// The rows (`2 · width` values each when gated, else `width`).
+    pub x: &'a Tensor,
+    /// Rows.
+    pub rows: usize,
+    /// Values per output row (a multiple of 32).
+    pub width: usize,
+    /// `None`, or [`ElementOp::SiluMul`] (SwiGLU) or [`ElementOp::GeluMul`] (GeGLU).
+    pub gate: Option<ElementOp>,
+    /// The blocks.
+    pub blocks: &'a Tensor,
+}
+
+impl Q8Blocks<'_> {
+    /// Words (elements of a 4-byte tensor) of the blocks of a row of `width` values.
+    pub fn words(width: usize) -> usize {
+        gpuport_kernels::gemv::GemvInput::Q8Blocks.x_len(width)
+    }
+}
+
+/// Records a [`Q8Blocks`].
+pub fn q8_blocks(gpu: &Gpu, rec: &mut Recorder<'_>, call: Q8Blocks<'_>) -> Result<(), GpuError> {
+    let Q8Blocks {
+        x,
+        rows,
+        width,
+        gate,
+        blocks,
+    } = call;
+    if let Some(g) = gate {
+        check_gate(g)?;
+    }
+    let stride = if gate.is_some() { 2 * width } else { width };
+    if elems(blocks) < rows * Q8Blocks::words(width) {
+        return Err(GpuError::Shape(format!(
+            "int8 blocks of {rows} rows of {width} into {:?}",
+            blocks.shape
+        )));
+    }
+    q8_rows(
+        gpu,
+        rec,
+        x,
+        (rows, width, stride),
+        gate,
+        (Q8Out::Blocks, blocks),
+    )
+}
+
+fn check_gate(gate: ElementOp) -> Result<(), GpuError> {
+    if matches!(gate, ElementOp::SiluMul | ElementOp::GeluMul) {
+        Ok(())
+    } else {
+        Err(GpuError::Shape(format!(
+            "{gate:?} is not a gated activation"
+        )))
+    }
+}
+
+/// `q8_round.wgsl` over `rows` rows of `cols` output values, `stride` values apart, made into
+/// `out` (the blocks' tensor for [`Q8Out::Blocks`], else `x` itself).
+fn q8_rows(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     x: &Tensor,
     (rows, cols, stride): (usize, usize, usize),
     gate: Option<ElementOp>,
-    round: bool,
+    (out, dst): (Q8Out, &Tensor),
 ) -> Result<(), GpuError> {
     if rows == 0 {
         return Ok(());
@@ -364,9 +452,9 @@ fn rows_in_place(
     if !cols.is_multiple_of(32) || elems(x) < rows * stride || x.elem != Elem::F32 {
         return Err(GpuError::Shape(format!(
             "{} of {rows} rows of {cols} (a multiple of 32) in {:?} {:?}",
-            match (gate, round) {
-                (None, _) => "int8 rounding".to_string(),
-                (Some(g), r) => format!("{g:?} rows{}", if r { " rounded" } else { "" }),
+            match gate {
+                None => "int8 rounding".to_string(),
+                Some(g) => format!("{g:?} rows ({out:?})"),
             },
             x.elem,
             x.shape
@@ -384,6 +472,6 @@ fn rows_in_place(
         row_blocks: (cols / 32) as u32,
         row_stride: (stride / 4) as u32,
     };
-    let spec = rowops::q8_round_spec(wg, gate, round);
-    launch(gpu, rec, &spec, &p, &[x], grid)
+    let spec = rowops::q8_round_spec(wg, gate, out);
+    launch(gpu, rec, &spec, &p, &[x, dst], grid)
 }
