@@ -3,7 +3,7 @@
 //! `server/tests/openai_suite.py` with the official `openai` Python client: response and
 //! stream shapes, usage, stops, seeds, concurrency against solo runs, cancellation on
 //! disconnect and by id or session, malformed bodies, keys, 404/400/429, supersession,
-//! priority, preemption, keep-alive, CORS, 64 streams over three rounds with the RSS flat,
+//! priority, preemption, keep-alive, CORS, 64 streams over four rounds with the RSS flat,
 //! and clients killed mid-stream. Skips (saying so) without python3 + openai or a GPU adapter,
 //! unless `GPUPORT_REQUIRE_REFERENCES` / `GPUPORT_REQUIRE_GPU` make that a failure.
 

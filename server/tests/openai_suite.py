@@ -666,8 +666,8 @@ def cors_and_key_file(ctx):
 
 @test
 def load_64_streams(ctx):
-    """`--load-streams` concurrent streaming clients, three rounds: no errors, every stream
-    complete and equal to its solo run, the server's RSS flat."""
+    """`--load-streams` concurrent streaming clients, `--load-rounds` rounds after a warm-up: no
+    errors, every stream complete and equal to its solo run, the server's RSS flat."""
     main = ctx.main
     main.settle()
     n, tokens = ctx.load_streams, ctx.load_tokens
@@ -704,14 +704,20 @@ def load_64_streams(ctx):
         check(not wrong, f"{name}: streams {wrong} incomplete or unlike their solo run")
         check(took < ctx.load_deadline, f"{name} took {took:.1f} s")
     growth = rss[-1] - rss[1]
-    print(f"  RSS after each round {[round(r / 1024, 1) for r in rss]} MiB: {growth / 1024:+.1f} MiB from round 1 to {rounds}")
+    steps = [b - a for a, b in zip(rss[1:], rss[2:])]
+    print(f"  RSS after each round {[round(r / 1024, 1) for r in rss]} MiB: {growth / 1024:+.1f} MiB from round 1 to {rounds}, "
+          f"steps {[round(d / 1024, 1) for d in steps]} MiB")
     # Pages: once every stream has ended only the retained sequences (the same number after
     # every round) hold pages, so a leaked sequence shows exactly.
     check(len(set(pages[1:])) == 1, f"KV pages in use after each round: {pages}")
-    # RSS: a leak grows with requests; a batch of a size not seen before may still compile a
-    # pipeline or add a pooled buffer once (seen: one step of 11 MiB at 16 slots with SmolLM2
-    # loaded, then flat), so the bound is coarse.
-    check(growth <= max(24 * 1024, rss[1] * 3 // 100), f"RSS grew {growth / 1024:.1f} MiB from round 1 to {rounds}")
+    # RSS: a leak grows with requests, so in every round by about the same amount. A batch of
+    # a composition not seen before may still compile a pipeline or add a pooled buffer once
+    # (seen in CI: steps of 16 and 9 MiB in two rounds in a row after the rest of the suite,
+    # then flat), which is growth in some rounds, not all. So some round must be flat (within
+    # 2 MiB, i.e. under 8 KiB per request at 64 streams x 4 rounds of requests), and the whole
+    # growth stays under a coarse bound.
+    check(min(steps) <= 2 * 1024, f"RSS grew in every round: steps {[round(d / 1024, 1) for d in steps]} MiB")
+    check(growth <= max(48 * 1024, rss[1] * 5 // 100), f"RSS grew {growth / 1024:.1f} MiB from round 1 to {rounds}")
 
 
 @test
@@ -765,12 +771,14 @@ def main():
     ap.add_argument("--only", help="comma-separated test names")
     ap.add_argument("--load-streams", type=int, default=64)
     ap.add_argument("--load-tokens", type=int, default=4)
-    ap.add_argument("--load-rounds", type=int, default=3, help="load rounds after the warm-up")
+    ap.add_argument("--load-rounds", type=int, default=4, help="load rounds after the warm-up (at least 3)")
     ap.add_argument("--load-deadline", type=float, default=180, help="seconds per load round")
     a = ap.parse_args()
 
     class Ctx:
         pass
+    if a.load_rounds < 3:
+        ap.error("--load-rounds: at least 3 (two round-to-round steps to compare)")
 
     ctx = Ctx()
     ctx.main = Server(a.base_url, a.api_key, a.model)
