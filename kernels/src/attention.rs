@@ -243,13 +243,14 @@ pub fn prefill_reference(p: &DecodeAttnParams, q: &[f32], k: &[f32], v: &[f32]) 
         .collect()
 }
 
-/// The combining pass.
-pub fn combine_spec(wg: u32, reduction: Reduction) -> KernelSpec {
+/// The combining pass; `blocks`: the heads' output goes out as the int8-input GEMV's blocks
+/// ([`crate::gemv::GemvInput::Q8Blocks`]; head_dim a multiple of [`COMBINE_COLUMNS`]).
+pub fn combine_spec(wg: u32, reduction: Reduction, blocks: bool) -> KernelSpec {
     KernelSpec {
         family: Family::AttnCombine,
         quant: None,
         reduction: Some(reduction),
-        constants: vec![("WG", wg)],
+        constants: vec![("WG", wg), ("BLOCKS", u32::from(blocks))],
     }
 }
 

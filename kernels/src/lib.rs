@@ -94,7 +94,9 @@ pub fn all_specs() -> Vec<KernelSpec> {
                 out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, kb, r, neox)));
             }
         }
-        out.extend(Reduction::ALL.map(|r| attention::combine_spec(wg, r)));
+        for blocks in [false, true] {
+            out.extend(Reduction::ALL.map(|r| attention::combine_spec(wg, r, blocks)));
+        }
         for neox in [false, true] {
             out.extend(Reduction::ALL.map(|r| attention::prep_spec(wg, r, neox)));
         }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use gpuport_kernels::attention::{DecodeAttnParams, QkNorm};
+use gpuport_kernels::attention::{COMBINE_COLUMNS, DecodeAttnParams, QkNorm};
 use gpuport_kernels::gemm::GemmTile;
 use gpuport_kernels::gemv::{self, GemvInput, GemvTunables};
 use gpuport_kernels::quant::GgmlType;
@@ -62,6 +62,15 @@ pub struct Model {
     gemm_tiles: HashMap<GgmlType, GemmTile>,
     /// [`INT8_MIN_STACK_BYTES`] or its override.
     int8_min_bytes: u64,
+}
+
+/// How decode attention's combining pass hands the heads to the output projection.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Combine {
+    /// Folded into the output projection's GEMV (its input form), where it fits.
+    Folded,
+    /// As the int8 blocks an int8-input output projection reads, where head_dim allows.
+    Blocks,
 }
 
 /// Activations of one token, reused by every layer and step.
@@ -397,7 +406,10 @@ impl Model {
     ) -> Result<bool, GpuError> {
         let cols = w.shape[1];
         let blocks = s.blocks.view(0, GemvInput::Q8Blocks.x_len(cols));
-        let (input, a) = if self.int8_input(std::slice::from_ref(w)) {
+        let (input, a) = if input == GemvInput::Q8Blocks {
+            // Formed by the kernel before (the attention heads' combining pass) in `s.blocks`.
+            (input, &blocks)
+        } else if self.int8_input(std::slice::from_ref(w)) {
             let gate = match input {
                 GemvInput::SwiGlu | GemvInput::GeGlu => Some(self.cfg.glu),
                 GemvInput::Plain => None,
@@ -490,8 +502,9 @@ impl Model {
 
     /// Records decode attention (`p`) of the token whose projections are in `s.qkv` against
     /// the caches `kc`, `vc`; returns how the output projection forms its input, and from
-    /// which tensor: at short contexts the combining pass is folded into that GEMV (one
-    /// dispatch fewer per layer) unless `fold` is false, else it runs on its own into `s.attn`.
+    /// which tensor: as `combine` asks where it can — at short contexts folded into that GEMV,
+    /// or writing the int8 blocks an int8-input projection reads (one dispatch fewer per
+    /// layer either way) — else on its own into `s.attn`.
     #[allow(clippy::too_many_arguments)]
     fn attention<'s>(
         &self,
@@ -501,7 +514,7 @@ impl Model {
         kv: ops::KvLayer<'_>,
         p: DecodeAttnParams,
         qk_norm: Option<&Tensor>,
-        fold: bool,
+        combine: Combine,
     ) -> Result<(GemvInput, &'s Tensor), GpuError> {
         let neox = self.cfg.rope_neox;
         let call = ops::DecodeAttention {
@@ -513,9 +526,19 @@ impl Model {
             qk_norm,
         };
         let p = ops::attention_split(gpu, rec, call)?;
-        let folded = GemvInput::attention_combine(p.heads, p.head_dim, p.blocks);
-        if let Some(input) = folded.filter(|_| fold) {
-            return Ok((input, &s.part));
+        match combine {
+            Combine::Folded => {
+                if let Some(input) = GemvInput::attention_combine(p.heads, p.head_dim, p.blocks) {
+                    return Ok((input, &s.part));
+                }
+            }
+            Combine::Blocks if p.head_dim.is_multiple_of(COMBINE_COLUMNS) => {
+                let words = ops::Q8Blocks::words((p.heads * p.head_dim) as usize);
+                let blocks = s.blocks.view(0, words);
+                ops::attention_combine_blocks(gpu, rec, &p, &s.part, &blocks)?;
+                return Ok((GemvInput::Q8Blocks, &s.blocks));
+            }
+            _ => {}
         }
         ops::attention_combine(gpu, rec, &p, &s.part, &s.attn)?;
         Ok((GemvInput::Plain, &s.attn))
@@ -559,8 +582,13 @@ impl Model {
             let p = self.attention_params(i, pos, kv.capacity(), l.qk_norm.is_some())?;
             let layer = kv.layer(i);
             // An int8-input output projection reads the combined heads as blocks.
-            let fold = !self.int8_input(std::slice::from_ref(&l.wo));
-            let (input, attn) = self.attention(gpu, rec, s, layer, p, l.qk_norm.as_ref(), fold)?;
+            let combine = if self.int8_input(std::slice::from_ref(&l.wo)) {
+                Combine::Blocks
+            } else {
+                Combine::Folded
+            };
+            let qk_norm = l.qk_norm.as_ref();
+            let (input, attn) = self.attention(gpu, rec, s, layer, p, qk_norm, combine)?;
             let wo = [&l.wo, attn, x, x_next];
             if self.project_out(gpu, rec, wo, input, s)? {
                 (x, x_next) = (x_next, x);

@@ -656,7 +656,8 @@ fn batched_rows_match_the_cpu_and_the_single_sequence_path() {
 }
 
 /// Every int8-capable projection on int8 input (`with_int8_min_bytes(0)`: the normed stacks,
-/// the attention output and the down projection, whose gated activation is formed apart): N = 3
+/// their norm writing the blocks; the attention output, its heads combined into blocks; the
+/// down projection, its gated activation formed into blocks in one dispatch): N = 3
 /// and 8 sequences through shared forwards of 16 rows give each sequence the greedy ids the
 /// single-sequence session gives it, the one-row path quantizing what the many-row path rounds.
 #[test]

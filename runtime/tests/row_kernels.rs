@@ -338,12 +338,9 @@ fn decode_attention_matches() {
         close(&got_k, &k, 1e-4, &what);
         let got_v = paged.logical(&gpu.readback_f32(&vt).unwrap(), positions);
         assert_eq!(got_v, v, "{what}");
-        close(
-            &gpu.readback_f32(&out).unwrap(),
-            &decode_reference(&p, &q, &k, &v),
-            1e-4,
-            &what,
-        );
+        let got = gpu.readback_f32(&out).unwrap();
+        close(&got, &decode_reference(&p, &q, &k, &v), 1e-4, &what);
+        combined_blocks_equal_rounded_output(&gpu, &p, &st, &got, &what);
         // Refused: a page that is not a multiple of 64, and a pool with fewer pages than
         // the table has entries.
         let odd = ops::KvLayer { page: 32, ..kv };
@@ -366,6 +363,68 @@ fn decode_attention_matches() {
             let err = ops::attention_decode(&gpu, &mut rec, short, &out);
             assert_eq!(err.unwrap_err().code(), "BAD_REQUEST", "{what}");
         }
+    }
+}
+
+/// The combining pass again over the partials the split of a decode (`p`) left in `part`,
+/// writing int8 blocks: their values are exactly
+/// `q8_round` of the f32 output `out` (the many-row path's numbers), and each block's sum word
+/// is its scale times its quants' sum.
+fn combined_blocks_equal_rounded_output(
+    gpu: &Gpu,
+    p: &attention::DecodeAttnParams,
+    part: &gpuport_runtime::Tensor,
+    out: &[f32],
+    what: &str,
+) {
+    // As `attention_split` returns them: the number of key blocks set.
+    let p = attention::DecodeAttnParams {
+        blocks: p
+            .n_keys
+            .div_ceil(attention::keys_per_block(p.head_dim))
+            .max(1),
+        ..*p
+    };
+    let words = ops::Q8Blocks::words(out.len());
+    let q = gpu.zeros_f32(&[words], "blocks").unwrap();
+    run(gpu, |rec| {
+        ops::attention_combine_blocks(gpu, rec, &p, part, &q).unwrap()
+    });
+    let got: Vec<u32> = gpu
+        .readback_f32(&q)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let rounded = gpu.upload_f32(out, &[out.len()], "output").unwrap();
+    run(gpu, |rec| {
+        let call = ops::Q8Round {
+            x: &rounded,
+            rows: 1,
+            cols: out.len(),
+        };
+        ops::q8_round(gpu, rec, call).unwrap()
+    });
+    let want: Vec<u32> = gpu
+        .readback_f32(&rounded)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let values: Vec<u32> = gpuport_kernels::gemv::dequantize_q8_input(&got)
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(values, want, "{what}: blocks vs q8_round");
+    for block in got.chunks_exact(12) {
+        let sum: i32 = block[..8]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .map(|b| i32::from(b as i8))
+            .sum();
+        let d = f32::from_bits(block[8]);
+        assert_eq!(f32::from_bits(block[9]), d * sum as f32, "{what}: sum word");
+        assert_eq!(block[10..], [0, 0], "{what}: spare words");
     }
 }
 

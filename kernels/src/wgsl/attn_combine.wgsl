@@ -7,19 +7,27 @@
 // (column c, block group g) sums its share of the blocks for column c, every load independent
 // of the last, and the groups' sums meet in workgroup memory. Chunks give a decode step's few
 // heads enough workgroups to keep the loads short.
+//
+// BLOCKS 1 (head_dim a multiple of CW): a chunk is one 32-value block of the output row, which
+// goes out as the int8 block gemv_q8.wgsl reads (12 words, q8_grid.wgsl's grid) instead of
+// f32: the output projection's int8 input in this dispatch, the same numbers as the f32 row
+// quantized apart.
 
 //!include attn_params.wgsl
 
 override WG: u32 = 128u;
+override BLOCKS: u32 = 0u;
 const CW: u32 = 32u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> part: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+// f32 results as their bits, so that BLOCKS 1 can store packed int8 words.
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
 
 var<workgroup> sums: array<f32, 256>;
 
 //!include wgreduce
+//!include q8_grid.wgsl
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
@@ -51,11 +59,54 @@ fn main(l: Lanes) {
     }
     sums[l.lid] = o;
     workgroupBarrier();
+    var value = 0.0;
     if g == 0u && d < hd {
         var total = 0.0;
         for (var gg = 0u; gg < groups; gg++) {
             total += sums[gg * CW + c];
         }
-        out[h * hd + d] = total / denom;
+        value = total / denom;
+        if BLOCKS == 0u {
+            out[h * hd + d] = bitcast<u32>(value);
+        }
     }
+    if BLOCKS == 1u {
+        write_block(l.lid, (h * hd + l.wg.y * CW) / CW, value);
+    }
+}
+
+// BLOCKS 1: the chunk's values (thread c of group 0 holds column c) as int8 block `b` of the
+// output row: eight threads each pack four quants, the first also writes the scale and the
+// scale times the quants' sum.
+fn write_block(lid: u32, b: u32, value: f32) {
+    workgroupBarrier();
+    if lid < CW {
+        sums[lid] = value;
+    }
+    workgroupBarrier();
+    if lid >= CW / 4u {
+        return;
+    }
+    var amax = 0.0;
+    for (var k = 0u; k < CW / 4u; k++) {
+        let a = abs(chunk4(k));
+        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+    }
+    let d = q8_scale(amax);
+    out[12u * b + lid] = pack4xI8Clamp(q8_quants(chunk4(lid), d));
+    if lid == 0u {
+        var sum = 0.0;
+        for (var k = 0u; k < CW / 4u; k++) {
+            let q = q8_quants(chunk4(k), d);
+            sum += f32(q.x + q.y + q.z + q.w);
+        }
+        out[12u * b + 8u] = bitcast<u32>(d);
+        out[12u * b + 9u] = bitcast<u32>(d * sum);
+        out[12u * b + 10u] = 0u;
+        out[12u * b + 11u] = 0u;
+    }
+}
+
+fn chunk4(k: u32) -> vec4<f32> {
+    return vec4<f32>(sums[4u * k], sums[4u * k + 1u], sums[4u * k + 2u], sums[4u * k + 3u]);
 }

@@ -70,8 +70,42 @@ pub fn attention_combine(
     part: &Tensor,
     out: &Tensor,
 ) -> Result<(), GpuError> {
+    let n = (p.heads * p.head_dim) as usize;
+    combine(gpu, rec, p, (part, out), n, false)
+}
+
+/// [`attention_combine`] with the output as the int8-input GEMV's blocks
+/// ([`super::Q8Blocks::words`] of `heads × head_dim`): the output projection's int8 input in
+/// the combining dispatch, the same numbers as the f32 output quantized apart. `head_dim` must
+/// be a multiple of 32.
+pub fn attention_combine_blocks(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    p: &DecodeAttnParams,
+    part: &Tensor,
+    blocks: &Tensor,
+) -> Result<(), GpuError> {
+    if !p.head_dim.is_multiple_of(attention::COMBINE_COLUMNS) {
+        return Err(GpuError::Shape(format!(
+            "int8 blocks of attention heads of {} (a multiple of {})",
+            p.head_dim,
+            attention::COMBINE_COLUMNS
+        )));
+    }
+    let words = super::Q8Blocks::words((p.heads * p.head_dim) as usize);
+    combine(gpu, rec, p, (part, blocks), words, true)
+}
+
+fn combine(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    p: &DecodeAttnParams,
+    (part, out): (&Tensor, &Tensor),
+    out_elems: usize,
+    blocks: bool,
+) -> Result<(), GpuError> {
     let need = (p.heads * p.blocks) as usize * attention::part_stride(p.head_dim);
-    if elems(out) != (p.heads * p.head_dim) as usize || elems(part) < need {
+    if elems(out) != out_elems || elems(part) < need {
         return Err(GpuError::Shape(format!(
             "combining {} heads × {} in {} blocks from {:?} into {:?}",
             p.heads, p.head_dim, p.blocks, part.shape, out.shape
@@ -80,7 +114,7 @@ pub fn attention_combine(
     launch(
         gpu,
         rec,
-        &attention::combine_spec(ATTENTION_WG, reduction(gpu)),
+        &attention::combine_spec(ATTENTION_WG, reduction(gpu), blocks),
         p,
         &[part, out],
         (p.heads, p.head_dim.div_ceil(attention::COMBINE_COLUMNS)),
