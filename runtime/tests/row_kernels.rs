@@ -78,7 +78,9 @@ fn run(gpu: &Gpu, f: impl FnOnce(&mut Recorder<'_>)) {
 #[test]
 fn norms_match() {
     let Some(gpu) = support::gpu() else { return };
-    for (rows, cols) in [(3, 576), (2, 1000), (1, 1), (5, 640)] {
+    // Rows shorter than a workgroup's four-element steps, rows of whole steps (4096), and
+    // steps with a ragged tail (5000).
+    for (rows, cols) in [(3, 576), (2, 1000), (1, 1), (5, 640), (2, 4096), (1, 5000)] {
         let x: Vec<f32> = support::random_f32(rows * cols, 1)
             .iter()
             .map(|v| v * 3.0)

@@ -4,6 +4,11 @@
 // blocks gemv_q8.wgsl reads (12 words per 32 values, q8_grid.wgsl's grid) instead of f32, in
 // the dispatch that norms it: the same numbers as this kernel's f32 row quantized apart or
 // rounded by q8_round.wgsl, since the same expressions form every value.
+//
+// One row is latency-bound (a decode step norms one token): each thread's loads are issued
+// four at a time before any is used, in the order a plain strided loop would add them (the
+// same sums, bit for bit), since a loop that adds each load as it arrives waits a memory
+// latency per element, and a store between loads keeps the next loads from moving ahead of it.
 
 struct Params {
     cols: u32,
@@ -44,6 +49,11 @@ fn normed4(base: u32, i: u32, mean: f32, inv: f32) -> vec4<f32> {
     );
 }
 
+// Four elements WG apart from `i` (all inside the row), less `mean`.
+fn centered4(base: u32, i: u32, mean: f32) -> vec4<f32> {
+    return vec4<f32>(x[base + i], x[base + i + WG], x[base + i + 2u * WG], x[base + i + 3u * WG]) - mean;
+}
+
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let row = l.wg.x + l.wg.y * p.grid_x;
@@ -52,46 +62,87 @@ fn main(l: Lanes) {
         return;
     }
     let base = row * p.cols;
+    // The strided elements lid, lid + WG, ... in four-element steps, then one at a time.
+    let quads = select(0u, (p.cols - l.lid) / (4u * WG), p.cols > l.lid);
+    let tail = l.lid + quads * 4u * WG;
     var mean = 0.0;
     if MODE == 2u {
         var s = 0.0;
-        for (var i = l.lid; i < p.cols; i += WG) {
+        for (var n = 0u; n < quads; n++) {
+            let v = centered4(base, l.lid + n * 4u * WG, 0.0);
+            s += v.x;
+            s += v.y;
+            s += v.z;
+            s += v.w;
+        }
+        for (var i = tail; i < p.cols; i += WG) {
             s += x[base + i];
         }
         mean = wg_sum(l, s) / f32(p.cols);
     }
     var sq = 0.0;
-    for (var i = l.lid; i < p.cols; i += WG) {
+    for (var n = 0u; n < quads; n++) {
+        let d = centered4(base, l.lid + n * 4u * WG, mean);
+        sq += d.x * d.x;
+        sq += d.y * d.y;
+        sq += d.z * d.z;
+        sq += d.w * d.w;
+    }
+    for (var i = tail; i < p.cols; i += WG) {
         let d = x[base + i] - mean;
         sq += d * d;
     }
     let inv = inverseSqrt(wg_sum(l, sq) / f32(p.cols) + p.eps);
     if BLOCKS == 0u {
-        for (var i = l.lid; i < p.cols; i += WG) {
+        for (var n = 0u; n < quads; n++) {
+            let i = l.lid + n * 4u * WG;
+            let v0 = normed(base, i, mean, inv);
+            let v1 = normed(base, i + WG, mean, inv);
+            let v2 = normed(base, i + 2u * WG, mean, inv);
+            let v3 = normed(base, i + 3u * WG, mean, inv);
+            y[base + i] = bitcast<u32>(v0);
+            y[base + i + WG] = bitcast<u32>(v1);
+            y[base + i + 2u * WG] = bitcast<u32>(v2);
+            y[base + i + 3u * WG] = bitcast<u32>(v3);
+        }
+        for (var i = tail; i < p.cols; i += WG) {
             y[base + i] = bitcast<u32>(normed(base, i, mean, inv));
         }
         return;
     }
     // One thread per 32-value block: its largest magnitude, then its quants packed four to a
     // word, the scale and the scale times the quants' sum (the layout of gemv.wgsl's
-    // INPUT_ONLY 2), the values formed again rather than kept in a private array.
+    // INPUT_ONLY 2), the values formed again rather than kept in a private array and the
+    // eight words formed before any is stored.
     let row_blocks = p.cols / 32u;
     for (var b = l.lid; b < row_blocks; b += WG) {
+        let at = 32u * b;
         var amax = 0.0;
         for (var k = 0u; k < 8u; k++) {
-            let a = abs(normed4(base, 32u * b + 4u * k, mean, inv));
+            let a = abs(normed4(base, at + 4u * k, mean, inv));
             amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
         }
         let d = q8_scale(amax);
+        let q0 = q8_quants(normed4(base, at, mean, inv), d);
+        let q1 = q8_quants(normed4(base, at + 4u, mean, inv), d);
+        let q2 = q8_quants(normed4(base, at + 8u, mean, inv), d);
+        let q3 = q8_quants(normed4(base, at + 12u, mean, inv), d);
+        let q4 = q8_quants(normed4(base, at + 16u, mean, inv), d);
+        let q5 = q8_quants(normed4(base, at + 20u, mean, inv), d);
+        let q6 = q8_quants(normed4(base, at + 24u, mean, inv), d);
+        let q7 = q8_quants(normed4(base, at + 28u, mean, inv), d);
+        let s = (q0 + q1) + (q2 + q3) + (q4 + q5) + (q6 + q7);
         let out = 12u * (row * row_blocks + b);
-        var sum = 0.0;
-        for (var k = 0u; k < 8u; k++) {
-            let q = q8_quants(normed4(base, 32u * b + 4u * k, mean, inv), d);
-            y[out + k] = pack4xI8Clamp(q);
-            sum += f32(q.x + q.y + q.z + q.w);
-        }
+        y[out] = pack4xI8Clamp(q0);
+        y[out + 1u] = pack4xI8Clamp(q1);
+        y[out + 2u] = pack4xI8Clamp(q2);
+        y[out + 3u] = pack4xI8Clamp(q3);
+        y[out + 4u] = pack4xI8Clamp(q4);
+        y[out + 5u] = pack4xI8Clamp(q5);
+        y[out + 6u] = pack4xI8Clamp(q6);
+        y[out + 7u] = pack4xI8Clamp(q7);
         y[out + 8u] = bitcast<u32>(d);
-        y[out + 9u] = bitcast<u32>(d * sum);
+        y[out + 9u] = bitcast<u32>(d * f32(s.x + s.y + s.z + s.w));
         y[out + 10u] = 0u;
         y[out + 11u] = 0u;
     }
