@@ -3,7 +3,7 @@
 // right after w in the same buffer. BLOCKS 1 (RMSNorms): the normed row goes out as the int8
 // blocks gemv_q8.wgsl reads (12 words per 32 values, q8_grid.wgsl's grid) instead of f32, in
 // the dispatch that norms it: the same numbers as this kernel's f32 row quantized apart or
-// rounded by q8_round.wgsl, since the same expressions form every value.
+// rounded by q8_round.wgsl, since the same reductions and expressions form every value.
 //
 // One row is latency-bound (a decode step norms one token): each thread's loads are issued
 // four at a time before any is used, in the order a plain strided loop would add them (the
@@ -40,13 +40,11 @@ fn normed(base: u32, i: u32, mean: f32, inv: f32) -> f32 {
     }
 }
 
-fn normed4(base: u32, i: u32, mean: f32, inv: f32) -> vec4<f32> {
-    return vec4<f32>(
-        normed(base, i, mean, inv),
-        normed(base, i + 1u, mean, inv),
-        normed(base, i + 2u, mean, inv),
-        normed(base, i + 3u, mean, inv),
-    );
+// BLOCKS 1: a chunk of the normed row, one value a thread.
+var<workgroup> vals: array<f32, WG>;
+
+fn vals4(i: u32) -> vec4<f32> {
+    return vec4<f32>(vals[i], vals[i + 1u], vals[i + 2u], vals[i + 3u]);
 }
 
 // Four elements WG apart from `i` (all inside the row), less `mean`.
@@ -56,7 +54,8 @@ fn centered4(base: u32, i: u32, mean: f32) -> vec4<f32> {
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
-    let row = l.wg.x + l.wg.y * p.grid_x;
+    // BLOCKS 1: workgroups (chunk, row); else one per row, rows past the grid's width in y.
+    let row = select(l.wg.x + l.wg.y * p.grid_x, l.wg.y, BLOCKS == 1u);
     // Uniform per workgroup: every thread of a row takes the same branch.
     if row >= p.rows {
         return;
@@ -110,40 +109,41 @@ fn main(l: Lanes) {
         }
         return;
     }
-    // One thread per 32-value block: its largest magnitude, then its quants packed four to a
-    // word, the scale and the scale times the quants' sum (the layout of gemv.wgsl's
-    // INPUT_ONLY 2), the values formed again rather than kept in a private array and the
-    // eight words formed before any is stored.
-    let row_blocks = p.cols / 32u;
-    for (var b = l.lid; b < row_blocks; b += WG) {
-        let at = 32u * b;
-        var amax = 0.0;
-        for (var k = 0u; k < 8u; k++) {
-            let a = abs(normed4(base, at + 4u * k, mean, inv));
-            amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
-        }
-        let d = q8_scale(amax);
-        let q0 = q8_quants(normed4(base, at, mean, inv), d);
-        let q1 = q8_quants(normed4(base, at + 4u, mean, inv), d);
-        let q2 = q8_quants(normed4(base, at + 8u, mean, inv), d);
-        let q3 = q8_quants(normed4(base, at + 12u, mean, inv), d);
-        let q4 = q8_quants(normed4(base, at + 16u, mean, inv), d);
-        let q5 = q8_quants(normed4(base, at + 20u, mean, inv), d);
-        let q6 = q8_quants(normed4(base, at + 24u, mean, inv), d);
-        let q7 = q8_quants(normed4(base, at + 28u, mean, inv), d);
-        let s = (q0 + q1) + (q2 + q3) + (q4 + q5) + (q6 + q7);
-        let out = 12u * (row * row_blocks + b);
-        y[out] = pack4xI8Clamp(q0);
-        y[out + 1u] = pack4xI8Clamp(q1);
-        y[out + 2u] = pack4xI8Clamp(q2);
-        y[out + 3u] = pack4xI8Clamp(q3);
-        y[out + 4u] = pack4xI8Clamp(q4);
-        y[out + 5u] = pack4xI8Clamp(q5);
-        y[out + 6u] = pack4xI8Clamp(q6);
-        y[out + 7u] = pack4xI8Clamp(q7);
-        y[out + 8u] = bitcast<u32>(d);
-        y[out + 9u] = bitcast<u32>(d * f32(s.x + s.y + s.z + s.w));
-        y[out + 10u] = 0u;
-        y[out + 11u] = 0u;
+    // Workgroup (chunk, row) of the blocks grid: every workgroup of a row repeats the row's
+    // reductions above (the row is a few KB, read from cache) and forms the row's values
+    // chunk·WG … chunk·WG + WG - 1, one a thread, into workgroup memory; then a thread per
+    // 32-value block of them packs it. A one-row decode step so spreads over cols / WG
+    // workgroups instead of waiting on one.
+    let i = l.wg.x * WG + l.lid;
+    var v = 0.0;
+    if i < p.cols {
+        v = normed(base, i, mean, inv);
     }
+    vals[l.lid] = v;
+    workgroupBarrier();
+    let b = l.wg.x * (WG / 32u) + l.lid;
+    let row_blocks = p.cols / 32u;
+    if l.lid >= WG / 32u || b >= row_blocks {
+        return;
+    }
+    // Its quants packed four to a word, the scale and the scale times the quants' sum (the
+    // layout of gemv.wgsl's INPUT_ONLY 2).
+    let at = 32u * l.lid;
+    var amax = 0.0;
+    for (var k = 0u; k < 8u; k++) {
+        let a = abs(vals4(at + 4u * k));
+        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+    }
+    let d = q8_scale(amax);
+    let out = 12u * (row * row_blocks + b);
+    var sum = 0;
+    for (var k = 0u; k < 8u; k++) {
+        let q = q8_quants(vals4(at + 4u * k), d);
+        y[out + k] = pack4xI8Clamp(q);
+        sum += q.x + q.y + q.z + q.w;
+    }
+    y[out + 8u] = bitcast<u32>(d);
+    y[out + 9u] = bitcast<u32>(d * f32(sum));
+    y[out + 10u] = 0u;
+    y[out + 11u] = 0u;
 }

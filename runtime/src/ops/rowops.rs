@@ -74,6 +74,9 @@ fn norm_rows(call: &Norm<'_>, y_elems: usize) -> Result<usize, GpuError> {
     Ok(n / cols)
 }
 
+/// The norm's workgroup size.
+const NORM_WG: u32 = 256;
+
 fn launch_norm(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
@@ -81,14 +84,25 @@ fn launch_norm(
     rows: usize,
     blocks: bool,
 ) -> Result<(), GpuError> {
-    let grid = row_grid(gpu, rows);
+    // Blocks: a workgroup per (256-value chunk, row); else one per row.
+    let grid = if blocks {
+        let chunks = call.cols.div_ceil(NORM_WG as usize) as u32;
+        if rows as u32 > gpu.limits().max_compute_workgroups_per_dimension {
+            return Err(GpuError::Shape(format!(
+                "int8 blocks of {rows} normed rows (one workgroup row each)"
+            )));
+        }
+        (chunks, rows as u32)
+    } else {
+        row_grid(gpu, rows)
+    };
     let p = rowops::NormParams {
         cols: call.cols as u32,
         rows: rows as u32,
         eps: call.eps,
         grid_x: grid.0,
     };
-    let spec = rowops::norm_spec(call.kind, 256, reduction(gpu), blocks);
+    let spec = rowops::norm_spec(call.kind, NORM_WG, reduction(gpu), blocks);
     launch(gpu, rec, &spec, &p, &[call.x, call.w, call.y], grid)
 }
 
