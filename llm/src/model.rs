@@ -41,13 +41,16 @@ fn min_gemv_groups(gpu: &Gpu) -> usize {
 const SEPARATE_INPUT_ROWS: usize = 16_384;
 
 /// Weight bytes from which a projection stack of int8-GEMV types takes int8 input below
-/// SEPARATE_INPUT_ROWS too (models without post-norms): the norm and the input's int8 blocks
-/// as two dispatches, then GEMVs that read 0.65–0.88 of the streaming ceiling at 256 MB instead
-/// of the float path's 0.10–0.27 (H200, docs/performance.md, v17). Below it the extra
-/// dispatches cost about what the GEMVs save (the small models' stacks are latency-bound); the
-/// Llama-1B shape's gate|up (19 MB) and the 8B shape's q|k|v (14 MB) are above.
+/// SEPARATE_INPUT_ROWS too (models without post-norms): the norm writing the input's int8 blocks
+/// in one dispatch, then GEMVs that read 0.65–0.88 of the streaming ceiling at 256 MB instead
+/// of the float path's 0.10–0.27 (H200, docs/performance.md, v17). Below it the float GEMV with
+/// the norm fused in stays: the small models' stacks (SmolLM2's are at most 1.1 MB) are
+/// latency-bound, and an int8 input costs them a dispatch. 2 MiB takes in the Llama-1B shape's
+/// q|k|v (3.4 MiB) and attention output (2.25 MiB): on the H200 its decode went from 799 to
+/// 976 tok/s with every stack on int8 input (docs/performance.md, v26), once the input became
+/// one dispatch (it was 8 MiB while the input took two).
 /// `GPUPORT_INT8_MIN_BYTES` or [`Model::with_int8_min_bytes`] overrides it (0: every stack).
-pub const INT8_MIN_STACK_BYTES: u64 = 8 << 20;
+pub const INT8_MIN_STACK_BYTES: u64 = 2 << 20;
 
 /// A model on the GPU.
 pub struct Model {
