@@ -550,12 +550,7 @@ fn check_q8_input(
     let t = GemvTunables::default_for(subgroups);
     ops::gemv_input(gpu, &mut rec, call, t, &xq, true).unwrap();
     rec.submit().unwrap();
-    let q: Vec<u32> = gpu
-        .readback_f32(&xq)
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
+    let q = support::readback_words(gpu, &xq);
     // The blocks stand for the formed vector within half a step (one where the GPU's
     // reciprocal rounds a tie the other way), their scales are max|v| / 127 and word 9 is
     // d * sum(q).
@@ -896,12 +891,7 @@ fn q8_rounding_equals_the_gemv_input_blocks() {
         let call = ops::GemvCall::new(&w, &row, &unused);
         ops::gemv_input(&gpu, &mut rec, call, t, &xq, true).unwrap();
         rec.submit().unwrap();
-        let words: Vec<u32> = gpu
-            .readback_f32(&xq)
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect();
+        let words = support::readback_words(&gpu, &xq);
         let blocks = gemv::dequantize_q8_input(&words);
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         assert_eq!(
@@ -933,13 +923,7 @@ fn int8_blocks_in_one_dispatch_equal_the_two_dispatch_path() {
     let Some(gpu) = support::gpu() else { return };
     let (rows, cols) = (3, 320);
     let words = ops::Q8Blocks::words(cols);
-    let bits = |t: &gpuport_runtime::Tensor| -> Vec<u32> {
-        gpu.readback_f32(t)
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect()
-    };
+    let bits = |t: &gpuport_runtime::Tensor| support::readback_words(&gpu, t);
     // The GEMV's input pass over each f32 row of `formed` (`cols` apart): the old path.
     let ty = GgmlType::Q8_0;
     let raw = random_blocks(ty, 2 * cols / 32, 13);

@@ -394,12 +394,7 @@ fn combined_blocks_equal_rounded_output(
     run(gpu, |rec| {
         ops::attention_combine_blocks(gpu, rec, &p, part, &q).unwrap()
     });
-    let got: Vec<u32> = gpu
-        .readback_f32(&q)
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
+    let got = support::readback_words(gpu, &q);
     let rounded = gpu.upload_f32(out, &[out.len()], "output").unwrap();
     run(gpu, |rec| {
         let call = ops::Q8Round {
@@ -409,12 +404,7 @@ fn combined_blocks_equal_rounded_output(
         };
         ops::q8_round(gpu, rec, call).unwrap()
     });
-    let want: Vec<u32> = gpu
-        .readback_f32(&rounded)
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
+    let want = support::readback_words(gpu, &rounded);
     let values: Vec<u32> = gpuport_kernels::gemv::dequantize_q8_input(&got)
         .iter()
         .map(|v| v.to_bits())

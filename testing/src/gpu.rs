@@ -130,3 +130,13 @@ pub fn has_coop_f16(gpu: &Gpu) -> bool {
     }
     gpu.has_coop_f16()
 }
+
+/// A 4-byte tensor read back as its words (packed int8 blocks, or f32 values compared bit for
+/// bit). Panics on a failed readback: tests only.
+pub fn readback_words(gpu: &Gpu, t: &gpuport_runtime::Tensor) -> Vec<u32> {
+    let bytes = gpu.readback(t).expect("readback");
+    bytes
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect()
+}
