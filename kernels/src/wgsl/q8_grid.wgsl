@@ -1,6 +1,12 @@
 // The int8 grid of a 32-element block, shared by everything that quantizes activations to it
-// (gemv.wgsl's INPUT_ONLY 2, which writes the blocks the int8-input GEMV reads, and
-// q8_round.wgsl, which rounds GEMM inputs onto the same values) so both see identical numbers.
+// (q8_round.wgsl, which rounds GEMM inputs onto the same values, and the writers of the blocks
+// the int8-input GEMV reads) so all see identical numbers.
+//
+// A block as gemv_q8.wgsl reads it: 12 words — the 32 quants packed four to a word
+// (pack4xI8Clamp), the scale d, d times the quants' sum (f32 bits), two zero words. Written by
+// gemv.wgsl (INPUT_ONLY 2), norm.wgsl, q8_round.wgsl and attn_combine.wgsl (BLOCKS 1), each
+// storing into its own binding (WGSL passes no storage pointers to a shared function), each
+// from values it holds differently (registers, workgroup memory, spread over eight threads).
 
 // The block's scale: its largest magnitude over 127.
 fn q8_scale(amax: f32) -> f32 {

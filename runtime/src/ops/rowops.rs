@@ -37,14 +37,13 @@ pub fn norm(gpu: &Gpu, rec: &mut Recorder<'_>, call: Norm<'_>) -> Result<(), Gpu
 /// one dispatch where [`norm`] and quantizing the row apart are two, with the same numbers.
 /// RMSNorms only, `cols` a multiple of 32.
 pub fn norm_blocks(gpu: &Gpu, rec: &mut Recorder<'_>, call: Norm<'_>) -> Result<(), GpuError> {
-    let rows_of = |n: usize| n / call.cols.max(1);
-    let words = rows_of(elems(call.x)) * Q8Blocks::words(call.cols);
-    if call.kind == NormKind::Layer || !call.cols.is_multiple_of(32) {
+    if call.kind == NormKind::Layer || call.cols == 0 || !call.cols.is_multiple_of(32) {
         return Err(GpuError::Shape(format!(
             "int8 blocks of a {:?} norm of rows of {} (a multiple of 32)",
             call.kind, call.cols
         )));
     }
+    let words = elems(call.x) / call.cols * Q8Blocks::words(call.cols);
     let rows = norm_rows(&call, words)?;
     launch_norm(gpu, rec, call, rows, true)
 }
