@@ -124,6 +124,8 @@ pub struct Options {
     pub types: Vec<String>,
     /// Only the prefill GEMM, at the tuned tiled tile and every tensor-core tile.
     pub gemm_only: bool,
+    /// Token rows per GEMM measurement ([`GEMM_TOKENS`] when `None`).
+    pub gemm_tokens: Option<usize>,
 }
 
 pub fn run(opts: Options) -> anyhow::Result<()> {
@@ -243,7 +245,12 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     } else {
         gemm_shapes
     };
-    let (gemm_rows, gemm_best) = gemm_sweep(&gpu, &gemm_shapes, opts.quick, opts.gemm_only)?;
+    let tokens = match (opts.quick, opts.gemm_tokens) {
+        (true, _) => 8,
+        (false, t) => t.unwrap_or(GEMM_TOKENS),
+    };
+    let (gemm_rows, gemm_best) =
+        gemm_sweep(&gpu, &gemm_shapes, tokens, opts.quick, opts.gemm_only)?;
     let others = if opts.quick || opts.gemm_only {
         Vec::new()
     } else {
@@ -434,7 +441,7 @@ impl Sweep<'_> {
 /// Per weight type, the GEMM tile that measured fastest.
 type BestTiles = Vec<(GgmlType, gemm::GemmTile)>;
 
-/// Tokens per GEMM measurement: a full prefill batch.
+/// Tokens per GEMM measurement by default: a full prefill batch.
 const GEMM_TOKENS: usize = 256;
 
 #[derive(Serialize, Clone)]
@@ -450,14 +457,15 @@ struct GemmRow {
     clock: String,
 }
 
-/// Times the prefill GEMM at every tile the adapter's workgroup memory holds on each shape
-/// (`GEMM_TOKENS` tokens; with `tuned_only`, the tiled kernel at the tuned tile only), and the
+/// Times the prefill GEMM of `tokens` token rows at every tile the adapter's workgroup memory
+/// holds on each shape (with `tuned_only`, the tiled kernel at the tuned tile only), and the
 /// tensor-core kernel at each of its tiles where the adapter has it; prints the best per
 /// shape and returns every measurement and, per weight type, the tiled kernel's tile with the
 /// least total time over that type's shapes.
 fn gemm_sweep(
     gpu: &Gpu,
     shapes: &[&Shape],
+    tokens: usize,
     quick: bool,
     tuned_only: bool,
 ) -> anyhow::Result<(Vec<GemmRow>, BestTiles)> {
@@ -466,7 +474,6 @@ fn gemm_sweep(
     let mut rows = Vec::new();
     let mut totals: std::collections::BTreeMap<(GgmlType, gemm::GemmTile), f64> =
         Default::default();
-    let tokens = if quick { 8 } else { GEMM_TOKENS };
     let limit = gpu.limits().max_storage_buffer_binding_size;
     for shape in shapes {
         let tuned = gpu.gemm_tile_in(&table, shape.ty);

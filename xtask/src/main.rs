@@ -68,6 +68,9 @@ enum Command {
         /// at every tensor-core tile (where the adapter has them); no GEMV sweep.
         #[arg(long)]
         gemm_only: bool,
+        /// Token rows per GEMM measurement (default 256: a prompt; 16–64: batched decode).
+        #[arg(long, value_name = "N")]
+        gemm_tokens: Option<usize>,
     },
     /// End-to-end LLM speed: prefill and decode tok/s, time to first token, and decode bytes
     /// per token against the streaming ceiling, for several steps-per-submit values.
@@ -177,6 +180,7 @@ fn main() -> anyhow::Result<()> {
             shapes,
             types,
             gemm_only,
+            gemm_tokens,
         } => bench::run(bench::Options {
             quick,
             json,
@@ -186,6 +190,7 @@ fn main() -> anyhow::Result<()> {
             shapes,
             types,
             gemm_only,
+            gemm_tokens,
         }),
         Command::BenchLlm {
             model,
