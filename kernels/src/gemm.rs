@@ -122,32 +122,39 @@ pub fn reference(
 }
 
 /// The tile of the tensor-core GEMM: `wm × wn` subgroups of 32 lanes, each owning 32 tokens ×
-/// 32 rows of the output as four 16 × 16 accumulator fragments.
+/// 64 rows of the output as eight 16 × 16 accumulator fragments; the tiles are held twice in
+/// workgroup memory (a two-stage software pipeline, `gemm_coop.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CoopTile {
-    /// Subgroups along the tokens.
+    /// Subgroups along the tokens: one of [`COOP_WM`].
     pub wm: u32,
-    /// Subgroups along the weight rows.
+    /// Subgroups along the weight rows: one of [`COOP_WN`].
     pub wn: u32,
-    /// Columns per reduction chunk (one barrier pair each): 32 or 64.
+    /// Columns per reduction chunk (one barrier each): one of [`COOP_KC`].
     pub kc: u32,
 }
 
-/// Allowed subgroups per side of a [`CoopTile`].
-pub const COOP_SIDES: [u32; 3] = [1, 2, 4];
+/// Allowed subgroups along the tokens of a [`CoopTile`] (with one, a thread's share of a chunk
+/// would outgrow the registers the kernel gives it).
+pub const COOP_WM: [u32; 2] = [2, 4];
 
-/// Allowed columns per chunk of a [`CoopTile`].
-pub const COOP_KC: [u32; 2] = [32, 64];
+/// Allowed subgroups along the weight rows of a [`CoopTile`].
+pub const COOP_WN: [u32; 2] = [1, 2];
+
+/// Allowed columns per chunk of a [`CoopTile`] (wider chunks would give a thread more weight
+/// steps and input vectors than the kernel's named registers hold).
+pub const COOP_KC: [u32; 1] = [32];
 
 /// Lanes per subgroup the tensor-core GEMM is written for (its subgroup layout and the 16 × 16
 /// fragments' lane mapping assume it).
 pub const COOP_SUBGROUP: u32 = 32;
 
 impl CoopTile {
-    /// The default: 2 × 4 subgroups, 64 tokens × 128 rows, 256 threads, chunks of 32 columns.
+    /// The default: 4 × 2 subgroups, 128 tokens × 128 rows, 256 threads, chunks of 32 columns
+    /// (48 KiB of workgroup memory).
     pub const DEFAULT: CoopTile = CoopTile {
-        wm: 2,
-        wn: 4,
+        wm: 4,
+        wn: 2,
         kc: 32,
     };
 
@@ -158,7 +165,7 @@ impl CoopTile {
 
     /// Weight rows per tile.
     pub fn tn(self) -> u32 {
-        32 * self.wn
+        64 * self.wn
     }
 
     /// Threads per workgroup.
@@ -166,18 +173,18 @@ impl CoopTile {
         COOP_SUBGROUP * self.wm * self.wn
     }
 
-    /// Bytes of workgroup memory: the f16 weight and input tiles (rows of `kc + 8` halves)
-    /// and one 16 × 16 f32 staging block per subgroup.
+    /// Bytes of workgroup memory: the f16 weight and input tiles twice (rows of `kc + 8`
+    /// halves) and one 16 × 16 f32 staging block per subgroup.
     pub fn workgroup_bytes(self) -> u32 {
-        (self.tm() + self.tn()) * (self.kc + 8) * 2 + self.wm * self.wn * 256 * 4
+        2 * (self.tm() + self.tn()) * (self.kc + 8) * 2 + self.wm * self.wn * 256 * 4
     }
 
     /// Every allowed tile.
     pub fn all() -> Vec<CoopTile> {
         let mut out = Vec::new();
         for kc in COOP_KC {
-            for wm in COOP_SIDES {
-                out.extend(COOP_SIDES.map(|wn| CoopTile { wm, wn, kc }));
+            for wm in COOP_WM {
+                out.extend(COOP_WN.map(|wn| CoopTile { wm, wn, kc }));
             }
         }
         out
@@ -445,12 +452,18 @@ mod tests {
     #[test]
     fn coop_tiles_fit_and_every_type_validates() {
         for t in CoopTile::all() {
-            assert!(t.threads() <= 512, "{t:?}");
-            // Everything but the 4 × 4 tile in chunks of 64 fits NVIDIA's 48 KiB.
-            let big = t.wm * t.wn == 16 && t.kc == 64;
-            assert_eq!(t.workgroup_bytes() <= 48 * 1024, !big, "{t:?}");
+            assert!(t.threads() <= 256, "{t:?}");
+            // A thread's share of a chunk fits the kernel's named registers: 2, 4 or 8 weight
+            // steps of 4 values (at most 4 of 4 + 4), 4 or 8 input vec4s.
+            let steps = t.tn() * t.kc / 4 / t.threads();
+            assert!(
+                [2, 4, 8].contains(&steps) && [2, 4].contains(&(steps / 2)),
+                "{t:?}"
+            );
+            assert!([4, 8].contains(&(t.tm() * t.kc / 4 / t.threads())), "{t:?}");
+            assert!(t.workgroup_bytes() <= 48 * 1024, "{t:?}");
         }
-        assert_eq!(CoopTile::DEFAULT.workgroup_bytes(), 23_552);
+        assert_eq!(CoopTile::DEFAULT.workgroup_bytes(), 48 * 1024);
         for ty in GgmlType::ALL {
             let spec = coop_spec(ty, CoopTile::DEFAULT, GemvInput::SwiGlu, false);
             assert!(spec.needs_cooperative_matrix() && spec.needs_subgroups());

@@ -39,8 +39,10 @@ pub enum Family {
     AttnCombine,
     /// Prefill attention, first pass: queries, keys and values of a batch prepared.
     AttnPrep,
-    /// Prefill attention, second pass: causal attention of the batch.
+    /// Prefill attention, second pass: causal attention of the batch, a row per workgroup.
     AttnPrefill,
+    /// Prefill attention, second pass over tiles of rows of one sequence.
+    AttnTiles,
     /// Token sampling.
     Sample,
     /// Rows of 32-bit words gathered by an index list.
@@ -86,6 +88,7 @@ impl Family {
             Family::AttnCombine => "attn_combine",
             Family::AttnPrep => "attn_prep",
             Family::AttnPrefill => "attn_prefill",
+            Family::AttnTiles => "attn_tiles",
             Family::Sample => "sample",
             Family::Gather => "gather",
             Family::Q8Round => "q8_round",
@@ -119,6 +122,7 @@ impl Family {
             Family::AttnCombine => "attn_combine.wgsl",
             Family::AttnPrep => "attn_prep.wgsl",
             Family::AttnPrefill => "attn_prefill.wgsl",
+            Family::AttnTiles => "attn_tiles.wgsl",
             Family::Sample => "sample.wgsl",
             Family::Gather => "gather.wgsl",
             Family::Q8Round => "q8_round.wgsl",
@@ -167,6 +171,13 @@ impl KernelSpec {
     /// Whether the module uses cooperative matrices on f16 operands (needs the
     /// EXPERIMENTAL_COOPERATIVE_MATRIX and SHADER_F16 features, and 32-lane subgroups).
     pub fn needs_cooperative_matrix(&self) -> bool {
+        self.family == Family::GemmCoop
+    }
+
+    /// Whether the module's inner loops have constant trip counts that the driver should unroll
+    /// (the tensor-core GEMM's fragment loop): it is compiled without naga's loop-bounding
+    /// counter, which hides the trip count.
+    pub fn unrolled_loops(&self) -> bool {
         self.family == Family::GemmCoop
     }
 

@@ -16,8 +16,11 @@ use gpuport_runtime::recorder::Recorder;
 use gpuport_runtime::tensor::Tensor;
 
 /// Tokens per prefill batch: the scratch below holds this many activation rows (Gemma 3 270M:
-/// 11 MB), and a longer prompt runs in several batches.
-pub const PREFILL_BATCH: usize = 256;
+/// 22 MB), and a longer prompt runs in several batches. 512 rather than 256: a GEMM of 256
+/// rows over a 4,096-row matrix fills 64 of the H200's 132 cores with 128 × 128 tiles, and the
+/// Llama-8B shape's down projection took as long for 256 rows as for 512 (docs/performance.md,
+/// "v27").
+pub const PREFILL_BATCH: usize = 512;
 
 /// Activations of a batch of tokens, `tokens` rows each.
 pub(crate) struct BatchScratch {

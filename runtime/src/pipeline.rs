@@ -78,14 +78,21 @@ impl Gpu {
                 // each bandwidth-bound kernel. Only index clamps are dropped: with loop bounding
                 // off as well, NVIDIA's 580 driver compiler crashed (segfault in
                 // libnvidia-gpucomp) on some GEMV variants.
+                // Families whose inner loops the driver should unroll
+                // (`KernelSpec::unrolled_loops`) also drop loop bounding: its counter keeps a
+                // loop from having a known trip count.
                 // SAFETY: every kernel of gpuport-kernels indexes only inside ranges the `ops`
                 // functions check before dispatch (bindings cover rows x row bytes, x covers the
-                // columns, y the rows; loops are bounded by uniform counts). Set
-                // GPUPORT_SHADER_CHECKS=1 to compile with checks when debugging a kernel.
+                // columns, y the rows; loops are bounded by uniform counts or constants). Set
+                // GPUPORT_SHADER_CHECKS=1 to compile with checks when debugging a kernel, or
+                // GPUPORT_LOOP_BOUNDING=1 to keep loop bounding everywhere.
                 #[allow(unsafe_code)]
                 unsafe {
+                    let bounded = !spec.unrolled_loops()
+                        || std::env::var_os("GPUPORT_LOOP_BOUNDING").is_some();
                     let checks = wgpu::ShaderRuntimeChecks {
                         bounds_checks: false,
+                        force_loop_bounding: bounded,
                         ..wgpu::ShaderRuntimeChecks::checked()
                     };
                     self.device.create_shader_module_trusted(descriptor, checks)

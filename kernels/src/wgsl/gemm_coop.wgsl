@@ -1,19 +1,28 @@
 enable f16;
 enable wgpu_cooperative_matrix;
 
-// GEMM with fused dequantization on cooperative matrices (tensor cores), for prefill on
-// adapters with 16 × 16 × 16 f16 × f16 → f32 subgroup matrices (NVIDIA Vulkan:
+// GEMM with fused dequantization on cooperative matrices (tensor cores), for prefill and large
+// batches on adapters with 16 × 16 × 16 f16 × f16 → f32 subgroup matrices (NVIDIA Vulkan:
 // VK_KHR_cooperative_matrix): the contract of gemm.wgsl, Y[t, r] = sum_k W[r, k] * input(X[t])[k]
 // (+ res[t, r] when `residual` is 1, + res[y_offset + r] when it is 2: a bias), W a row-major
 // GGUF matrix, X and Y f32 token-major with their own row strides.
 //
-// Tiling: a workgroup of WM × WN subgroups (32 lanes each) owns a TM = 32 WM token × TN = 32 WN
-// row tile of Y; each subgroup a 32 × 32 part of it as four 16 × 16 f32 accumulator matrices.
-// Per chunk of KC (32 or 64) columns the workgroup decodes the TN × KC weight tile to f16 into
-// workgroup memory (each weight decoded once per TM tokens; the quant snippet's step_weights,
-// 4 or 4 + 4 values a step, consecutive lanes consecutive steps of a row), converts the TM × KC
-// input tile to f16 (the GLU input forms applied on the way), and each subgroup multiplies
-// its two A (token) by two B (row) 16 × 16 fragments KC / 16 times. Tile rows are KS = KC + 8
+// Tiling: a workgroup of WM × WN subgroups (32 lanes each) owns a TM = 32 WM token × TN = 64 WN
+// row tile of Y; each subgroup a 32 × 64 part of it as eight 16 × 16 f32 accumulators (two
+// token fragments times four row fragments: six fragment loads feed eight multiply-adds).
+//
+// Software pipeline, one barrier per chunk of KC columns: the tiles live in workgroup memory
+// twice (stages 0 and 1). While the subgroups multiply the fragments of chunk c (stage c % 2),
+// every thread already holds chunk c + 1 in registers — its share of the TN × KC weight tile
+// decoded to f16 (the quant snippet's step_weights, 4 or 4 + 4 values a step, consecutive lanes
+// consecutive steps of a row, as the GEMV's) and of the TM × KC input tile (vec4 loads where the
+// stride allows, the GLU forms applied, clamped to f16's range) — whose loads were issued before
+// the multiplies, so their latency hides behind them. The registers are stored into the other
+// stage and one barrier publishes it: the next stores into a stage come after the barrier that
+// follows every subgroup's multiplies of it.
+//
+// The per-thread shares (NWS weight steps, NXS input vec4s a chunk) are named registers filled
+// by straight-line code, so every load of a chunk is in flight at once. Tile rows are KS = KC + 8
 // halves apart (80 or 144 bytes): 16-byte aligned fragment rows that do not all start in one
 // bank.
 //
@@ -30,35 +39,202 @@ enable wgpu_cooperative_matrix;
 
 //!include gemm_io.wgsl
 
-// Subgroups along the tokens and along the rows (1, 2 or 4 each).
-override WM: u32 = 2u;
-override WN: u32 = 4u;
+// Subgroups along the tokens (2 or 4) and along the rows (1 or 2).
+override WM: u32 = 4u;
+override WN: u32 = 2u;
 override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
 override TM: u32 = 32u * WM;
-override TN: u32 = 32u * WN;
+override TN: u32 = 64u * WN;
 override WG: u32 = 32u * WM * WN;
 // Columns per chunk (32 or 64) and the tiles' row pitch in halves.
 override KC: u32 = 32u;
 override KS: u32 = KC + 8u;
+// Weight elements per step, steps per row and chunk, and each thread's share of a chunk:
+// NWS weight steps and NXS input vec4s (the tiles allowed by `CoopTile::all` keep them to the
+// registers below).
+const EPS: u32 = select(4u, 8u, XB > 0u);
+override SPC: u32 = KC / EPS;
+override NWS: u32 = TN * SPC / WG;
+override NXS: u32 = TM * KC / 4u / WG;
 
-var<workgroup> ws: array<f16, TN * KS>;
-var<workgroup> xs: array<f16, TM * KS>;
+var<workgroup> ws: array<f16, 2u * TN * KS>;
+var<workgroup> xs: array<f16, 2u * TM * KS>;
 var<workgroup> stage: array<f32, 256u * WM * WN>;
 
 //!include common.wgsl
 //!include quant
 //!include gemm_input.wgsl
 
-fn put4(base: u32, v: vec4<f32>) {
-    ws[base] = f16(v.x);
-    ws[base + 1u] = f16(v.y);
-    ws[base + 2u] = f16(v.z);
-    ws[base + 3u] = f16(v.w);
+// This thread's share of the next chunk, decoded and converted: weight steps in wr0.. (their
+// second halves in wh0.. where XB > 0), input vec4s in xr0... Named, and filled by straight-line
+// code guarded by constants, not indexed in a loop: a loop that the driver does not unroll
+// waits out each load's latency before the next load issues, and an indexed private array
+// lives in memory.
+var<private> wr0: vec4<f16>;
+var<private> wr1: vec4<f16>;
+var<private> wr2: vec4<f16>;
+var<private> wr3: vec4<f16>;
+var<private> wr4: vec4<f16>;
+var<private> wr5: vec4<f16>;
+var<private> wr6: vec4<f16>;
+var<private> wr7: vec4<f16>;
+var<private> wh0: vec4<f16>;
+var<private> wh1: vec4<f16>;
+var<private> wh2: vec4<f16>;
+var<private> wh3: vec4<f16>;
+var<private> xr0: vec4<f16>;
+var<private> xr1: vec4<f16>;
+var<private> xr2: vec4<f16>;
+var<private> xr3: vec4<f16>;
+var<private> xr4: vec4<f16>;
+var<private> xr5: vec4<f16>;
+var<private> xr6: vec4<f16>;
+var<private> xr7: vec4<f16>;
+
+fn put4(o: u32, v: vec4<f16>) {
+    ws[o] = v.x;
+    ws[o + 1u] = v.y;
+    ws[o + 2u] = v.z;
+    ws[o + 3u] = v.w;
 }
 
-// Fragment (i, j) of subgroup `sg` (tokens 16 i.., rows 16 j.. of its 32 × 32 part) through
-// the subgroup's staging block to Y.
+// Where step `j` of this thread's share of chunk `c` sits: its tile row, its step index in the
+// row, its column in the chunk.
+struct StepAt {
+    r: u32,
+    g: u32,
+    e: u32,
+}
+
+fn step_at(c: u32, lid: u32, j: u32) -> StepAt {
+    let i = lid + j * WG;
+    let subs = UNIT_ELEMS / SUB_ELEMS;
+    let g = c * SPC + i % SPC;
+    let k = g % SUB_STEPS;
+    let u = g / SUB_STEPS / subs;
+    let s = g / SUB_STEPS % subs;
+    return StepAt(i / SPC, g, u * UNIT_ELEMS + SUB_ELEMS * s + 4u * k - c * KC);
+}
+
+// Weight step `j` of this thread's share of chunk `c` (rows n0..), decoded (zeros past the last
+// row or column). Branch-free: past the end it decodes the last row's last step and selects
+// zeros, so every load of a chunk sits in one basic block and issues before any is waited for
+// (a load inside a branch waits out its latency before the next step's loads issue).
+fn weight_step(c: u32, n0: u32, lid: u32, j: u32) -> StepW {
+    let subs = UNIT_ELEMS / SUB_ELEMS;
+    let steps = p.cols / UNIT_ELEMS * subs * SUB_STEPS;
+    let at = step_at(c, lid, j);
+    let row = n0 + at.r;
+    let live = row < p.rows && at.g < steps;
+    let g = min(at.g, steps - 1u);
+    let k = g % SUB_STEPS;
+    let u = g / SUB_STEPS / subs;
+    let s = g / SUB_STEPS % subs;
+    let sw = step_weights(p.w_offset + min(row, p.rows - 1u) * p.row_bytes + u * UNIT_BYTES, s, k);
+    let zero = vec4<f32>(0.0);
+    return StepW(select(zero, sw.a, live), select(zero, sw.b, live));
+}
+
+// Input vec4 `j` of this thread's share of chunk `c` (tokens m0..), formed and converted (zeros
+// past the last token or column; branch-free as `weight_step`).
+fn input_vec(c: u32, m0: u32, lid: u32, j: u32) -> vec4<f16> {
+    let i = lid + j * WG;
+    let t = m0 + i / (KC / 4u);
+    let e = c * KC + (i % (KC / 4u)) * 4u;
+    let live = t < p.tokens && e < p.cols;
+    let v = select(vec4<f32>(0.0), xin(min(t, p.tokens - 1u), min(e, p.cols - 4u)), live);
+    // Clamped to f16's range: past it an input would round to an infinity and make every sum
+    // it enters inf or NaN; clamped, the sums stay finite (though not the f32 kernels' values).
+    return vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+}
+
+// Chunk `c` of the tiles at rows n0.., tokens m0.. into the registers. NWS is 2, 4 or 8 and
+// NXS 4 or 8 (`CoopTile::all`); with XB > 0 NWS is at most 4.
+fn fetch(c: u32, n0: u32, m0: u32, lid: u32) {
+    let s0 = weight_step(c, n0, lid, 0u);
+    let s1 = weight_step(c, n0, lid, 1u);
+    wr0 = vec4<f16>(s0.a);
+    wr1 = vec4<f16>(s1.a);
+    if XB > 0u {
+        wh0 = vec4<f16>(s0.b);
+        wh1 = vec4<f16>(s1.b);
+    }
+    if NWS > 2u {
+        let s2 = weight_step(c, n0, lid, 2u);
+        let s3 = weight_step(c, n0, lid, 3u);
+        wr2 = vec4<f16>(s2.a);
+        wr3 = vec4<f16>(s3.a);
+        if XB > 0u {
+            wh2 = vec4<f16>(s2.b);
+            wh3 = vec4<f16>(s3.b);
+        }
+    }
+    if NWS > 4u {
+        wr4 = vec4<f16>(weight_step(c, n0, lid, 4u).a);
+        wr5 = vec4<f16>(weight_step(c, n0, lid, 5u).a);
+        wr6 = vec4<f16>(weight_step(c, n0, lid, 6u).a);
+        wr7 = vec4<f16>(weight_step(c, n0, lid, 7u).a);
+    }
+    xr0 = input_vec(c, m0, lid, 0u);
+    xr1 = input_vec(c, m0, lid, 1u);
+    xr2 = input_vec(c, m0, lid, 2u);
+    xr3 = input_vec(c, m0, lid, 3u);
+    if NXS > 4u {
+        xr4 = input_vec(c, m0, lid, 4u);
+        xr5 = input_vec(c, m0, lid, 5u);
+        xr6 = input_vec(c, m0, lid, 6u);
+        xr7 = input_vec(c, m0, lid, 7u);
+    }
+}
+
+fn put_step(c: u32, lid: u32, j: u32, base: u32, a: vec4<f16>, b: vec4<f16>) {
+    let at = step_at(c, lid, j);
+    let o = base + at.r * KS + at.e;
+    put4(o, a);
+    if XB > 0u {
+        put4(o + 4u * XB, b);
+    }
+}
+
+fn put_input(lid: u32, j: u32, base: u32, v: vec4<f16>) {
+    let i = lid + j * WG;
+    let o = base + (i / (KC / 4u)) * KS + (i % (KC / 4u)) * 4u;
+    xs[o] = v.x;
+    xs[o + 1u] = v.y;
+    xs[o + 2u] = v.z;
+    xs[o + 3u] = v.w;
+}
+
+// The registers (chunk `c`) into stage `st`.
+fn publish(c: u32, st: u32, lid: u32) {
+    let wbase = st * TN * KS;
+    put_step(c, lid, 0u, wbase, wr0, wh0);
+    put_step(c, lid, 1u, wbase, wr1, wh1);
+    if NWS > 2u {
+        put_step(c, lid, 2u, wbase, wr2, wh2);
+        put_step(c, lid, 3u, wbase, wr3, wh3);
+    }
+    if NWS > 4u {
+        put_step(c, lid, 4u, wbase, wr4, wr4);
+        put_step(c, lid, 5u, wbase, wr5, wr5);
+        put_step(c, lid, 6u, wbase, wr6, wr6);
+        put_step(c, lid, 7u, wbase, wr7, wr7);
+    }
+    let xbase = st * TM * KS;
+    put_input(lid, 0u, xbase, xr0);
+    put_input(lid, 1u, xbase, xr1);
+    put_input(lid, 2u, xbase, xr2);
+    put_input(lid, 3u, xbase, xr3);
+    if NXS > 4u {
+        put_input(lid, 4u, xbase, xr4);
+        put_input(lid, 5u, xbase, xr5);
+        put_input(lid, 6u, xbase, xr6);
+        put_input(lid, 7u, xbase, xr7);
+    }
+}
+
+// Fragment (tokens t0.., rows r0..) of subgroup `sg` through its staging block to Y.
 fn store_fragment(c: coop_mat16x16<f32, C>, sg: u32, lane: u32, t0: u32, r0: u32) {
     let so = sg * 256u;
     coopStoreT(c, &stage[so], 16u);
@@ -89,71 +265,53 @@ fn main(
 ) {
     let n0 = wg.x * TN;
     let m0 = wg.y * TM;
-    // This subgroup's 32 × 32 part: tokens sm.., rows sn.. of the tile.
+    // This subgroup's 32 × 64 part: tokens sm.., rows sn.. of the tile.
     let sm = (sg / WN) * 32u;
-    let sn = (sg % WN) * 32u;
-    // A step is 4 elements, or 4 + 4 where XB > 0: KC / EPS steps per row and chunk.
-    let eps = select(4u, 8u, XB > 0u);
-    let spc = KC / eps;
-    let subs = UNIT_ELEMS / SUB_ELEMS;
-    let steps = p.cols / UNIT_ELEMS * subs * SUB_STEPS;
+    let sn = (sg % WN) * 64u;
+    let chunks = (p.cols + KC - 1u) / KC;
     var c00 = coop_mat16x16<f32, C>();
     var c01 = coop_mat16x16<f32, C>();
+    var c02 = coop_mat16x16<f32, C>();
+    var c03 = coop_mat16x16<f32, C>();
     var c10 = coop_mat16x16<f32, C>();
     var c11 = coop_mat16x16<f32, C>();
-    for (var k0 = 0u; k0 < p.cols; k0 += KC) {
-        let first = (k0 / KC) * spc;
-        for (var i = lid; i < TN * spc; i += WG) {
-            let r = i / spc;
-            let g = first + i % spc;
-            let row = n0 + r;
-            let k = g % SUB_STEPS;
-            let u = g / SUB_STEPS / subs;
-            let s = g / SUB_STEPS % subs;
-            // The step's slot in the chunk (the same for every row; past the last column or
-            // row the slot is written with zeros).
-            let e = u * UNIT_ELEMS + SUB_ELEMS * s + 4u * k - k0;
-            var sw = StepW(vec4<f32>(0.0), vec4<f32>(0.0));
-            if row < p.rows && g < steps {
-                sw = step_weights(p.w_offset + row * p.row_bytes + u * UNIT_BYTES, s, k);
-            }
-            put4(r * KS + e, sw.a);
-            if XB > 0u {
-                put4(r * KS + e + 4u * XB, sw.b);
-            }
-        }
-        for (var i = lid; i < TM * (KC / 4u); i += WG) {
-            let t = i / (KC / 4u);
-            let e = (i % (KC / 4u)) * 4u;
-            var v = vec4<f32>(0.0);
-            if m0 + t < p.tokens && k0 + e < p.cols {
-                v = xin(m0 + t, k0 + e);
-            }
-            // Clamped to f16's range: past it an input would round to an infinity and make
-            // every sum it enters inf or NaN; clamped, the sums stay finite (though not the
-            // f32 kernels' values).
-            v = clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0));
-            let o = t * KS + e;
-            xs[o] = f16(v.x);
-            xs[o + 1u] = f16(v.y);
-            xs[o + 2u] = f16(v.z);
-            xs[o + 3u] = f16(v.w);
-        }
+    var c12 = coop_mat16x16<f32, C>();
+    var c13 = coop_mat16x16<f32, C>();
+    fetch(0u, n0, m0, lid);
+    for (var c = 0u; c < chunks; c++) {
+        let st = c & 1u;
+        publish(c, st, lid);
         workgroupBarrier();
+        if c + 1u < chunks {
+            fetch(c + 1u, n0, m0, lid);
+        }
+        let xo = st * TM * KS + sm * KS;
+        let wo = st * TN * KS + sn * KS;
         for (var kk = 0u; kk < KC; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[sm * KS + kk], KS);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(sm + 16u) * KS + kk], KS);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[sn * KS + kk], KS);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(sn + 16u) * KS + kk], KS);
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + kk], KS);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + 16u * KS + kk], KS);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk], KS);
             c00 = coopMultiplyAdd(a0, b0, c00);
-            c01 = coopMultiplyAdd(a0, b1, c01);
             c10 = coopMultiplyAdd(a1, b0, c10);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * KS + kk], KS);
+            c01 = coopMultiplyAdd(a0, b1, c01);
             c11 = coopMultiplyAdd(a1, b1, c11);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * KS + kk], KS);
+            c02 = coopMultiplyAdd(a0, b2, c02);
+            c12 = coopMultiplyAdd(a1, b2, c12);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * KS + kk], KS);
+            c03 = coopMultiplyAdd(a0, b3, c03);
+            c13 = coopMultiplyAdd(a1, b3, c13);
         }
-        workgroupBarrier();
     }
-    store_fragment(c00, sg, lane, m0 + sm, n0 + sn);
-    store_fragment(c01, sg, lane, m0 + sm, n0 + sn + 16u);
-    store_fragment(c10, sg, lane, m0 + sm + 16u, n0 + sn);
-    store_fragment(c11, sg, lane, m0 + sm + 16u, n0 + sn + 16u);
+    let t0 = m0 + sm;
+    let r0 = n0 + sn;
+    store_fragment(c00, sg, lane, t0, r0);
+    store_fragment(c01, sg, lane, t0, r0 + 16u);
+    store_fragment(c02, sg, lane, t0, r0 + 32u);
+    store_fragment(c03, sg, lane, t0, r0 + 48u);
+    store_fragment(c10, sg, lane, t0 + 16u, r0);
+    store_fragment(c11, sg, lane, t0 + 16u, r0 + 16u);
+    store_fragment(c12, sg, lane, t0 + 16u, r0 + 32u);
+    store_fragment(c13, sg, lane, t0 + 16u, r0 + 48u);
 }

@@ -62,16 +62,18 @@ pub enum GemmPath {
 pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmPath, GpuError> {
     let (ty, rows, cols, _) = matrix(call.w)?;
     if gpu.has_coop_f16() && call.tokens >= coop_min_tokens() {
-        // The chosen tile, halved (rows, then tokens) until the adapter's limits hold it.
-        let mut t = coop_tile(rows, call.tokens);
-        while !coop_fits(gpu, t) && t.wm * t.wn > 1 {
-            if t.wn > 1 {
-                t.wn /= 2;
-            } else {
-                t.wm /= 2;
-            }
+        // The chosen tile, or the largest the adapter's limits hold.
+        let t = coop_tile(rows, call.tokens);
+        let t = if coop_fits(gpu, t) {
+            Some(t)
+        } else {
+            coop_tiles(gpu)
+                .into_iter()
+                .max_by_key(|t| (t.tm() * t.tn(), std::cmp::Reverse(t.kc)))
+        };
+        if let Some(t) = t {
+            return Ok(GemmPath::Coop(t));
         }
-        return Ok(GemmPath::Coop(t));
     }
     if call.tokens > gemm::FEW_ROWS_MAX {
         return Ok(GemmPath::Tiled(tile));
@@ -86,41 +88,42 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     Ok(GemmPath::FewRows(t))
 }
 
-/// The tensor-core tile for `rows` weight rows and `tokens` tokens: 128 tokens wide from 128
-/// tokens (64 from 33, else 32), and the widest of 128, 64, 32 rows whose grid still has
-/// [`COOP_MIN_TILES`] workgroups (else 32 rows). Measured on the H200 at the Llama shapes
-/// (docs/performance.md, "v22"): the 128 × 128 tile ran 1.2–1.6× faster than the tiles that
-/// filled two workgroups per core, down to a grid of 48; below that a short matrix (1B's
-/// down projection, 2,048 rows) does better at 64 rows.
+/// The tensor-core tile for `rows` weight rows and `tokens` tokens: 128 tokens wide from 65
+/// tokens (64 below), and 128 rows wide where that grid still has [`COOP_MIN_TILES`]
+/// workgroups (else 64), in chunks of 32 columns.
 pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
-    let wm = match tokens {
-        0..=32 => 1,
-        33..=127 => 2,
-        _ => 4,
-    };
+    let wm = if tokens <= 64 { 2 } else { 4 };
     let grid = |t: CoopTile| rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
-    let candidates = [4, 2, 1].map(|wn| CoopTile { wm, wn, kc: 32 });
-    candidates
-        .into_iter()
-        .find(|&t| grid(t) >= COOP_MIN_TILES)
-        .unwrap_or(candidates[2])
+    let wide = CoopTile { wm, wn: 2, kc: 32 };
+    if grid(wide) >= COOP_MIN_TILES {
+        wide
+    } else {
+        CoopTile { wn: 1, ..wide }
+    }
 }
 
 /// Workgroups below which [`coop_tile`] narrows the tile.
 pub const COOP_MIN_TILES: usize = 48;
 
 /// Fewest tokens a GEMM runs on the tensor-core kernel where the device has it (below, the
-/// few-row kernel): past [`gemm::FEW_ROWS_MAX`] by default; `GPUPORT_COOP_MIN_TOKENS` moves
-/// it (to measure the crossover on an adapter).
+/// few-row kernel): [`COOP_MIN_TOKENS`] by default; `GPUPORT_COOP_MIN_TOKENS` moves it (to
+/// measure the crossover on an adapter).
 pub fn coop_min_tokens() -> usize {
     static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *MIN.get_or_init(|| {
         std::env::var("GPUPORT_COOP_MIN_TOKENS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(gemm::FEW_ROWS_MAX + 1)
+            .unwrap_or(COOP_MIN_TOKENS)
     })
 }
+
+/// The default of [`coop_min_tokens`]: a batch of 64 rows (64 streams decoding) runs on tensor
+/// cores. On the H200 (docs/performance.md, "v27") the Llama-1B shape decoded 64 streams at
+/// 3,326 tok/s through the software-pipelined tensor-core GEMM against 2,763 through the
+/// few-row kernel (two calls, the few-row kernel the same in both); at 32 streams the few-row
+/// kernel stayed ahead (2,675 against 1,817).
+pub const COOP_MIN_TOKENS: usize = 64;
 
 /// Records one [`GemmCall`] (weights larger than one binding in row chunks) on the path
 /// [`gemm_path`] chooses: the tensor-core kernel for prompts where the device has it, up to
@@ -431,13 +434,18 @@ mod tests {
     fn coop_tiles_narrow_until_the_grid_fills_the_gpu() {
         let t = |wm, wn| CoopTile { wm, wn, kc: 32 };
         // 28,672 rows × 256 tokens: 224 row tiles of 128, times 2 token tiles.
-        assert_eq!(coop_tile(28_672, 256), t(4, 4));
+        assert_eq!(coop_tile(28_672, 256), t(4, 2));
         // 2,048 rows × 256 tokens: 16 × 2 = 32 tiles of 128 rows, 64 of 64.
-        assert_eq!(coop_tile(2048, 256), t(4, 2));
-        assert_eq!(coop_tile(2048, 512), t(4, 4));
-        assert_eq!(coop_tile(512, 100), t(2, 1));
-        // 32 tokens or fewer: one token tile of 32.
-        assert_eq!(coop_tile(65_536, 20), t(1, 4));
-        assert_eq!(coop_tile(1024, 32), t(1, 1));
+        assert_eq!(coop_tile(2048, 256), t(4, 1));
+        assert_eq!(coop_tile(2048, 512), t(4, 2));
+        assert_eq!(coop_tile(512, 100), t(4, 1));
+        // 64 tokens or fewer: one token tile of 64.
+        assert_eq!(coop_tile(65_536, 20), t(2, 2));
+        assert_eq!(coop_tile(1024, 64), t(2, 1));
+        for tokens in [1, 64, 65, 512] {
+            for rows in [1, 64, 4096] {
+                assert!(CoopTile::all().contains(&coop_tile(rows, tokens)));
+            }
+        }
     }
 }
