@@ -226,6 +226,55 @@ pub fn prefill_spec(wg: u32, kb: u32, reduction: Reduction) -> KernelSpec {
     }
 }
 
+/// Head dims the tiled prefill pass (`attn_tiles.wgsl`) takes; other models use the per-row
+/// pass ([`prefill_spec`]).
+pub const TILE_HEAD_DIMS: [u32; 3] = [64, 128, 256];
+
+/// The tiled prefill pass for `head_dim` (one of [`TILE_HEAD_DIMS`]) with `keys` keys per
+/// block (one of [`TILE_KEYS`]): tiles of [`tile_rows`] rows of one sequence at consecutive
+/// positions.
+pub fn tiles_spec(head_dim: u32, keys: u32) -> KernelSpec {
+    KernelSpec {
+        family: Family::AttnTiles,
+        quant: None,
+        reduction: None,
+        constants: vec![("HD", head_dim), ("BK", keys)],
+    }
+}
+
+/// Keys per block of the tiled prefill pass, largest first (each divides every page size).
+pub const TILE_KEYS: [u32; 3] = [32, 16, 8];
+
+/// Rows per workgroup of the tiled prefill pass: its 256 threads own 4,096 outputs.
+pub fn tile_rows(head_dim: u32) -> u32 {
+    4096 / head_dim.max(1)
+}
+
+/// Bytes of workgroup memory the tiled prefill pass takes at `head_dim` with `keys` keys per
+/// block: the queries and a key (then value) block in rows of `head_dim + 4` floats, the
+/// scores in rows of `keys + 1`, and a float per row.
+pub fn tiles_workgroup_bytes(head_dim: u32, keys: u32) -> u32 {
+    let rows = tile_rows(head_dim);
+    (rows + keys) * (head_dim + 4) * 4 + rows * (keys + 1) * 4 + rows * 4
+}
+
+/// Whether the tiled prefill pass has a variant at `head_dim` with `keys` keys per block: its
+/// 256 threads load a key block in 1, 2 or 4 vec4s each.
+pub fn tiles_variant(head_dim: u32, keys: u32) -> bool {
+    TILE_HEAD_DIMS.contains(&head_dim)
+        && TILE_KEYS.contains(&keys)
+        && [1024, 2048, 4096].contains(&(keys * head_dim))
+}
+
+/// The most keys per block ([`TILE_KEYS`]) whose tiles at `head_dim` fit `storage` bytes of
+/// workgroup memory (H200: 32 at head dims 64 and 128, 16 at 256; lavapipe's 32 KiB: 16, 16
+/// and 8).
+pub fn tile_keys(head_dim: u32, storage: u32) -> Option<u32> {
+    TILE_KEYS
+        .into_iter()
+        .find(|&k| tiles_variant(head_dim, k) && tiles_workgroup_bytes(head_dim, k) <= storage)
+}
+
 /// CPU reference of prefill attention: token `t` of the batch (`p.tokens` of them, at positions
 /// `p.n_keys - p.tokens + t`) is a decode step at its position, its prepared queries the rows
 /// of `q` (`[tokens, heads, head_dim]`); `k`, `v` the caches with every batch key in place.

@@ -104,5 +104,12 @@ pub fn all_specs() -> Vec<KernelSpec> {
             out.extend(Reduction::ALL.map(|r| attention::prefill_spec(wg, kb, r)));
         }
     }
+    for hd in attention::TILE_HEAD_DIMS {
+        for k in attention::TILE_KEYS {
+            if attention::tiles_variant(hd, k) {
+                out.push(attention::tiles_spec(hd, k));
+            }
+        }
+    }
     out
 }

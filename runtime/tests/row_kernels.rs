@@ -436,9 +436,32 @@ fn prefill_attention_matches() {
     // (heads, kv_heads, head_dim, tokens, cached, max_ctx, window, cap, norm, neox, rot): a
     // batch from position 0; GQA 4:1 after cached keys with a window, QK-norm and NEOX; one
     // token; a soft cap with (1 + w) norms and partial rotation; Gemma 3's heads across a
-    // window.
+    // window; then batches of several tiles of the tiled pass (`attn_tiles.wgsl`: 64, 32 and
+    // 16 rows at head dims 64, 128 and 256), the last tile partial, the tiles' key ranges
+    // starting inside a window, keys past the batch in the pages holding garbage.
+    for hd in [64, 128, 256] {
+        assert!(
+            ops::tile_keys(&gpu, hd).is_some(),
+            "the tiled pass runs here at {hd}"
+        );
+    }
     for (heads, kv_heads, head_dim, tokens, cached, max_ctx, window, cap, norm, neox, rot) in [
         (4, 4, 64, 37, 0, 64, 0, 0.0, QkNorm::None, false, 64),
+        (4, 2, 64, 150, 3, 200, 0, 0.0, QkNorm::None, false, 64),
+        (8, 2, 128, 70, 40, 128, 48, 0.0, QkNorm::Rms, true, 128),
+        (
+            4,
+            1,
+            256,
+            40,
+            21,
+            128,
+            0,
+            30.0,
+            QkNorm::RmsPlusOne,
+            true,
+            256,
+        ),
         (8, 2, 128, 20, 50, 100, 32, 0.0, QkNorm::Rms, true, 128),
         (3, 1, 64, 1, 9, 16, 0, 0.0, QkNorm::None, false, 64),
         (2, 1, 64, 33, 5, 40, 0, 30.0, QkNorm::RmsPlusOne, true, 48),

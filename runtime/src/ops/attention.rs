@@ -261,7 +261,8 @@ pub struct RowsAttention<'a> {
 
 /// Records a [`RowsAttention`]: the preparation pass (queries into `q`, keys and values into
 /// each row's sequence at its position), then, with an output, the causal pass (each row
-/// attends to its own sequence's positions up to its own).
+/// attends to its own sequence's positions up to its own): over tiles of rows for consecutive
+/// rows of one sequence where [`tile_keys`] allows, else a row per workgroup.
 pub fn attention_rows(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
@@ -324,6 +325,16 @@ pub fn attention_rows(
     let Some(out) = out else {
         return Ok(());
     };
+    if let Some(keys) = rows.is_none().then(|| tile_keys(gpu, p.head_dim)).flatten() {
+        return launch(
+            gpu,
+            rec,
+            &attention::tiles_spec(p.head_dim, keys),
+            &p,
+            &[q, kv.k, kv.v, out, kv.pages],
+            (p.heads, p.tokens.div_ceil(attention::tile_rows(p.head_dim))),
+        );
+    }
     let kb = attention::keys_per_block(p.head_dim);
     launch(
         gpu,
@@ -333,4 +344,18 @@ pub fn attention_rows(
         &[q, kv.k, kv.v, out, kv.pages, table],
         (p.heads, p.tokens),
     )
+}
+
+/// Keys per block when the causal pass of a batch of consecutive rows of one sequence runs on
+/// tiles of rows (`attn_tiles.wgsl`: each key and value read once per tile rather than once
+/// per row): the most the adapter's workgroup memory holds, at the head dims the pass is
+/// written for; `None` keeps the per-row pass. `GPUPORT_ATTN_TILES=0` keeps it always (A/B
+/// measurements, an escape hatch).
+pub fn tile_keys(gpu: &Gpu, head_dim: u32) -> Option<u32> {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("GPUPORT_ATTN_TILES").is_ok_and(|v| v == "0"));
+    if off || !attention::TILE_HEAD_DIMS.contains(&head_dim) {
+        return None;
+    }
+    attention::tile_keys(head_dim, gpu.limits().max_compute_workgroup_storage_size)
 }

@@ -1,0 +1,240 @@
+// Prefill, second pass over tiles of rows: causal attention of a batch of prepared queries
+// (attn_prep.wgsl) of one sequence at consecutive positions (row t at pos = n_keys - tokens + t)
+// against the KV cache, flash-style, with each key and value loaded once per tile of BR rows
+// instead of once per row (attn_prefill.wgsl, which serves batches that mix sequences).
+//
+// Workgroup (h, b) takes query head h of rows b BR .. b BR + BR and walks the keys the tile
+// needs, [first of its first row, position of its last row], in blocks of BK, with four
+// barriers a block:
+//   1. the block's keys into workgroup memory (`kv`; zeros past the cache's last row);
+//   2. scores S = Q Kᵀ · scale (soft-capped; -3e38 for a key outside a row's [first, pos]),
+//      each thread two queries × two keys at a time, into `s`;
+//   3. one thread per row: the running max m, the weights exp(S - m) in place, the running
+//      sum l, and alpha = exp(m_old - m_new) for the output; meanwhile the others load the
+//      block's values into `kv`;
+//   4. O = O alpha + P V, each thread two rows × two vec4 columns in registers.
+// The output is O / l. HD (head_dim) is 64, 128 or 256 and BR = 4096 / HD, so the 256 threads
+// own BR × HD outputs exactly; BK (32, 16 or 8: the most the adapter's workgroup memory
+// holds) divides a page. Rows of workgroup
+// memory are one vec4 longer than the data: consecutive threads read consecutive keys' rows
+// without every read falling in one bank. GQA: head h reads KV head h / (heads / kv_heads).
+// Output [tokens, heads * head_dim]. f32 throughout, summed in another order than the per-row
+// kernel: the tests hold both to the f64 reference.
+
+//!include attn_params.wgsl
+
+override HD: u32 = 128u;
+override BR: u32 = 4096u / HD;
+override BK: u32 = 32u;
+override HD4: u32 = HD / 4u;
+// vec4s per row of `qs` and `kv`, and floats per row of `s`.
+override QS: u32 = HD4 + 1u;
+override SS: u32 = BK + 1u;
+const WG: u32 = 256u;
+// vec4s of a key block each thread loads (1, 2 or 4: `attention::tiles_variant`).
+override NL: u32 = BK * HD4 / WG;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
+// The page table.
+@group(0) @binding(5) var<storage, read> pages: array<u32>;
+
+var<workgroup> qs: array<vec4<f32>, BR * QS>;
+var<workgroup> kv: array<vec4<f32>, BK * QS>;
+var<workgroup> s: array<f32, BR * SS>;
+var<workgroup> alpha: array<f32, BR>;
+
+//!include attn_pages.wgsl
+
+// Row r's first key (a sliding window moves it) and position.
+fn first_key(pos: u32) -> u32 {
+    if p.window > 0u && pos + 1u > p.window {
+        return pos + 1u - p.window;
+    }
+    return 0u;
+}
+
+// Element i (key i / HD4, vec4 i % HD4) of the block of BK keys from j0 of KV head `kvh`, from
+// the caches (`which` 0: k, 1: v), pool row `base` holding key j0; zeros past the last key.
+// Branch-free (the key clamped, the value selected), so a block's loads issue together.
+fn cache_vec(j0: u32, base: u32, kvh: u32, i: u32, which: u32) -> vec4<f32> {
+    let key = i / HD4;
+    let live = j0 + key < p.n_keys;
+    let at = (base + min(key, p.n_keys - 1u - j0)) * p.kv_heads * HD4 + kvh * HD4 + i % HD4;
+    var val: vec4<f32>;
+    if which == 0u {
+        val = k[at];
+    } else {
+        val = v[at];
+    }
+    return select(vec4<f32>(0.0), val, live);
+}
+
+fn kv_put(i: u32, val: vec4<f32>) {
+    kv[(i / HD4) * QS + i % HD4] = val;
+}
+
+// The block of BK keys from j0 (at most the last key) of KV head `kvh` into `kv`: NL = 1, 2 or
+// 4 vec4s a thread, loaded by straight-line code before any is stored.
+
+fn load_block(j0: u32, kvh: u32, lid: u32, which: u32) {
+    let base = cache_row(j0);
+    let a0 = cache_vec(j0, base, kvh, lid, which);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
+    if NL > 1u {
+        a1 = cache_vec(j0, base, kvh, lid + WG, which);
+    }
+    if NL > 2u {
+        a2 = cache_vec(j0, base, kvh, lid + 2u * WG, which);
+        a3 = cache_vec(j0, base, kvh, lid + 3u * WG, which);
+    }
+    kv_put(lid, a0);
+    if NL > 1u {
+        kv_put(lid + WG, a1);
+    }
+    if NL > 2u {
+        kv_put(lid + 2u * WG, a2);
+        kv_put(lid + 3u * WG, a3);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let h = wg.x;
+    let t0 = wg.y * BR;
+    let rows = min(BR, p.tokens - t0);
+    let pos0 = p.n_keys - p.tokens + t0;
+    let kvh = h / (p.heads / p.kv_heads);
+    for (var i = lid; i < BR * HD4; i += WG) {
+        let r = i / HD4;
+        let d = i % HD4;
+        var val = vec4<f32>(0.0);
+        if r < rows {
+            val = q[((t0 + r) * p.heads + h) * HD4 + d];
+        }
+        qs[r * QS + d] = val;
+    }
+    // This thread's outputs: rows rp and rp + BR / 2, vec4 columns cp and cp + HD / 8.
+    let cp = lid % (HD / 8u);
+    let rp = lid / (HD / 8u);
+    var o00 = vec4<f32>(0.0);
+    var o01 = vec4<f32>(0.0);
+    var o10 = vec4<f32>(0.0);
+    var o11 = vec4<f32>(0.0);
+    // Row lid's running max and exp-sum (threads lid < BR).
+    var m = -3.0e38;
+    var l = 0.0;
+    let first = first_key(pos0);
+    let last = pos0 + rows - 1u;
+    for (var j0 = first - first % BK; j0 <= last; j0 += BK) {
+        load_block(j0, kvh, lid, 0u);
+        workgroupBarrier();
+        for (var i = lid; i < BR * BK / 4u; i += WG) {
+            let qi = i / (BK / 2u);
+            let ki = i % (BK / 2u);
+            let qa = qi * QS;
+            let qb = (qi + BR / 2u) * QS;
+            let ka = ki * QS;
+            let kb = (ki + BK / 2u) * QS;
+            var s00 = 0.0;
+            var s01 = 0.0;
+            var s10 = 0.0;
+            var s11 = 0.0;
+            for (var d = 0u; d < HD4; d++) {
+                let x0 = qs[qa + d];
+                let x1 = qs[qb + d];
+                let y0 = kv[ka + d];
+                let y1 = kv[kb + d];
+                s00 += dot(x0, y0);
+                s01 += dot(x0, y1);
+                s10 += dot(x1, y0);
+                s11 += dot(x1, y1);
+            }
+            s[qi * SS + ki] = score(s00, pos0 + qi, j0 + ki);
+            s[qi * SS + ki + BK / 2u] = score(s01, pos0 + qi, j0 + ki + BK / 2u);
+            s[(qi + BR / 2u) * SS + ki] = score(s10, pos0 + qi + BR / 2u, j0 + ki);
+            s[(qi + BR / 2u) * SS + ki + BK / 2u] =
+                score(s11, pos0 + qi + BR / 2u, j0 + ki + BK / 2u);
+        }
+        workgroupBarrier();
+        load_block(j0, kvh, lid, 1u);
+        if lid < BR {
+            let o = lid * SS;
+            var m_new = m;
+            for (var i = 0u; i < BK; i++) {
+                m_new = max(m_new, s[o + i]);
+            }
+            var sum = 0.0;
+            for (var i = 0u; i < BK; i++) {
+                // A masked score (-3e38) weighs nothing, also while every score so far is
+                // masked (m_new -3e38: exp(0) would count it).
+                var e = 0.0;
+                if s[o + i] > -1.0e38 {
+                    e = exp(s[o + i] - m_new);
+                }
+                s[o + i] = e;
+                sum += e;
+            }
+            let a = exp(m - m_new);
+            alpha[lid] = a;
+            l = l * a + sum;
+            m = m_new;
+        }
+        workgroupBarrier();
+        let ra = alpha[rp];
+        let rb = alpha[rp + BR / 2u];
+        o00 *= ra;
+        o01 *= ra;
+        o10 *= rb;
+        o11 *= rb;
+        let sa = rp * SS;
+        let sb = (rp + BR / 2u) * SS;
+        for (var i = 0u; i < BK; i++) {
+            let pa = s[sa + i];
+            let pb = s[sb + i];
+            let v0 = kv[i * QS + cp];
+            let v1 = kv[i * QS + cp + HD / 8u];
+            o00 += pa * v0;
+            o01 += pa * v1;
+            o10 += pb * v0;
+            o11 += pb * v1;
+        }
+        workgroupBarrier();
+    }
+    if lid < BR {
+        alpha[lid] = l;
+    }
+    workgroupBarrier();
+    let width = p.heads * HD4;
+    if rp < rows {
+        let base = (t0 + rp) * width + h * HD4;
+        let inv = 1.0 / alpha[rp];
+        out[base + cp] = o00 * inv;
+        out[base + cp + HD / 8u] = o01 * inv;
+    }
+    if rp + BR / 2u < rows {
+        let base = (t0 + rp + BR / 2u) * width + h * HD4;
+        let inv = 1.0 / alpha[rp + BR / 2u];
+        out[base + cp] = o10 * inv;
+        out[base + cp + HD / 8u] = o11 * inv;
+    }
+}
+
+// Key j's score for the row at position `pos`: scaled and optionally soft-capped, or -3e38
+// (no weight) outside the row's keys [first, pos] (rows past the batch: positions past the
+// last key, whose outputs are not written).
+fn score(dot_: f32, pos: u32, j: u32) -> f32 {
+    if j > pos || j < first_key(pos) || j >= p.n_keys {
+        return -3.0e38;
+    }
+    var sc = dot_ * p.scale;
+    if p.cap > 0.0 {
+        sc = p.cap * tanh(clamp(sc / p.cap, -15.0, 15.0));
+    }
+    return sc;
+}
