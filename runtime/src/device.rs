@@ -7,12 +7,13 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::error::GpuError;
-use crate::pipeline::PipelineCache;
+use crate::pipeline::{DiskPipelines, PipelineCache};
 use crate::pool::BufferPool;
 
 /// Features gpuport uses when the adapter has them; none is required.
 pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::PIPELINE_CACHE)
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
@@ -54,6 +55,9 @@ pub struct GpuOptions {
     /// Only an adapter whose name contains this (case-insensitive; default: from
     /// `GPUPORT_ADAPTER`, else the high-performance one).
     pub adapter_name: Option<String>,
+    /// Where compiled pipelines are kept between runs (default: from
+    /// [`crate::pipeline::PIPELINE_CACHE_ENV`], else the user's cache folder).
+    pub pipeline_cache: Option<std::path::PathBuf>,
 }
 
 /// An open device with its queue, caches and health.
@@ -70,6 +74,8 @@ pub struct Gpu {
     uncaptured: Arc<Mutex<Vec<String>>>,
     /// Compiled pipelines by kernel variant.
     pub pipelines: PipelineCache,
+    /// The driver's compiled pipelines on disk, where the backend keeps them for us.
+    disk: Option<DiskPipelines>,
     /// Reusable buffers by size class.
     pub pool: BufferPool,
 }
@@ -194,8 +200,10 @@ impl Gpu {
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             uncaptured_in_handler.lock().push(e.to_string());
         }));
+        let disk = DiskPipelines::open(&device, &info, features, options.pipeline_cache.as_deref());
         Ok(Gpu {
             pipelines: PipelineCache::default(),
+            disk,
             pool: BufferPool::default(),
             device,
             queue,
@@ -211,6 +219,19 @@ impl Gpu {
     /// The adapter's identity.
     pub fn info(&self) -> &wgpu::AdapterInfo {
         &self.info
+    }
+
+    /// The disk cache of compiled pipelines, where the backend has one and
+    /// [`crate::pipeline::PIPELINE_CACHE_ENV`] does not turn it off.
+    pub fn disk_pipelines(&self) -> Option<&DiskPipelines> {
+        self.disk.as_ref()
+    }
+
+    /// Writes the pipelines compiled so far to the disk cache (see [`DiskPipelines::save`]);
+    /// also done when the `Gpu` is dropped. Bytes written: 0 without a disk cache or new
+    /// pipelines.
+    pub fn save_pipelines(&self) -> Result<usize, GpuError> {
+        self.disk.as_ref().map_or(Ok(0), DiskPipelines::save)
     }
 
     /// The features the device was opened with.
@@ -406,6 +427,16 @@ impl Gpu {
             max_compute_workgroups_per_dimension: l.max_compute_workgroups_per_dimension,
             max_compute_invocations_per_workgroup: l.max_compute_invocations_per_workgroup,
             max_compute_workgroup_storage_size: l.max_compute_workgroup_storage_size,
+        }
+    }
+}
+
+impl Drop for Gpu {
+    /// Writes newly compiled pipelines to the disk cache. A failure costs only the next run's
+    /// compile time, so it is reported on stderr rather than lost or fatal.
+    fn drop(&mut self) {
+        if let Err(e) = self.save_pipelines() {
+            eprintln!("gpuport: {e}");
         }
     }
 }

@@ -38,6 +38,9 @@ pub enum GpuError {
     /// Mapping a buffer for readback failed.
     #[error("readback failed: {0}")]
     Readback(String),
+    /// The disk cache of compiled pipelines could not be written (its path and the cause).
+    #[error("pipeline cache: {0}")]
+    PipelineCache(String),
 }
 
 impl GpuError {
@@ -53,6 +56,7 @@ impl GpuError {
             GpuError::TooLarge { .. } => "TOO_LARGE",
             GpuError::Shape(_) => "BAD_REQUEST",
             GpuError::Readback(_) => "READBACK_FAILED",
+            GpuError::PipelineCache(_) => "PIPELINE_CACHE",
         }
     }
 }

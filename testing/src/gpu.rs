@@ -80,7 +80,12 @@ fn gpu_required() -> bool {
 /// An adapter that meets `needs`, or `None` after saying `SKIPPED` and why (a failure under
 /// `GPUPORT_REQUIRE_GPU=1`).
 pub fn gpu_with(needs: &Needs) -> Option<Gpu> {
-    let gpu = match Gpu::new(&GpuOptions::default()) {
+    // Tests keep compiled pipelines in the system's temporary folder, not the user's cache.
+    let options = GpuOptions {
+        pipeline_cache: Some(std::env::temp_dir().join("gpuport-test-pipelines")),
+        ..GpuOptions::default()
+    };
+    let gpu = match Gpu::new(&options) {
         Ok(g) => g,
         Err(e) => {
             assert!(!gpu_required(), "GPUPORT_REQUIRE_GPU is set but: {e}");

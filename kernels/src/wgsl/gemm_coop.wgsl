@@ -22,9 +22,10 @@ enable wgpu_cooperative_matrix;
 // follows every subgroup's multiplies of it.
 //
 // The per-thread shares (NWS weight steps, NXS input vec4s a chunk) are named registers filled
-// by straight-line code, so every load of a chunk is in flight at once. Tile rows are KS = KC + 8
-// halves apart (80 or 144 bytes): 16-byte aligned fragment rows that do not all start in one
-// bank.
+// by straight-line code, and every load is branch-free (indices clamped, zeros selected past
+// the edges), so every load of a chunk is in flight at once: on NVIDIA a load inside a branch
+// waited out its latency before the next one issued. Tile rows are KS = KC + 8 halves apart (80
+// bytes): 16-byte aligned fragment rows that do not all start in one bank.
 //
 // Precision: products of f16-rounded weights and inputs, summed in f32 (llama.cpp's f16
 // tensor-core path does the same); the CPU reference sums exact products in f64, so the
@@ -47,7 +48,7 @@ override XV4: u32 = 1u;
 override TM: u32 = 32u * WM;
 override TN: u32 = 64u * WN;
 override WG: u32 = 32u * WM * WN;
-// Columns per chunk (32 or 64) and the tiles' row pitch in halves.
+// Columns per chunk (32: `gemm::COOP_KC`) and the tiles' row pitch in halves.
 override KC: u32 = 32u;
 override KS: u32 = KC + 8u;
 // Weight elements per step, steps per row and chunk, and each thread's share of a chunk:
