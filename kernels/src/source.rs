@@ -54,6 +54,7 @@ fn file(path: &str) -> Option<&'static str> {
         "attn_prep.wgsl" => include_str!("wgsl/attn_prep.wgsl"),
         "attn_prefill.wgsl" => include_str!("wgsl/attn_prefill.wgsl"),
         "attn_tiles.wgsl" => include_str!("wgsl/attn_tiles.wgsl"),
+        "attn_causal_io.wgsl" => include_str!("wgsl/attn_causal_io.wgsl"),
         "sample.wgsl" => include_str!("wgsl/sample.wgsl"),
         "gather.wgsl" => include_str!("wgsl/gather.wgsl"),
         "q8_grid.wgsl" => include_str!("wgsl/q8_grid.wgsl"),

@@ -12,19 +12,12 @@
 // workgroup memory; values are summed by (vec4 column, key group) threads, as in
 // attn_decode.wgsl. Output [tokens, heads * head_dim].
 
-//!include attn_params.wgsl
+//!include attn_causal_io.wgsl
 
 override WG: u32 = 128u;
 override KB: u32 = 32u;
 override LPK: u32 = WG / KB;
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
-// The page table.
-@group(0) @binding(5) var<storage, read> pages: array<u32>;
 // The batch's rows (attn_rows.wgsl).
 @group(0) @binding(6) var<storage, read> rows: array<u32>;
 

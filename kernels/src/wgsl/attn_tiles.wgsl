@@ -21,7 +21,7 @@
 // Output [tokens, heads * head_dim]. f32 throughout, summed in another order than the per-row
 // kernel: the tests hold both to the f64 reference.
 
-//!include attn_params.wgsl
+//!include attn_causal_io.wgsl
 
 override HD: u32 = 128u;
 override BR: u32 = 4096u / HD;
@@ -34,13 +34,6 @@ const WG: u32 = 256u;
 // vec4s of a key block each thread loads (1, 2 or 4: `attention::tiles_variant`).
 override NL: u32 = BK * HD4 / WG;
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
-// The page table.
-@group(0) @binding(5) var<storage, read> pages: array<u32>;
 
 var<workgroup> qs: array<vec4<f32>, BR * QS>;
 var<workgroup> kv: array<vec4<f32>, BK * QS>;
