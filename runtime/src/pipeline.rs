@@ -160,7 +160,7 @@ pub struct DiskPipelines {
     /// Bytes of driver data read at open (0 when there was no usable file).
     loaded: usize,
     /// SHA-256 of the data in the file (as read or last written).
-    on_disk: parking_lot::Mutex<Option<[u8; 32]>>,
+    on_disk: Mutex<Option<[u8; 32]>>,
     /// Pipelines created since the file was read or last written.
     created: AtomicUsize,
 }
@@ -202,7 +202,7 @@ impl DiskPipelines {
             cache,
             path,
             loaded: data.as_ref().map_or(0, Vec::len),
-            on_disk: parking_lot::Mutex::new(data.map(|d| Sha256::digest(&d).into())),
+            on_disk: Mutex::new(data.map(|d| Sha256::digest(&d).into())),
             created: AtomicUsize::new(0),
         })
     }

@@ -354,7 +354,7 @@ pub fn attention_rows(
 pub fn tile_keys(gpu: &Gpu, head_dim: u32) -> Option<u32> {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let off = *OFF.get_or_init(|| std::env::var("GPUPORT_ATTN_TILES").is_ok_and(|v| v == "0"));
-    if off || !attention::TILE_HEAD_DIMS.contains(&head_dim) {
+    if off {
         return None;
     }
     attention::tile_keys(head_dim, gpu.limits().max_compute_workgroup_storage_size)
