@@ -368,11 +368,41 @@ impl FewRowTunables {
             _ => 4,
         };
         let steps = cols / per_step;
+        base.spread(rows, rpt, target_threads, |lanes| 2 * lanes < steps)
+    }
+
+    /// The default for a `rows × cols` matrix of `ty` (one of the types
+    /// [`crate::gemv::takes_q8_input`] accepts) on int8 input (`gemm_rows_q8.wgsl`): two rows
+    /// per thread (each token's input blocks, loaded once, serve both) and lanes per row group
+    /// spread as [`FewRowTunables::for_matrix`] spreads them, while every lane keeps at least
+    /// two units (32 or 64 elements each) of a row.
+    pub fn for_q8_matrix(
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+        subgroups: bool,
+        target_threads: usize,
+    ) -> Self {
+        let base = FewRowTunables::default_for(ty, subgroups);
+        let units = cols / q8_unit_cols(ty);
+        base.spread(rows, 2, target_threads, |lanes| 4 * lanes <= units)
+    }
+
+    /// `self` with `rpt` rows per thread and lanes per row group from 8, doubled up to 256
+    /// while the matrix has fewer than `target_threads` threads and `may_double(lanes)`; 128
+    /// threads per workgroup (256 for 256 lanes), at most 32 rows.
+    fn spread(
+        self,
+        rows: usize,
+        rpt: u32,
+        target_threads: usize,
+        may_double: impl Fn(usize) -> bool,
+    ) -> Self {
         let groups = rows.div_ceil(rpt as usize);
         let mut lanes = 8u32;
         while lanes < 256
             && groups * (lanes as usize) < target_threads
-            && 2 * (lanes as usize) < steps
+            && may_double(lanes as usize)
         {
             lanes *= 2;
         }
@@ -382,7 +412,7 @@ impl FewRowTunables {
             wg: rows_wg / rpt * lanes,
             rows: rows_wg,
             rpt,
-            ..base
+            ..self
         }
     }
 
@@ -418,6 +448,58 @@ pub fn rows_spec(
         reduction: Some(t.reduction),
         constants,
     }
+}
+
+/// Elements of one unit of the int8 few-row kernel (a `q8dot` snippet's `UNIT_COLS`): a block
+/// of the 32-element types, 64 of the K-quants' 256.
+pub fn q8_unit_cols(ty: GgmlType) -> usize {
+    match ty {
+        GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => 64,
+        _ => 32,
+    }
+}
+
+/// The int8 few-row variant (`gemm_rows_q8.wgsl`) for weights of `ty` (one of the types
+/// [`crate::gemv::takes_q8_input`] accepts) at tunables `t` with `nx` tokens per pass.
+pub fn rows_q8_spec(ty: GgmlType, t: FewRowTunables, nx: u32) -> KernelSpec {
+    KernelSpec {
+        family: Family::GemmRowsQ8,
+        quant: Some(ty),
+        reduction: Some(t.reduction),
+        constants: vec![("WG", t.wg), ("ROWS", t.rows), ("RPT", t.rpt), ("NX", nx)],
+    }
+}
+
+/// The int8 few-row variants [`crate::all_specs`] validates for weights of `ty`: 1, 2 and 4
+/// rows per thread at every pass width, both reductions, and the extremes of lanes per row
+/// group (1 and 256).
+pub fn rows_q8_specs(ty: GgmlType) -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for reduction in crate::Reduction::ALL {
+        for rpt in FEW_RPT_VALUES {
+            for nx in 1..=NX_MAX {
+                let t = FewRowTunables {
+                    wg: 128,
+                    rows: 4 * rpt,
+                    rpt,
+                    nx,
+                    reduction,
+                };
+                out.push(rows_q8_spec(ty, t, nx));
+            }
+        }
+        for (wg, rows, rpt) in [(32, 32, 1), (256, 1, 1)] {
+            let t = FewRowTunables {
+                wg,
+                rows,
+                rpt,
+                nx: NX_MAX,
+                reduction,
+            };
+            out.push(rows_q8_spec(ty, t, NX_MAX));
+        }
+    }
+    out
 }
 
 /// The few-row variants [`crate::all_specs`] validates for weights of `ty`: every tunable

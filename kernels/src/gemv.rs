@@ -271,7 +271,8 @@ impl GemvInput {
                 .map(|(a, w)| a * inv * (f64::from(*w) + one))
                 .collect()
         };
-        let xs: Vec<f64> = x[..cols].iter().map(|v| f64::from(*v)).collect();
+        // The first `cols` values in f64 (the norms' input; a Q8Blocks row is shorter).
+        let xs = || -> Vec<f64> { x[..cols].iter().map(|v| f64::from(*v)).collect() };
         let to_f32 = |v: Vec<f64>| v.into_iter().map(|a| a as f32).collect();
         let act = |op: ElementOp| {
             (0..cols)
@@ -280,11 +281,11 @@ impl GemvInput {
         };
         match self {
             GemvInput::Plain => x[..cols].to_vec(),
-            GemvInput::RmsNorm | GemvInput::RmsNormPlusOne => to_f32(rms_norm(&xs, norm_w)),
+            GemvInput::RmsNorm | GemvInput::RmsNormPlusOne => to_f32(rms_norm(&xs(), norm_w)),
             GemvInput::SwiGlu => act(ElementOp::SiluMul),
             GemvInput::GeGlu => act(ElementOp::GeluMul),
             GemvInput::FoldedRmsNorm | GemvInput::FoldedRmsNormPlusOne => {
-                let post = rms_norm(&xs, &norm_w[..cols]);
+                let post = rms_norm(&xs(), &norm_w[..cols]);
                 let x1: Vec<f64> = post
                     .iter()
                     .zip(residual)

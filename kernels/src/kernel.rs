@@ -15,6 +15,8 @@ pub enum Family {
     Gemm,
     /// The same product for a few rows (batched decode), shaped like the GEMV.
     GemmRows,
+    /// The few-row product on int8 input blocks (`dot4I8Packed`), shaped like the int8 GEMV.
+    GemmRowsQ8,
     /// The prefill product on cooperative matrices (tensor cores), f16 operands.
     GemmCoop,
     /// Blocks to f32.
@@ -75,6 +77,7 @@ impl Family {
             Family::GemvQ8 => "gemv_q8",
             Family::Gemm => "gemm",
             Family::GemmRows => "gemm_rows",
+            Family::GemmRowsQ8 => "gemm_rows_q8",
             Family::GemmCoop => "gemm_coop",
             Family::Dequant => "dequant",
             Family::Stream => "stream",
@@ -109,6 +112,7 @@ impl Family {
             Family::GemvQ8 => "gemv_q8.wgsl",
             Family::Gemm => "gemm.wgsl",
             Family::GemmRows => "gemm_rows.wgsl",
+            Family::GemmRowsQ8 => "gemm_rows_q8.wgsl",
             Family::GemmCoop => "gemm_coop.wgsl",
             Family::Dequant => "dequant.wgsl",
             Family::Stream => "stream.wgsl",

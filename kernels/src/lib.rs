@@ -80,6 +80,9 @@ pub fn all_specs() -> Vec<KernelSpec> {
             out.extend(gemm::INPUTS.map(|input| gemm::spec(ty, tile, input)));
         }
         out.extend(gemm::rows_specs(ty));
+        if gemv::takes_q8_input(ty) {
+            out.extend(gemm::rows_q8_specs(ty));
+        }
         out.extend(gemm::coop_specs(ty));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));

@@ -845,18 +845,25 @@ impl<'m> Batch<'m> {
         };
         ops::gather(gpu, rec, picked)?;
         let out = &model.weights.output;
-        model.round_input(gpu, rec, std::slice::from_ref(out), &wanted, m, c.embd)?;
+        let (input, x, x_stride) = model.rows_input(
+            gpu,
+            rec,
+            std::slice::from_ref(out),
+            (&wanted, c.embd),
+            m,
+            &self.scratch.xq,
+        )?;
         let call = GemmCall {
             w: out,
-            x: &wanted,
+            x: &x,
             y: &self.logits,
             tokens: m,
-            x_stride: c.embd,
+            x_stride,
             y_stride: self.logits_stride,
             y_first: 0,
             residual: None,
             bias: None,
-            input: gpuport_kernels::gemv::GemvInput::Plain,
+            input,
         };
         ops::gemm(gpu, rec, call, model.gemm_tile(out))?;
         for (i, (row, s)) in f.sampled.iter().enumerate() {

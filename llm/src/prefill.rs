@@ -40,6 +40,9 @@ pub(crate) struct BatchScratch {
     attn: Tensor,
     /// Gate then up projections of each token.
     gate: Tensor,
+    /// The int8 blocks of a few-row GEMM's input rows (`ops::takes_q8_rows`): up to
+    /// `FEW_ROWS_MAX` rows of the widest input.
+    pub(crate) xq: Tensor,
 }
 
 impl BatchScratch {
@@ -57,6 +60,11 @@ impl BatchScratch {
             q: f(c.q_dim(), "batch queries")?,
             attn: f(c.q_dim(), "batch attention")?,
             gate: f(2 * c.ff, "batch gate, up")?,
+            xq: gpu.zeros_f32(
+                &[tokens.min(gpuport_kernels::gemm::FEW_ROWS_MAX)
+                    * ops::Q8Blocks::words(c.embd.max(c.ff).max(c.q_dim()).next_multiple_of(32))],
+                "batch int8 rows",
+            )?,
         })
     }
 
@@ -210,7 +218,7 @@ impl Model {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             let bias = l.qkv_bias.as_ref();
-            self.batch_projections(gpu, rec, &h, (&l.attn_in, bias), &qkv, n)?;
+            self.batch_projections(gpu, rec, &h, (&l.attn_in, bias), (&qkv, &b.xq), n)?;
             let last = i + 1 == w.layers.len() && !whole;
             let out = (!last).then_some(&attn);
             let (neox, qk_norm) = (c.rope_neox, l.qk_norm.as_ref());
@@ -247,15 +255,16 @@ impl Model {
             if last {
                 return Ok(None);
             }
-            let outs = [&attn, &x, &x_alt, &proj];
+            let outs = [&attn, &x, &x_alt, &proj, &b.xq];
             if self.batch_out(gpu, rec, &l.wo, outs, GemvInput::Plain, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             if self.batch_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj, &post, &h])? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
-            self.batch_projections(gpu, rec, &h, (&l.ffn_in, None), &gate, n)?;
-            if self.batch_out(gpu, rec, &l.w_down, [&gate, &x, &x_alt, &proj], glu, n)? {
+            self.batch_projections(gpu, rec, &h, (&l.ffn_in, None), (&gate, &b.xq), n)?;
+            let outs = [&gate, &x, &x_alt, &proj, &b.xq];
+            if self.batch_out(gpu, rec, &l.w_down, outs, glu, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
         }
@@ -303,29 +312,64 @@ impl Model {
         rec: &mut Recorder<'_>,
         h: &Tensor,
         (parts, bias): (&Projections, Option<&Tensor>),
-        out: &Tensor,
+        (out, xq): (&Tensor, &Tensor),
         n: usize,
     ) -> Result<(), GpuError> {
         let width: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
-        self.round_input(gpu, rec, &parts.stacks, h, n, self.cfg.embd)?;
+        let (input, x, x_stride) =
+            self.rows_input(gpu, rec, &parts.stacks, (h, self.cfg.embd), n, xq)?;
         let mut y_first = 0;
         for w in &parts.stacks {
             let call = GemmCall {
                 w,
-                x: h,
+                x: &x,
                 y: out,
                 tokens: n,
-                x_stride: self.cfg.embd,
+                x_stride,
                 y_stride: width,
                 y_first,
                 residual: None,
                 bias,
-                input: GemvInput::Plain,
+                input,
             };
             ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
             y_first += w.shape[0];
         }
         Ok(())
+    }
+
+    /// The input of the GEMMs over `stacks` for `n` rows of `cols` values of `x`, formed as the
+    /// one-row path forms it: where that path takes int8 input ([`Model::int8_input`]), the
+    /// rows as int8 blocks in `xq` when every stack runs on the int8 few-row kernel at `n`
+    /// rows ([`ops::takes_q8_rows`]), else rounded in place onto the same int8 grid; otherwise
+    /// `x` as it is. Returns the input form, its tensor and row stride.
+    pub(crate) fn rows_input(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        stacks: &[Tensor],
+        (x, cols): (&Tensor, usize),
+        n: usize,
+        xq: &Tensor,
+    ) -> Result<(GemvInput, Tensor, usize), GpuError> {
+        if !self.int8_input(stacks) {
+            return Ok((GemvInput::Plain, x.clone(), cols));
+        }
+        if stacks.iter().all(|w| ops::takes_q8_rows(gpu, w, n)) {
+            let words = ops::Q8Blocks::words(cols);
+            let blocks = xq.view(0, n * words);
+            let call = ops::Q8Blocks {
+                x,
+                rows: n,
+                width: cols,
+                gate: None,
+                blocks: &blocks,
+            };
+            ops::q8_blocks(gpu, rec, call)?;
+            return Ok((GemvInput::Q8Blocks, blocks, words));
+        }
+        ops::q8_round(gpu, rec, ops::Q8Round { x, rows: n, cols })?;
+        Ok((GemvInput::Plain, x.clone(), cols))
     }
 
     /// An output projection of the batch, `W input(a)`: added to the residual `x` into
@@ -338,7 +382,7 @@ impl Model {
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         w: &Tensor,
-        [a, x, x_next, proj]: [&Tensor; 4],
+        [a, x, x_next, proj, xq]: [&Tensor; 5],
         input: GemvInput,
         n: usize,
     ) -> Result<bool, GpuError> {
@@ -360,7 +404,22 @@ impl Model {
         let q8 = self.int8_input(std::slice::from_ref(w));
         let gated = matches!(input, GemvInput::SwiGlu | GemvInput::GeGlu);
         let coop = matches!(ops::gemm_path(gpu, &call, tile)?, ops::GemmPath::Coop(_));
-        if gated && (q8 || (coop && cols.is_multiple_of(32))) {
+        let words = ops::Q8Blocks::words(cols);
+        let blocks = xq.view(0, n * words);
+        if q8 && ops::takes_q8_rows(gpu, w, n) {
+            // The activation (gated where it is) straight into int8 blocks.
+            let rows = ops::Q8Blocks {
+                x: a,
+                rows: n,
+                width: cols,
+                gate: gated.then_some(self.cfg.glu),
+                blocks: &blocks,
+            };
+            ops::q8_blocks(gpu, rec, rows)?;
+            call.x = &blocks;
+            call.x_stride = words;
+            call.input = GemvInput::Q8Blocks;
+        } else if gated && (q8 || (coop && cols.is_multiple_of(32))) {
             let gate = self.cfg.glu;
             let rows = ops::GatedRows {
                 x: a,
@@ -384,23 +443,5 @@ impl Model {
         }
         ops::gemm(gpu, rec, call, tile)?;
         Ok(!post_norms)
-    }
-
-    /// Rounds the `n` normed rows of `cols` values of `x` that the GEMMs of `stacks` read onto
-    /// the int8 grid the one-row path computes with, where it takes int8 input
-    /// ([`Model::int8_input`]).
-    pub(crate) fn round_input(
-        &self,
-        gpu: &Gpu,
-        rec: &mut Recorder<'_>,
-        stacks: &[Tensor],
-        x: &Tensor,
-        n: usize,
-        cols: usize,
-    ) -> Result<(), GpuError> {
-        if !self.int8_input(stacks) {
-            return Ok(());
-        }
-        ops::q8_round(gpu, rec, ops::Q8Round { x, rows: n, cols })
     }
 }

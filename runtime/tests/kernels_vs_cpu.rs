@@ -1335,10 +1335,28 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) {
     let width = input.x_len(cols);
     let x_stride = width + c.x_pad;
     let y_stride = c.y_first + rows + 2;
-    let x: Vec<f32> = support::random_f32(tokens * x_stride, seed + 1)
-        .iter()
-        .map(|v| 2.0 * v)
-        .collect();
+    let q8 = input == gemv::GemvInput::Q8Blocks;
+    let x: Vec<f32> = if q8 {
+        // Each row the blocks of `cols` random values (their words as f32 bits), then padding.
+        let values = support::random_f32(tokens * cols, seed + 1);
+        values
+            .chunks(cols)
+            .flat_map(|v| {
+                let v2: Vec<f32> = v.iter().map(|a| 2.0 * a).collect();
+                let mut row: Vec<f32> = gemv::quantize_q8_input(&v2)
+                    .into_iter()
+                    .map(f32::from_bits)
+                    .collect();
+                row.resize(x_stride, 0.5);
+                row
+            })
+            .collect()
+    } else {
+        support::random_f32(tokens * x_stride, seed + 1)
+            .iter()
+            .map(|v| 2.0 * v)
+            .collect()
+    };
     // One Y row more than the tokens, every element a sentinel the GEMM must overwrite or
     // leave.
     let sentinel = 1234.5;
@@ -1385,10 +1403,14 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) {
         .chunks(x_stride)
         .flat_map(|r| r[..width].to_vec())
         .collect();
-    let want = gpuport_kernels::gemm::reference(ty, &raw, rows, cols, &rows_x, input);
+    // Each token's input: the GLU formed, or the values the int8 blocks stand for.
+    let xin_of =
+        |t: usize| input.reference(&rows_x[t * width..(t + 1) * width], &[], &[], 0.0, cols);
+    let want: Vec<f32> = (0..tokens)
+        .flat_map(|t| gemv::reference(ty, &raw, rows, cols, &xin_of(t)[..cols]))
+        .collect();
     for t in 0..=tokens {
-        let xin = (t < tokens)
-            .then(|| input.reference(&rows_x[t * width..(t + 1) * width], &[], &[], 0.0, cols));
+        let xin = (t < tokens).then(|| xin_of(t));
         for col in 0..y_stride {
             let g = got[t * y_stride + col];
             let Some(xin) = xin
@@ -1522,6 +1544,156 @@ fn few_row_gemm_variants_and_row_chunks_match_cpu() {
             check_gemm_case(&gpu, case);
         }
     }
+}
+
+/// Batched decode's GEMMs on int8 input blocks (`gemm_rows_q8.wgsl`) through `ops::gemm` as
+/// the LLM calls them, for every type with int8 kernels: 1 to 9, 13, 31 and
+/// `FEW_ROWS_MAX` tokens at the device's default tunables, on 37 rows of 512 columns, with a
+/// residual, a bias and neither, X rows of blocks padded by 4 or 8 words and Y written from
+/// column 3 of wider rows. The reference is the f64 product with the values the blocks stand
+/// for.
+#[test]
+fn few_row_int8_gemm_matches_cpu_for_every_type() {
+    use gpuport_kernels::gemm;
+    let Some(gpu) = support::gpu() else { return };
+    let adds = [GemmAdd::Residual, GemmAdd::Bias, GemmAdd::Nothing];
+    let q8_types = GgmlType::ALL
+        .into_iter()
+        .filter(|t| gemv::takes_q8_input(*t));
+    for (i, ty) in q8_types.enumerate() {
+        for tokens in (1..=9).chain([13, 31, gemm::FEW_ROWS_MAX]) {
+            let case = GemmCase {
+                ty,
+                rows: 37,
+                cols: 512,
+                tokens,
+                input: gemv::GemvInput::Q8Blocks,
+                add: adds[(i + 2 * tokens) % 3],
+                x_pad: 4 * (1 + (i + tokens) % 2),
+                y_first: 3,
+                on: None,
+            };
+            check_gemm_case(&gpu, case);
+        }
+    }
+}
+
+/// The int8 few-row kernel's variants: both reductions (subgroups where the adapter has them),
+/// 1 to 256 lanes per row group, 1, 2 and 4 rows per thread (rows not a multiple of them),
+/// passes of 1 to 8 tokens (several passes, the last one partial), every type with int8
+/// kernels, the weights bound in row chunks of a few rows each. Mixing int8 blocks with the
+/// float paths, or weights without int8 kernels, is refused.
+#[test]
+fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
+    use gpuport_kernels::gemm::FewRowTunables;
+    let Some(gpu) = support::gpu() else { return };
+    let subgroups = support::has_subgroups(&gpu);
+    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
+    let max_wg = gpu.limits().max_compute_invocations_per_workgroup;
+    // (threads, rows, rows per thread, tokens per pass, tokens).
+    let shapes = [
+        (32, 1, 1, 8, 5),
+        (64, 4, 4, 5, 11),
+        (256, 32, 4, 8, 8),
+        (128, 8, 2, 3, 7),
+        (32, 16, 2, 1, 3),
+        (256, 1, 1, 4, 13),
+        (64, 32, 1, 2, 2),
+        (128, 4, 2, 6, 13),
+    ];
+    let mut n = 0;
+    for ty in GgmlType::ALL
+        .into_iter()
+        .filter(|t| gemv::takes_q8_input(*t))
+    {
+        for reduction in Reduction::ALL {
+            if reduction == Reduction::Subgroup && !subgroups {
+                continue;
+            }
+            let c = n;
+            n += 1;
+            let (wg, rows_wg, rpt, nx, tokens) = shapes[c % shapes.len()];
+            let t = FewRowTunables {
+                wg,
+                rows: rows_wg,
+                rpt,
+                nx,
+                reduction,
+            };
+            assert!(t.is_valid() && t.wg <= max_wg, "{t:?}");
+            let cols = 512;
+            let row_bytes = ty.row_bytes(cols).unwrap() as u64;
+            let step = align / gcd(align, row_bytes);
+            let rows = (3 * step as usize).max(37) + 5;
+            let chunk_rows = step * (rows as u64 / step / 3).max(1);
+            let case = GemmCase {
+                ty,
+                rows,
+                cols,
+                tokens,
+                input: gemv::GemvInput::Q8Blocks,
+                add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][c % 3],
+                x_pad: 4,
+                y_first: 5,
+                on: Some((ops::GemmPath::FewRowsQ8(t), chunk_rows * row_bytes)),
+            };
+            check_gemm_case(&gpu, case);
+        }
+    }
+    // Refusals: int8 blocks on the float kernel, f32 rows on the int8 one, F16 weights with
+    // int8 blocks, a block stride that is no whole number of vec4s.
+    let t = FewRowTunables::default_for(GgmlType::Q8_0, false);
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    let q8_0 = gpu
+        .upload(
+            &vec![0u8; 2 * 34],
+            Elem::Ggml(GgmlType::Q8_0),
+            &[2, 32],
+            "w",
+        )
+        .unwrap();
+    let f16 = gpu
+        .upload(&[0u8; 128], Elem::Ggml(GgmlType::F16), &[2, 32], "w16")
+        .unwrap();
+    let x = gpu.zeros_f32(&[64], "x").unwrap();
+    let y = gpu.zeros_f32(&[64], "y").unwrap();
+    let call = |w, input, x_stride| ops::GemmCall {
+        w,
+        x: &x,
+        y: &y,
+        tokens: 2,
+        x_stride,
+        y_stride: 2,
+        y_first: 0,
+        residual: None,
+        bias: None,
+        input,
+    };
+    let q8 = gemv::GemvInput::Q8Blocks;
+    let plain = gemv::GemvInput::Plain;
+    let bad = [
+        (call(&q8_0, q8, 12), ops::GemmPath::FewRows(t)),
+        (call(&q8_0, plain, 32), ops::GemmPath::FewRowsQ8(t)),
+        (call(&f16, q8, 12), ops::GemmPath::FewRowsQ8(t)),
+        (call(&q8_0, q8, 14), ops::GemmPath::FewRowsQ8(t)),
+    ];
+    for (c, path) in bad {
+        let mut rec = Recorder::new(&gpu);
+        let e = ops::gemm_on(&gpu, &mut rec, c, path, limit);
+        assert!(
+            matches!(e, Err(gpuport_runtime::GpuError::Shape(_))),
+            "{:?} {path:?}: {e:?}",
+            c.input
+        );
+    }
+    // `takes_q8_rows`: the int8 types, few rows.
+    assert!(ops::takes_q8_rows(&gpu, &q8_0, 8));
+    assert!(!ops::takes_q8_rows(&gpu, &f16, 8));
+    assert!(!ops::takes_q8_rows(
+        &gpu,
+        &q8_0,
+        gpuport_kernels::gemm::FEW_ROWS_MAX + 1
+    ));
 }
 
 fn gcd(a: u64, b: u64) -> u64 {

@@ -504,13 +504,62 @@ fn gemm_sweep(
             bias: None,
             input: gemv::GemvInput::Plain,
         };
+        // Batched decode's row counts: the few-row kernel at its default, and on int8 blocks
+        // at its default and 1, 2, 4 rows per thread × 8 to 64 lanes per row.
+        let words = gemv::GemvInput::Q8Blocks.x_len(shape.cols);
+        let few = tokens <= gemm::FEW_ROWS_MAX;
+        let blocks = gpu.zeros_f32(&[tokens * words.max(1)], "gemm int8 x")?;
+        let q8_call = ops::GemmCall {
+            x: &blocks,
+            x_stride: words,
+            input: gemv::GemvInput::Q8Blocks,
+            ..call
+        };
+        if few {
+            let sg = gpu.has_subgroups();
+            let target = gemm::TARGET_THREADS;
+            let t = gemm::FewRowTunables::for_matrix(
+                shape.ty,
+                shape.rows,
+                shape.cols,
+                gemv::GemvInput::Plain,
+                sg,
+                target,
+            );
+            paths.push(ops::GemmPath::FewRows(t));
+            if gemv::takes_q8_input(shape.ty) {
+                let t = gemm::FewRowTunables::for_q8_matrix(
+                    shape.ty, shape.rows, shape.cols, sg, target,
+                );
+                paths.push(ops::GemmPath::FewRowsQ8(t));
+                for rpt in gemm::FEW_RPT_VALUES {
+                    for lanes in [8, 16, 32, 64] {
+                        let rows_wg = (128 / lanes * rpt).min(32);
+                        let v = gemm::FewRowTunables {
+                            wg: rows_wg / rpt * lanes,
+                            rows: rows_wg,
+                            rpt,
+                            ..t
+                        };
+                        if v != t && v.is_valid() {
+                            paths.push(ops::GemmPath::FewRowsQ8(v));
+                        }
+                    }
+                }
+            }
+        }
         let mut best: Option<GemmRow> = None;
         for &path in &paths {
+            let this = if matches!(path, ops::GemmPath::FewRowsQ8(_)) {
+                q8_call
+            } else {
+                call
+            };
             let timing = time_reps(
                 gpu,
                 if quick { 1 } else { 10 },
                 if quick { 1 } else { 3 },
-                |rec| ops::gemm_on(gpu, rec, call, path, limit),
+                |rec| ops::gemm_on(gpu, rec, this, path, limit),
             )?;
             let tile = match path {
                 ops::GemmPath::Tiled(t) => {
@@ -519,6 +568,7 @@ fn gemm_sweep(
                 }
                 ops::GemmPath::Coop(t) => format!("coop WM={} WN={} KC={}", t.wm, t.wn, t.kc),
                 ops::GemmPath::FewRows(t) => format!("{t:?}"),
+                ops::GemmPath::FewRowsQ8(t) => format!("int8 {t:?}"),
             };
             let flops = 2.0 * (shape.rows * shape.cols * tokens) as f64;
             let row = GemmRow {
@@ -554,6 +604,7 @@ fn gemm_sweep(
         gpu.recycle(w);
         gpu.recycle(x);
         gpu.recycle(y);
+        gpu.recycle(blocks);
     }
     let mut best: BestTiles = Vec::new();
     for ty in GgmlType::ALL {

@@ -52,6 +52,7 @@ override T: u32 = WG * RPT / ROWS;
 //!include quant
 //!include reduce
 //!include gemm_input.wgsl
+//!include gemm_rows_store.wgsl
 
 // Elements e..e+4 of the input rows of tokens t0 + c .. t0 + c + 4 as the columns of a matrix.
 // Columns past NX are zero; a token past the last reads the last one's row (in bounds, and its
@@ -78,29 +79,6 @@ fn fold(acc: vec4<f32>, s: StepW, xa: mat4x4<f32>, xb: mat4x4<f32>) -> vec4<f32>
         return acc + s.a * xa + s.b * xb;
     }
     return acc + s.a * xa;
-}
-
-// Reduces one accumulator (row `row`, tokens t .. t + 4) over the group's lanes and stores it.
-// Called in uniform control flow; the barrier first frees the reduction's workgroup memory
-// from the previous call.
-fn reduce_store(l: Lanes, v: vec4<f32>, id: u32, lane: u32, row: u32, t: u32, c: u32) {
-    workgroupBarrier();
-    let total = reduce_rows(l, v, id, lane);
-    if lane == 0u && row < p.rows {
-        for (var j = 0u; j < 4u; j++) {
-            let tok = t + c + j;
-            if c + j < NX && tok < p.tokens {
-                let i = p.y_offset + tok * p.y_stride + row;
-                var out = total[j];
-                if p.residual == 1u {
-                    out += res[i];
-                } else if p.residual == 2u {
-                    out += res[p.y_offset + row];
-                }
-                y[i] = out;
-            }
-        }
-    }
 }
 
 @compute @workgroup_size(WG)

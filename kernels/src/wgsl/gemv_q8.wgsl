@@ -11,8 +11,8 @@
 // rounding: at most sum |w| * d / 2 per block.
 //
 // A type's snippet declares the weight binding `w` (vec4 words where its blocks are 16-byte
-// aligned, words otherwise), LANE_UNITS (units per GGUF block) and unit_dot(row_start, u):
-// the dot product of unit u of the row at byte row_start with the input. Neighbouring lanes
+// aligned, words otherwise), LANE_UNITS (units per GGUF block) and a unit's dot product in
+// three parts (q8dot/input.wgsl): unit_weights, unit_input, unit_apply. Neighbouring lanes
 // take neighbouring units, so a row's lanes read it front to back together. Offsets (Q4_0,
 // Q5_0, Q6_K) are folded into the int8 words; mins (Q4_1, Q5_1, Q4_K, Q5_K) take the input
 // block's d * sum(q), one multiply-add per 32 elements.
@@ -34,24 +34,12 @@ override UNROLL: u32 = 1u;
 @group(0) @binding(4) var<storage, read> res: array<f32>;
 
 //!include reduce
+//!include q8dot/input.wgsl
 //!include q8dot
 
-// Input block b: the quants of elements 0..16 and 16..32, then (d, d * sum(q)).
-fn x_q0(b: u32) -> vec4<u32> {
-    return xq[p.x_offset + 3u * b];
-}
-
-fn x_q1(b: u32) -> vec4<u32> {
-    return xq[p.x_offset + 3u * b + 1u];
-}
-
-fn x_ds(b: u32) -> vec2<f32> {
-    return bitcast<vec2<f32>>(xq[p.x_offset + 3u * b + 2u].xy);
-}
-
-// The integer dot product of 16 packed int8 weights with 16 input quants.
-fn dot16(q: vec4<u32>, x: vec4<u32>) -> i32 {
-    return dot4I8Packed(q.x, x.x) + dot4I8Packed(q.y, x.y) + dot4I8Packed(q.z, x.z) + dot4I8Packed(q.w, x.w);
+// The dot product of unit u of the row at byte row_start with the input vector.
+fn unit_dot(row_start: u32, u: u32) -> f32 {
+    return unit_apply(unit_weights(row_start, u), unit_input(u, p.x_offset));
 }
 
 @compute @workgroup_size(WG)

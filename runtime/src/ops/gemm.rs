@@ -1,6 +1,7 @@
 //! GEMM launches (`gpuport_kernels::gemm`): a batch of rows times one matrix, through the tiled
 //! kernel (prefill; the tensor-core kernel where the adapter has f16 cooperative matrices) or,
-//! up to [`gemm::FEW_ROWS_MAX`] rows, the few-row kernel (batched decode).
+//! up to [`gemm::FEW_ROWS_MAX`] rows, the few-row kernel (batched decode) — on int8 input
+//! blocks where the caller formed them ([`takes_q8_rows`]).
 
 use gpuport_kernels::gemm::{self, CoopTile, FewRowTunables, GemmParams, GemmTile};
 use gpuport_kernels::gemv::GemvInput;
@@ -37,7 +38,9 @@ pub struct GemmCall<'a> {
     /// `y_first + rows` elements; a stacked projection's biases side by side). Not with
     /// `residual`.
     pub bias: Option<&'a Tensor>,
-    /// Plain or a GLU of each X row's two halves.
+    /// Plain or a GLU of each X row's two halves; or [`GemvInput::Q8Blocks`]: X holds each
+    /// row as the int8-input GEMV's blocks (`input.x_len(cols)` words a row, `x_stride` a
+    /// multiple of 4), multiplied on the int8 few-row kernel (see [`takes_q8_rows`]).
     pub input: GemvInput,
 }
 
@@ -52,6 +55,23 @@ pub enum GemmPath {
     /// The tensor-core GEMM (`gemm_coop.wgsl`) with this tile (needs
     /// [`Gpu::has_coop_f16`]).
     Coop(CoopTile),
+    /// The few-row GEMM on int8 input blocks (`gemm_rows_q8.wgsl`): the path of every call
+    /// whose input is [`GemvInput::Q8Blocks`].
+    FewRowsQ8(FewRowTunables),
+}
+
+/// Whether a GEMM of `tokens` rows over `w` would take int8 input blocks: the weights have the
+/// int8 kernels ([`gpuport_kernels::gemv::takes_q8_input`]) and the call is one for the
+/// few-row kernel (at most [`gemm::FEW_ROWS_MAX`] rows, below [`coop_min_tokens`] where the
+/// device has tensor cores). A caller that forms the blocks (`ops::q8_blocks`) then calls
+/// [`gemm()`] with [`GemvInput::Q8Blocks`]; otherwise it passes f32 rows.
+pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
+    let Ok((ty, ..)) = matrix(w) else {
+        return false;
+    };
+    gpuport_kernels::gemv::takes_q8_input(ty)
+        && tokens <= gemm::FEW_ROWS_MAX
+        && !(gpu.has_coop_f16() && tokens >= coop_min_tokens())
 }
 
 /// The path [`gemm()`] takes for `call` with `tile`: from [`coop_min_tokens`] tokens the
@@ -61,6 +81,16 @@ pub enum GemmPath {
 /// one with `tile`.
 pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmPath, GpuError> {
     let (ty, rows, cols, _) = matrix(call.w)?;
+    let target = if gpu.info().device_type == wgpu::DeviceType::Cpu {
+        1
+    } else {
+        gemm::TARGET_THREADS
+    };
+    let subgroups = gpu.has_subgroups();
+    if call.input == GemvInput::Q8Blocks {
+        let t = FewRowTunables::for_q8_matrix(ty, rows, cols, subgroups, target);
+        return Ok(GemmPath::FewRowsQ8(t));
+    }
     if gpu.has_coop_f16() && call.tokens >= coop_min_tokens() {
         // The chosen tile, or the largest the adapter's limits hold.
         let t = coop_tile(rows, call.tokens);
@@ -78,12 +108,6 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     if call.tokens > gemm::FEW_ROWS_MAX {
         return Ok(GemmPath::Tiled(tile));
     }
-    let target = if gpu.info().device_type == wgpu::DeviceType::Cpu {
-        1
-    } else {
-        gemm::TARGET_THREADS
-    };
-    let subgroups = gpu.has_subgroups();
     let t = FewRowTunables::for_matrix(ty, rows, cols, call.input, subgroups, target);
     Ok(GemmPath::FewRows(t))
 }
@@ -167,6 +191,21 @@ pub fn gemm_on(
         }
         GemmPath::FewRows(t) => check_few_rows(gpu, t)?,
         GemmPath::Coop(t) => check_coop(gpu, t, call.tokens)?,
+        GemmPath::FewRowsQ8(t) => check_few_rows(gpu, t)?,
+    }
+    let q8_path = matches!(path, GemmPath::FewRowsQ8(_));
+    if q8_path != (call.input == GemvInput::Q8Blocks) {
+        return Err(GpuError::Shape(format!(
+            "GEMM {path:?}: {:?} input (int8 blocks go with the int8 few-row kernel, and only \
+             they)",
+            call.input
+        )));
+    }
+    if q8_path && !gpuport_kernels::gemv::takes_q8_input(ty) {
+        return Err(GpuError::Shape(format!(
+            "GEMM of {} weights: no int8-input kernel for the type",
+            ty.name()
+        )));
     }
     if rows == 0 || call.tokens == 0 {
         return Ok(());
@@ -198,6 +237,7 @@ pub fn gemm_on(
             )
         }
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
+        GemmPath::FewRowsQ8(t) => few_rows(gpu, rec, &call, m, t, max_binding),
     }
 }
 
@@ -213,7 +253,9 @@ struct Matrix {
 fn check_call(call: &GemmCall<'_>, rows: usize, cols: usize) -> Result<(), GpuError> {
     let width = call.input.x_len(cols);
     let rows_of = |t: &Tensor, stride: usize| elems(t) / stride.max(1);
-    let ok = gemm::INPUTS.contains(&call.input)
+    let q8 = call.input == GemvInput::Q8Blocks;
+    let ok = (gemm::INPUTS.contains(&call.input) || q8)
+        && (!q8 || (call.x_stride.is_multiple_of(4) && cols.is_multiple_of(32)))
         && call.x_stride >= width
         && call.y_stride >= call.y_first + rows
         && rows_of(call.x, call.x_stride) >= call.tokens
@@ -374,6 +416,8 @@ fn tiled(
     Ok(())
 }
 
+/// The dispatches of the few-row kernels (`gemm_rows.wgsl`, or `gemm_rows_q8.wgsl` on int8
+/// blocks): a 2D grid of workgroups of `t.rows` rows per weight chunk.
 fn few_rows(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
@@ -384,10 +428,18 @@ fn few_rows(
 ) -> Result<(), GpuError> {
     let limits = gpu.limits();
     let nx = t.pass_tokens(call.tokens);
+    let q8 = call.input == GemvInput::Q8Blocks;
     // Rows of X start on vec4 boundaries (the GLU's second half too: `cols` is a multiple of
-    // every unit, at least 4 elements) when the stride is a multiple of 4.
+    // every unit, at least 4 elements) when the stride is a multiple of 4. The int8 kernel
+    // counts X in vec4s.
     let x_vec4 = call.x_stride.is_multiple_of(4);
-    let pipeline = gpu.pipeline(&gemm::rows_spec(m.ty, t, call.input, nx, x_vec4))?;
+    let (spec, x_stride) = if q8 {
+        (gemm::rows_q8_spec(m.ty, t, nx), call.x_stride / 4)
+    } else {
+        let spec = gemm::rows_spec(m.ty, t, call.input, nx, x_vec4);
+        (spec, call.x_stride)
+    };
+    let pipeline = gpu.pipeline(&spec)?;
     let chunks = row_chunks(
         m.rows as u64,
         m.row_bytes as u64,
@@ -404,7 +456,7 @@ fn few_rows(
             row_bytes: m.row_bytes as u32,
             w_offset: 0,
             x_offset: 0,
-            x_stride: call.x_stride as u32,
+            x_stride: x_stride as u32,
             x_aux: m.cols as u32,
             y_offset: (call.y_first + first as usize) as u32,
             y_stride: call.y_stride as u32,
@@ -413,13 +465,15 @@ fn few_rows(
         };
         let slot = rec.uniform(&p)?;
         let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
-        let bindings = [
+        let mut bindings = vec![
             (call.w, byte_offset, len),
             whole(call.x),
             whole(call.y),
             whole(call.residual.or(call.bias).unwrap_or(call.x)),
-            whole(call.x),
         ];
+        if !q8 {
+            bindings.push(whole(call.x));
+        }
         let group = rec.bind_group(&pipeline, slot, &bindings);
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
     }

@@ -9,9 +9,17 @@ const LANE_UNITS: u32 = 1u;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 
 //!include q8dot/half_words.wgsl
+//!include q8dot/one_block.wgsl
+
+// The block's int8 words (elements 0..16, 16..32) and d / 16.
+struct UnitW {
+    lo: vec4<u32>,
+    hi: vec4<u32>,
+    d: f32,
+}
 
 // Block u of the row.
-fn unit_dot(row_start: u32, u: u32) -> f32 {
+fn unit_weights(row_start: u32, u: u32) -> UnitW {
     let at = row_start + 18u * u;
     let i = at >> 2u;
     let odd = (at & 2u) != 0u;
@@ -24,6 +32,10 @@ fn unit_dot(row_start: u32, u: u32) -> f32 {
     let d = unpack2x16float(select(w0, w0 >> 16u, odd)).x;
     let hi = vec4<u32>(0xF0F0F0F0u);
     let flip = vec4<u32>(0x80808080u);
-    let sum = dot16(((q << vec4<u32>(4u)) & hi) ^ flip, x_q0(u)) + dot16((q & hi) ^ flip, x_q1(u));
-    return f32(sum) * (0.0625 * d) * x_ds(u).x;
+    return UnitW(((q << vec4<u32>(4u)) & hi) ^ flip, (q & hi) ^ flip, 0.0625 * d);
+}
+
+fn unit_apply(q: UnitW, x: UnitX) -> f32 {
+    let sum = dot16(q.lo, x.a.q0) + dot16(q.hi, x.a.q1);
+    return f32(sum) * q.d * x.a.ds.x;
 }

@@ -8,11 +8,18 @@ const LANE_UNITS: u32 = 1u;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 
 //!include q8dot/qh5.wgsl
-
 //!include q8dot/half_words.wgsl
+//!include q8dot/one_block.wgsl
+
+// The block's int8 words (elements 0..16, 16..32) and d / 8.
+struct UnitW {
+    lo: vec4<u32>,
+    hi: vec4<u32>,
+    d: f32,
+}
 
 // Block u of the row.
-fn unit_dot(row_start: u32, u: u32) -> f32 {
+fn unit_weights(row_start: u32, u: u32) -> UnitW {
     let at = row_start + 22u * u;
     let i = at >> 2u;
     let odd = (at & 2u) != 0u;
@@ -29,6 +36,10 @@ fn unit_dot(row_start: u32, u: u32) -> f32 {
     let flip = vec4<u32>(0x80808080u);
     let lo = ((q << vec4<u32>(3u)) & nib) | qh_bytes(qh, 0u, 7u);
     let hi = ((q >> vec4<u32>(1u)) & nib) | qh_bytes(qh, 16u, 7u);
-    let sum = dot16(lo ^ flip, x_q0(u)) + dot16(hi ^ flip, x_q1(u));
-    return f32(sum) * (0.125 * d) * x_ds(u).x;
+    return UnitW(lo ^ flip, hi ^ flip, 0.125 * d);
+}
+
+fn unit_apply(q: UnitW, x: UnitX) -> f32 {
+    let sum = dot16(q.lo, x.a.q0) + dot16(q.hi, x.a.q1);
+    return f32(sum) * q.d * x.a.ds.x;
 }

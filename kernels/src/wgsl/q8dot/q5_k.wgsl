@@ -6,10 +6,10 @@ const LANE_UNITS: u32 = 4u;
 
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
 
-//!include q8dot/k_pairs.wgsl
+//!include q8dot/k_unit.wgsl
 
 // Chunk c = u % 4 of block u / 4 of the row (sub-blocks 2c, 2c + 1: qh bits 2c, 2c + 1).
-fn unit_dot(row_start: u32, u: u32) -> f32 {
+fn unit_weights(row_start: u32, u: u32) -> UnitW {
     let b = u >> 2u;
     let c = u & 3u;
     let at = (row_start >> 4u) + 11u * b;
@@ -18,18 +18,12 @@ fn unit_dot(row_start: u32, u: u32) -> f32 {
     let h1 = w[at + 2u] >> vec4<u32>(2u * c);
     let q0 = w[at + 3u + 2u * c];
     let q1 = w[at + 4u + 2u * c];
-    let sm = k_pairs(hd, c);
-    let dd = unpack2x16float(hd.x);
     let m = vec4<u32>(0x0F0F0F0Fu);
     let b4 = vec4<u32>(0x10101010u);
-    let xa = 8u * b + 2u * c;
-    let sa = dot16((q0 & m) | ((h0 << vec4<u32>(4u)) & b4), x_q0(xa))
-        + dot16((q1 & m) | ((h1 << vec4<u32>(4u)) & b4), x_q1(xa));
-    let sb = dot16(((q0 >> vec4<u32>(4u)) & m) | ((h0 << vec4<u32>(3u)) & b4), x_q0(xa + 1u))
-        + dot16(((q1 >> vec4<u32>(4u)) & m) | ((h1 << vec4<u32>(3u)) & b4), x_q1(xa + 1u));
-    let da = x_ds(xa);
-    let db = x_ds(xa + 1u);
-    let scaled = f32(i32(sm.x) * sa) * da.x + f32(i32(sm.y) * sb) * db.x;
-    let mins = f32(sm.z) * da.y + f32(sm.w) * db.y;
-    return dd.x * scaled - dd.y * mins;
+    let s = vec4<u32>(4u);
+    let a0 = (q0 & m) | ((h0 << s) & b4);
+    let a1 = (q1 & m) | ((h1 << s) & b4);
+    let b0 = ((q0 >> s) & m) | ((h0 << vec4<u32>(3u)) & b4);
+    let b1 = ((q1 >> s) & m) | ((h1 << vec4<u32>(3u)) & b4);
+    return UnitW(a0, a1, b0, b1, k_pairs(hd, c), unpack2x16float(hd.x));
 }

@@ -18,6 +18,8 @@ const LANE_UNITS: u32 = 4u;
 
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 
+//!include q8dot/two_blocks.wgsl
+
 struct Words8 {
     lo: vec4<u32>,
     hi: vec4<u32>,
@@ -48,8 +50,25 @@ fn q6_words(l: vec4<u32>, h: vec4<u32>) -> vec4<u32> {
     return ((l & vec4<u32>(0x3C3C3C3Cu)) | (h & vec4<u32>(0xC0C0C0C0u))) ^ vec4<u32>(0x80808080u);
 }
 
+// Quarter j's int8 words (a0 elements 0..16, a1 16..32), quarter j + 2's (b0, b1), their
+// four scales and d.
+struct UnitW {
+    a0: vec4<u32>,
+    a1: vec4<u32>,
+    b0: vec4<u32>,
+    b1: vec4<u32>,
+    s: vec4<i32>,
+    d: f32,
+}
+
+// Unit u = 4b + 2h + j meets input blocks 8b + 4h + j = 2u - j and that + 2.
+fn unit_input(u: u32, xb: u32) -> UnitX {
+    let xa = 2u * u - (u & 1u);
+    return UnitX(x_block(xb, xa), x_block(xb, xa + 2u));
+}
+
 // Unit u of the row: block u / 4, half (u / 2) % 2, ql half j = u % 2.
-fn unit_dot(row_start: u32, u: u32) -> f32 {
+fn unit_weights(row_start: u32, u: u32) -> UnitW {
     let b = u >> 2u;
     let h = (u >> 1u) & 1u;
     let j = u & 1u;
@@ -66,10 +85,18 @@ fn unit_dot(row_start: u32, u: u32) -> f32 {
     let sa = unpack4xI8(load16(sat));
     let sb = unpack4xI8(load16(sat + 4u));
     let d = unpack2x16float(load16(at + 208u)).x;
-    let xa = 8u * b + 4u * h + j;
-    let ia = sa.x * dot16(q6_words(ql.lo << lo, qh.lo << ha), x_q0(xa))
-        + sa.y * dot16(q6_words(ql.hi << lo, qh.hi << ha), x_q1(xa));
-    let ib = sb.x * dot16(q6_words(ql.lo >> lo, qh.lo << hb), x_q0(xa + 2u))
-        + sb.y * dot16(q6_words(ql.hi >> lo, qh.hi << hb), x_q1(xa + 2u));
-    return 0.25 * d * (f32(ia) * x_ds(xa).x + f32(ib) * x_ds(xa + 2u).x);
+    return UnitW(
+        q6_words(ql.lo << lo, qh.lo << ha),
+        q6_words(ql.hi << lo, qh.hi << ha),
+        q6_words(ql.lo >> lo, qh.lo << hb),
+        q6_words(ql.hi >> lo, qh.hi << hb),
+        vec4<i32>(sa.x, sa.y, sb.x, sb.y),
+        d,
+    );
+}
+
+fn unit_apply(q: UnitW, x: UnitX) -> f32 {
+    let ia = q.s.x * dot16(q.a0, x.a.q0) + q.s.y * dot16(q.a1, x.a.q1);
+    let ib = q.s.z * dot16(q.b0, x.b.q0) + q.s.w * dot16(q.b1, x.b.q1);
+    return 0.25 * q.d * (f32(ia) * x.a.ds.x + f32(ib) * x.b.ds.x);
 }

@@ -1,0 +1,136 @@
+// Few-row GEMM on int8 input, for batched decode: Y[t, r] = sum_k W[r, k] * X[t, k] for the
+// `tokens` rows of X (+ res[t, r] when `residual` is 1, + res[y_offset + r] when it is 2: a
+// bias), X given as the int8 blocks the one-row int8 GEMV reads (q8dot/input.wgsl: 3 vec4s
+// per 32 values; token t's blocks start at vec4 x_offset + t * x_stride). The int8-input GEMV
+// (gemv_q8.wgsl) widened to several tokens as gemm_rows.wgsl widens the float GEMV: a
+// workgroup owns ROWS weight rows, its threads form ROWS / RPT groups of T = WG * RPT / ROWS
+// lanes, and a group's lanes stride over the units of its RPT rows (neighbouring lanes on
+// neighbouring units, so a warp's weight loads cover one contiguous run of bytes).
+//
+// Why: the float few-row kernel spends a decode and a multiply-add per weight element and
+// token; at 8 tokens the Llama-8B shape's gate|up projection took 7.5 times its one-row int8
+// GEMV (docs/performance.md, v28). Here a lane decodes a unit of each of its rows into int8
+// words once (unit_weights) and, per token, loads the unit's input blocks once for all RPT
+// rows (unit_input) and multiplies with dot4I8Packed (unit_apply): per weight word and token
+// one instruction, and the blocks (a quarter of the f32 input's bytes) come from the cache.
+//
+// Tunables (override constants): WG, ROWS, RPT (1, 2 or 4) and NX (tokens per pass, 1-8). A
+// thread's RPT rows' dot products for tokens 0-3 of a pass are the columns of `lo` (column r =
+// row r's four tokens), tokens 4-7 those of `hi`: named matrices, not indexed arrays (which
+// some compilers keep in memory). More tokens than NX: the workgroup loops over passes, a
+// later pass reading its rows' weights again from the cache. Rows past the matrix and tokens
+// past the last read the last row and token (in bounds, branch-free; their sums are never
+// stored: on NVIDIA a load inside a branch waits out its latency before the next issues).
+
+//!include gemm_params.wgsl
+
+override WG: u32 = 128u;
+override ROWS: u32 = 8u;
+override RPT: u32 = 2u;
+override NX: u32 = 8u;
+override T: u32 = WG * RPT / ROWS;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read> xq: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// The residual (same indexing as y) or the bias (indexed by output column); bound to xq, and
+// unread, when `residual` is 0.
+@group(0) @binding(4) var<storage, read> res: array<f32>;
+
+//!include reduce
+//!include q8dot/input.wgsl
+//!include q8dot
+//!include gemm_rows_store.wgsl
+
+// One unit of each of the thread's rows (rows past RPT repeat row 0 and are never used).
+struct RowUnits {
+    r0: UnitW,
+    r1: UnitW,
+    r2: UnitW,
+    r3: UnitW,
+}
+
+// Token t's dot products with unit u of the thread's rows, component r for row r (zero past
+// RPT): the token's input blocks loaded once for all of them.
+fn token_dots(q: RowUnits, u: u32, t: u32) -> vec4<f32> {
+    let x = unit_input(u, p.x_offset + min(t, p.tokens - 1u) * p.x_stride);
+    var d = vec4<f32>(unit_apply(q.r0, x), 0.0, 0.0, 0.0);
+    if RPT > 1u {
+        d.y = unit_apply(q.r1, x);
+    }
+    if RPT > 2u {
+        d.z = unit_apply(q.r2, x);
+        d.w = unit_apply(q.r3, x);
+    }
+    return d;
+}
+
+// Tokens t + c .. t + c + 4 of the pass (those past NX zero): column r of the result holds row
+// r's four dot products.
+fn quad(q: RowUnits, u: u32, t: u32, c: u32) -> mat4x4<f32> {
+    var m = mat4x4<f32>();
+    m[0] = token_dots(q, u, t + c);
+    if NX > c + 1u {
+        m[1] = token_dots(q, u, t + c + 1u);
+    }
+    if NX > c + 2u {
+        m[2] = token_dots(q, u, t + c + 2u);
+    }
+    if NX > c + 3u {
+        m[3] = token_dots(q, u, t + c + 3u);
+    }
+    return transpose(m);
+}
+
+@compute @workgroup_size(WG)
+fn main(l: Lanes) {
+    let id = linear_id(l);
+    let group = id / T;
+    let lane = id % T;
+    let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + group * RPT;
+    let units = p.cols / UNIT_COLS;
+    let last = p.rows - 1u;
+    let s0 = p.w_offset + min(row0, last) * p.row_bytes;
+    let s1 = p.w_offset + min(row0 + 1u, last) * p.row_bytes;
+    let s2 = p.w_offset + min(row0 + 2u, last) * p.row_bytes;
+    let s3 = p.w_offset + min(row0 + 3u, last) * p.row_bytes;
+    for (var t0 = 0u; t0 < p.tokens; t0 += NX) {
+        var lo = mat4x4<f32>();
+        var hi = mat4x4<f32>();
+        if row0 < p.rows {
+            for (var u = lane; u < units; u += T) {
+                let w0 = unit_weights(s0, u);
+                var q = RowUnits(w0, w0, w0, w0);
+                if RPT > 1u {
+                    q.r1 = unit_weights(s1, u);
+                }
+                if RPT > 2u {
+                    q.r2 = unit_weights(s2, u);
+                    q.r3 = unit_weights(s3, u);
+                }
+                lo += quad(q, u, t0, 0u);
+                if NX > 4u {
+                    hi += quad(q, u, t0, 4u);
+                }
+            }
+        }
+        reduce_store(l, lo[0], id, lane, row0, t0, 0u);
+        if NX > 4u {
+            reduce_store(l, hi[0], id, lane, row0, t0, 4u);
+        }
+        if RPT > 1u {
+            reduce_store(l, lo[1], id, lane, row0 + 1u, t0, 0u);
+            if NX > 4u {
+                reduce_store(l, hi[1], id, lane, row0 + 1u, t0, 4u);
+            }
+        }
+        if RPT > 2u {
+            reduce_store(l, lo[2], id, lane, row0 + 2u, t0, 0u);
+            reduce_store(l, lo[3], id, lane, row0 + 3u, t0, 0u);
+            if NX > 4u {
+                reduce_store(l, hi[2], id, lane, row0 + 2u, t0, 4u);
+                reduce_store(l, hi[3], id, lane, row0 + 3u, t0, 4u);
+            }
+        }
+    }
+}
