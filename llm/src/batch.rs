@@ -851,7 +851,7 @@ impl<'m> Batch<'m> {
             std::slice::from_ref(out),
             (&wanted, c.embd),
             m,
-            &self.scratch.xq,
+            Some(&self.scratch.xq),
         )?;
         let call = GemmCall {
             w: out,

@@ -214,11 +214,12 @@ impl Model {
         let glu = self.glu_input()?;
         let whole = matches!(rows_of, BatchRows::Table { .. });
         for (i, l) in w.layers.iter().enumerate() {
-            if self.batch_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj, &post, &h])? {
+            let q8 = self.q8_rows(gpu, &l.attn_in.stacks, n).then_some(&b.xq);
+            if self.batch_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj, &post, &h], q8)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             let bias = l.qkv_bias.as_ref();
-            self.batch_projections(gpu, rec, &h, (&l.attn_in, bias), (&qkv, &b.xq), n)?;
+            self.batch_projections(gpu, rec, (&h, q8), (&l.attn_in, bias), &qkv, n)?;
             let last = i + 1 == w.layers.len() && !whole;
             let out = (!last).then_some(&attn);
             let (neox, qk_norm) = (c.rope_neox, l.qk_norm.as_ref());
@@ -259,33 +260,49 @@ impl Model {
             if self.batch_out(gpu, rec, &l.wo, outs, GemvInput::Plain, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
-            if self.batch_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj, &post, &h])? {
+            let q8 = self.q8_rows(gpu, &l.ffn_in.stacks, n).then_some(&b.xq);
+            if self.batch_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj, &post, &h], q8)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
-            self.batch_projections(gpu, rec, &h, (&l.ffn_in, None), (&gate, &b.xq), n)?;
+            self.batch_projections(gpu, rec, (&h, q8), (&l.ffn_in, None), &gate, n)?;
             let outs = [&gate, &x, &x_alt, &proj, &b.xq];
             if self.batch_out(gpu, rec, &l.w_down, outs, glu, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
         }
         // The output norm of every row into `h` (`[rows, hidden]`).
-        self.batch_norm(gpu, rec, &w.output_norm, [&x, &x_alt, &proj, &post, &h])?;
+        self.batch_norm(
+            gpu,
+            rec,
+            &w.output_norm,
+            [&x, &x_alt, &proj, &post, &h],
+            None,
+        )?;
         Ok(Some(h))
     }
 
-    /// The input norm of every row of `x` into `h`; a folded norm first adds the post-normed
-    /// pending projection to `x` into `x_next` and returns true (the caller swaps).
+    /// The input norm of every row of `x` into `h`, or, with `blocks`, into the int8 blocks the
+    /// projections read (`ops::norm_blocks`: one dispatch, the numbers `ops::q8_blocks` would
+    /// make of `h`); a folded norm first adds the post-normed pending projection to `x` into
+    /// `x_next` and returns true (the caller swaps).
     fn batch_norm(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         norm: &InputNorm,
         [x, x_next, proj, post, h]: [&Tensor; 5],
+        blocks: Option<&Tensor>,
     ) -> Result<bool, GpuError> {
         let c = &self.cfg;
+        let rows = x.shape.iter().product::<usize>() / c.embd;
+        let out = blocks.map(|b| b.view(0, rows * ops::Q8Blocks::words(c.embd)));
+        let normed = |gpu: &Gpu, rec: &mut Recorder<'_>, x: &Tensor, w: &Tensor| match &out {
+            Some(b) => ops::norm_blocks(gpu, rec, c.norm(x, w, b)),
+            None => ops::norm(gpu, rec, c.norm(x, w, h)),
+        };
         match norm {
             InputNorm::Plain(w) => {
-                ops::norm(gpu, rec, c.norm(x, w, h))?;
+                normed(gpu, rec, x, w)?;
                 Ok(false)
             }
             InputNorm::Folded { post: pw, own, .. } => {
@@ -298,26 +315,33 @@ impl Model {
                     s: 1.0,
                 };
                 ops::elementwise(gpu, rec, add)?;
-                ops::norm(gpu, rec, c.norm(x_next, own, h))?;
+                normed(gpu, rec, x_next, own)?;
                 Ok(true)
             }
         }
     }
 
     /// `out[t] = [W_1; W_2; …] h[t] (+ bias)` for the batch's rows, the parts side by side in
-    /// each row.
+    /// each row; `blocks`: the rows' int8 blocks are there, formed by the norm (where
+    /// [`Model::q8_rows`] holds), and the GEMMs read them instead of `h`.
     fn batch_projections(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
-        h: &Tensor,
+        (h, blocks): (&Tensor, Option<&Tensor>),
         (parts, bias): (&Projections, Option<&Tensor>),
-        (out, xq): (&Tensor, &Tensor),
+        out: &Tensor,
         n: usize,
     ) -> Result<(), GpuError> {
         let width: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
-        let (input, x, x_stride) =
-            self.rows_input(gpu, rec, &parts.stacks, (h, self.cfg.embd), n, xq)?;
+        let e = self.cfg.embd;
+        let (input, x, x_stride) = match blocks {
+            Some(b) => {
+                let words = ops::Q8Blocks::words(e);
+                (GemvInput::Q8Blocks, b.view(0, n * words), words)
+            }
+            None => self.rows_input(gpu, rec, &parts.stacks, (h, e), n, None)?,
+        };
         let mut y_first = 0;
         for w in &parts.stacks {
             let call = GemmCall {
@@ -338,11 +362,18 @@ impl Model {
         Ok(())
     }
 
+    /// Whether the GEMMs over `stacks` at `n` rows read int8 blocks: the one-row path takes
+    /// int8 input for them ([`Model::int8_input`]) and every stack runs on the int8 few-row
+    /// kernel at `n` rows ([`ops::takes_q8_rows`]).
+    pub(crate) fn q8_rows(&self, gpu: &Gpu, stacks: &[Tensor], n: usize) -> bool {
+        self.int8_input(stacks) && stacks.iter().all(|w| ops::takes_q8_rows(w, n))
+    }
+
     /// The input of the GEMMs over `stacks` for `n` rows of `cols` values of `x`, formed as the
     /// one-row path forms it: where that path takes int8 input ([`Model::int8_input`]), the
-    /// rows as int8 blocks in `xq` when every stack runs on the int8 few-row kernel at `n`
-    /// rows ([`ops::takes_q8_rows`]), else rounded in place onto the same int8 grid; otherwise
-    /// `x` as it is. Returns the input form, its tensor and row stride.
+    /// rows as int8 blocks in `xq` where [`Model::q8_rows`] holds (and `xq` is given), else
+    /// rounded in place onto the same int8 grid; otherwise `x` as it is. Returns the input
+    /// form, its tensor and row stride.
     pub(crate) fn rows_input(
         &self,
         gpu: &Gpu,
@@ -350,12 +381,12 @@ impl Model {
         stacks: &[Tensor],
         (x, cols): (&Tensor, usize),
         n: usize,
-        xq: &Tensor,
+        xq: Option<&Tensor>,
     ) -> Result<(GemvInput, Tensor, usize), GpuError> {
         if !self.int8_input(stacks) {
             return Ok((GemvInput::Plain, x.clone(), cols));
         }
-        if stacks.iter().all(|w| ops::takes_q8_rows(gpu, w, n)) {
+        if let Some(xq) = xq.filter(|_| self.q8_rows(gpu, stacks, n)) {
             let words = ops::Q8Blocks::words(cols);
             let blocks = xq.view(0, n * words);
             let call = ops::Q8Blocks {
@@ -406,7 +437,7 @@ impl Model {
         let coop = matches!(ops::gemm_path(gpu, &call, tile)?, ops::GemmPath::Coop(_));
         let words = ops::Q8Blocks::words(cols);
         let blocks = xq.view(0, n * words);
-        if q8 && ops::takes_q8_rows(gpu, w, n) {
+        if self.q8_rows(gpu, std::slice::from_ref(w), n) {
             // The activation (gated where it is) straight into int8 blocks.
             let rows = ops::Q8Blocks {
                 x: a,

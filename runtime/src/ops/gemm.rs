@@ -60,18 +60,18 @@ pub enum GemmPath {
     FewRowsQ8(FewRowTunables),
 }
 
-/// Whether a GEMM of `tokens` rows over `w` would take int8 input blocks: the weights have the
-/// int8 kernels ([`gpuport_kernels::gemv::takes_q8_input`]) and the call is one for the
-/// few-row kernel (at most [`gemm::FEW_ROWS_MAX`] rows, below [`coop_min_tokens`] where the
-/// device has tensor cores). A caller that forms the blocks (`ops::q8_blocks`) then calls
-/// [`gemm()`] with [`GemvInput::Q8Blocks`]; otherwise it passes f32 rows.
-pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
+/// Whether a GEMM of `tokens` rows over `w` should take int8 input blocks: the weights have
+/// the int8 kernels ([`gpuport_kernels::gemv::takes_q8_input`]) and the call is one for a
+/// few-row kernel (at most [`gemm::FEW_ROWS_MAX`] rows; on the H200 the int8 few-row kernel
+/// beat the tensor-core GEMM at 64 rows too: the Llama-1B shape's 64 streams 3,315 → 4,671
+/// tok/s, docs/performance.md v28). A caller that forms the blocks (`ops::q8_blocks`,
+/// `ops::norm_blocks`) then calls [`gemm()`] with [`GemvInput::Q8Blocks`]; otherwise it passes
+/// f32 rows.
+pub fn takes_q8_rows(w: &Tensor, tokens: usize) -> bool {
     let Ok((ty, ..)) = matrix(w) else {
         return false;
     };
-    gpuport_kernels::gemv::takes_q8_input(ty)
-        && tokens <= gemm::FEW_ROWS_MAX
-        && !(gpu.has_coop_f16() && tokens >= coop_min_tokens())
+    gpuport_kernels::gemv::takes_q8_input(ty) && tokens <= gemm::FEW_ROWS_MAX
 }
 
 /// The path [`gemm()`] takes for `call` with `tile`: from [`coop_min_tokens`] tokens the
