@@ -1647,12 +1647,7 @@ fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
     let t = FewRowTunables::default_for(GgmlType::Q8_0, false);
     let limit = gpu.limits().max_storage_buffer_binding_size;
     let q8_0 = gpu
-        .upload(
-            &vec![0u8; 2 * 34],
-            Elem::Ggml(GgmlType::Q8_0),
-            &[2, 32],
-            "w",
-        )
+        .upload(&[0u8; 2 * 34], Elem::Ggml(GgmlType::Q8_0), &[2, 32], "w")
         .unwrap();
     let f16 = gpu
         .upload(&[0u8; 128], Elem::Ggml(GgmlType::F16), &[2, 32], "w16")
