@@ -61,8 +61,12 @@ pub struct DecodeAttnParams {
     pub row_table: u32,
     /// The row table's first entry for this batch (set by the launcher).
     pub rows_first: u32,
+    /// The causal pass over a row table: keys per split (workgroup z of the pass takes keys
+    /// `z · split_keys ..` of its row and writes a partial for `attn_combine.wgsl`, `blocks`
+    /// splits per row); 0 = a row's keys in one workgroup (set by the launcher).
+    pub split_keys: u32,
     /// Unused (the block is a multiple of 16 bytes).
-    pub pad: [u32; 2],
+    pub pad: u32,
 }
 
 /// What a KV-cache page's positions must be a multiple of: the largest key block, so that a
@@ -114,6 +118,35 @@ pub const WG_VALUES: [u32; 3] = [64, 128, 256];
 /// keys) lanes (see `attn_decode.wgsl`; measured on the H200, docs/performance.md).
 pub fn keys_per_block(head_dim: u32) -> u32 {
     if head_dim >= 128 { 16 } else { 32 }
+}
+
+/// Workgroups the causal pass over a row table aims for when it splits rows' keys
+/// ([`row_splits`]): batched decode's few rows gave a workgroup per (head, row) and each
+/// walked every key of its row (the Llama-8B shape at 8 rows: 70 µs a layer, docs/performance.md
+/// v28).
+pub const ROW_SPLIT_WORKGROUPS: u32 = 4096;
+
+/// Most splits per row of the causal pass over a row table.
+pub const ROW_SPLITS_MAX: u32 = 16;
+
+/// How the causal pass over a row table splits each row's keys (`attn_prefill.wgsl` with
+/// `split_keys`, then `attn_combine.wgsl` over (row, head) pairs): `(splits, keys per split)`
+/// for `tokens` rows of `heads` heads whose rows attend to at most `keys` keys, in blocks of
+/// `kb`, at most `max_splits` splits (what the partials' scratch holds): about
+/// [`ROW_SPLIT_WORKGROUPS`] workgroups, splits whole blocks; `None` keeps one workgroup per
+/// (head, row).
+pub fn row_splits(
+    heads: u32,
+    tokens: u32,
+    keys: u32,
+    kb: u32,
+    max_splits: u32,
+) -> Option<(u32, u32)> {
+    let pairs = heads.max(1).saturating_mul(tokens.max(1));
+    let want = (ROW_SPLIT_WORKGROUPS / pairs).clamp(1, max_splits.clamp(1, ROW_SPLITS_MAX));
+    let per = keys.div_ceil(want).next_multiple_of(kb.max(1));
+    let splits = keys.div_ceil(per.max(1));
+    (splits > 1).then_some((splits, per))
 }
 
 /// Columns per workgroup of the combining pass (`CW` in `attn_combine.wgsl`).

@@ -824,6 +824,7 @@ impl<'m> Batch<'m> {
             pool: &self.pool,
             table: &self.table,
             first: (first / ROW_WORDS) as u32,
+            keys: f.rows.iter().map(|r| r.1 + 1).max().unwrap_or(1) as u32,
         };
         let Some(last) = model.record_layers(gpu, rec, &self.scratch, n, rows)? else {
             return Ok(());

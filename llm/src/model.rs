@@ -499,7 +499,8 @@ impl Model {
             page: 0,
             row_table: 0,
             rows_first: 0,
-            pad: [0; 2],
+            split_keys: 0,
+            pad: 0,
         })
     }
 

@@ -40,6 +40,10 @@ pub(crate) struct BatchScratch {
     attn: Tensor,
     /// Gate then up projections of each token.
     gate: Tensor,
+    /// The partials of the causal pass over a row table whose rows' keys it splits
+    /// (`ops::RowsAttention::part`): up to `FEW_ROWS_MAX` rows × heads ×
+    /// `attention::ROW_SPLITS_MAX` splits.
+    part: Tensor,
     /// The int8 blocks of a few-row GEMM's input rows (`ops::takes_q8_rows`): up to
     /// `FEW_ROWS_MAX` rows of the widest input.
     pub(crate) xq: Tensor,
@@ -60,6 +64,13 @@ impl BatchScratch {
             q: f(c.q_dim(), "batch queries")?,
             attn: f(c.q_dim(), "batch attention")?,
             gate: f(2 * c.ff, "batch gate, up")?,
+            part: gpu.zeros_f32(
+                &[tokens.min(gpuport_kernels::gemm::FEW_ROWS_MAX)
+                    * c.heads
+                    * gpuport_kernels::attention::ROW_SPLITS_MAX as usize
+                    * gpuport_kernels::attention::part_stride(c.head_dim as u32)],
+                "batch attention partials",
+            )?,
             xq: gpu.zeros_f32(
                 &[tokens.min(gpuport_kernels::gemm::FEW_ROWS_MAX)
                     * ops::Q8Blocks::words(c.embd.max(c.ff).max(c.q_dim()).next_multiple_of(32))],
@@ -92,6 +103,8 @@ pub(crate) enum BatchRows<'a> {
         table: &'a Tensor,
         /// The batch's first row in it.
         first: u32,
+        /// The most keys a row attends to (its position + 1).
+        keys: u32,
     },
 }
 
@@ -229,11 +242,16 @@ impl Model {
                 BatchRows::Consecutive { kv, pos } => {
                     (kv.layer(i), None, pos + n - 1, kv.capacity())
                 }
-                BatchRows::Table { pool, table, first } => {
+                BatchRows::Table {
+                    pool,
+                    table,
+                    first,
+                    keys,
+                } => {
                     let cap = pool.seq_capacity();
                     (
                         pool.layer_all(i),
-                        Some(ops::RowTable { table, first }),
+                        Some(ops::RowTable { table, first, keys }),
                         cap - 1,
                         cap,
                     )
@@ -251,6 +269,7 @@ impl Model {
                 rows,
                 out,
                 qk_norm,
+                part: Some(&b.part),
             };
             ops::attention_rows(gpu, rec, call)?;
             if last {

@@ -287,7 +287,8 @@ fn decode_attention_matches() {
             page: 0,
             row_table: 0,
             rows_first: 0,
-            pad: [0; 2],
+            split_keys: 0,
+            pad: 0,
         };
         let qkv: Vec<f32> = support::random_f32(lead as usize + qn + 2 * kvn, 1)
             .iter()
@@ -504,7 +505,8 @@ fn prefill_attention_matches() {
             page: 0,
             row_table: 0,
             rows_first: 0,
-            pad: [0; 2],
+            split_keys: 0,
+            pad: 0,
         };
         let qkv: Vec<f32> = support::random_f32(tokens as usize * stride, 11)
             .iter()
@@ -538,6 +540,7 @@ fn prefill_attention_matches() {
             rows: None,
             out: Some(&out),
             qk_norm: weights,
+            part: None,
         };
         run(&gpu, |rec| ops::attention_rows(&gpu, rec, call).unwrap());
         // Each token prepared as a decode step at its position.
@@ -572,4 +575,185 @@ fn prefill_attention_matches() {
             &what,
         );
     }
+}
+
+/// The causal pass over a row table (batched decode: rows of several sequences, each at its
+/// own position, in one pool whose sequences' pages interleave), with each row's keys in one
+/// workgroup and split across workgroups (`attention::row_splits`, partials combined per row and
+/// head): every row equals the CPU's decode attention of its sequence up to its position; GQA,
+/// a sliding window, QK-norm, two rows of one sequence at neighbouring positions, splits that
+/// start past a row's position, and a scratch that holds fewer splits than wanted.
+#[test]
+fn row_table_attention_splits_match_the_cpu() {
+    use gpuport_kernels::attention::{
+        DecodeAttnParams, QkNorm, decode_reference, prepare_reference,
+    };
+    let Some(gpu) = support::gpu() else { return };
+    let seqs = 3usize;
+    let cap = 256usize;
+    let per_seq = cap / PAGE;
+    // (heads, kv_heads, head_dim, window, norm, row positions (row t belongs to sequence
+    // t % 3), splits the scratch holds: 0 = no scratch).
+    type Case<'a> = (u32, u32, u32, u32, QkNorm, &'a [usize], usize);
+    let cases: [Case<'_>; 5] = [
+        (4, 2, 64, 0, QkNorm::None, &[0, 70, 130, 5, 199, 64, 255], 0),
+        (
+            4,
+            2,
+            64,
+            0,
+            QkNorm::None,
+            &[0, 70, 130, 5, 199, 64, 255],
+            16,
+        ),
+        (8, 2, 128, 48, QkNorm::Rms, &[100, 3, 250, 101, 17], 16),
+        (2, 1, 64, 0, QkNorm::None, &[63, 64, 200], 3),
+        (4, 4, 64, 0, QkNorm::None, &[1, 2, 3, 150], 2),
+    ];
+    for (heads, kv_heads, head_dim, window, norm, positions, splits) in cases {
+        let tokens = positions.len();
+        let (qn, kvn) = ((heads * head_dim) as usize, (kv_heads * head_dim) as usize);
+        let stride = qn + 2 * kvn;
+        let p = DecodeAttnParams {
+            heads,
+            kv_heads,
+            head_dim,
+            n_keys: cap as u32,
+            max_ctx: cap as u32,
+            window,
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            cap: 0.0,
+            blocks: 0,
+            q_src: 0,
+            k_src: qn as u32,
+            v_src: (qn + kvn) as u32,
+            rot_dims: head_dim,
+            rope_base: 10_000.0,
+            freq_scale: 1.0,
+            norm: norm.code(),
+            eps: 1e-6,
+            tokens: tokens as u32,
+            qkv_stride: stride as u32,
+            page: 0,
+            row_table: 0,
+            rows_first: 0,
+            split_keys: 0,
+            pad: 0,
+        };
+        // Sequence i's logical page j is pool page j * seqs + (seqs - 1 - i): interleaved.
+        let table: Vec<u32> = (0..seqs)
+            .flat_map(|i| (0..per_seq).map(move |j| (j * seqs + seqs - 1 - i) as u32))
+            .collect();
+        let mut k: Vec<Vec<f32>> = (0..seqs)
+            .map(|i| support::random_f32(cap * kvn, 20 + i as u64))
+            .collect();
+        let mut v: Vec<Vec<f32>> = (0..seqs)
+            .map(|i| support::random_f32(cap * kvn, 30 + i as u64))
+            .collect();
+        let to_pool = |logical: &[Vec<f32>]| {
+            let mut pool = vec![0.0f32; seqs * cap * kvn];
+            for (i, seq) in logical.iter().enumerate() {
+                let own = &table[i * per_seq..(i + 1) * per_seq];
+                for (j, r) in seq.chunks(kvn).enumerate() {
+                    let at = attention::cache_row(own, PAGE, j) * kvn;
+                    pool[at..at + kvn].copy_from_slice(r);
+                }
+            }
+            pool
+        };
+        let (kp, vp) = (to_pool(&k), to_pool(&v));
+        let kt = gpu.upload_f32(&kp, &[kp.len()], "k").unwrap();
+        let vt = gpu.upload_f32(&vp, &[vp.len()], "v").unwrap();
+        let pages = gpu
+            .upload(
+                bytemuck::cast_slice(&table),
+                Elem::U32,
+                &[table.len()],
+                "pages",
+            )
+            .unwrap();
+        // The row table: (position, page-table base, token index, 0), after one unused row.
+        let mut rows = vec![0u32; 4];
+        for (t, &pos) in positions.iter().enumerate() {
+            rows.extend([pos as u32, ((t % seqs) * per_seq) as u32, t as u32, 0]);
+        }
+        let rt = gpu
+            .upload(
+                bytemuck::cast_slice(&rows),
+                Elem::U32,
+                &[rows.len()],
+                "rows",
+            )
+            .unwrap();
+        let qkv: Vec<f32> = support::random_f32(tokens * stride, 41)
+            .iter()
+            .map(|x| x * 4.0)
+            .collect();
+        let nw = support::random_f32(2 * head_dim as usize, 42);
+        let qkvt = gpu.upload_f32(&qkv, &[qkv.len()], "qkv").unwrap();
+        let nwt = gpu.upload_f32(&nw, &[nw.len()], "qk norms").unwrap();
+        let qt = gpu.zeros_f32(&[tokens * qn], "queries").unwrap();
+        let out = gpu.zeros_f32(&[tokens * qn], "out").unwrap();
+        let part_len = splits * tokens * heads as usize * attention::part_stride(head_dim);
+        let part = gpu.zeros_f32(&[part_len.max(1)], "partials").unwrap();
+        let keys = positions.iter().max().unwrap() + 1;
+        let call = ops::RowsAttention {
+            p,
+            neox: true,
+            qkv: &qkvt,
+            q: &qt,
+            kv: ops::KvLayer {
+                k: &kt,
+                v: &vt,
+                pages: &pages,
+                page: PAGE as u32,
+            },
+            rows: Some(ops::RowTable {
+                table: &rt,
+                first: 1,
+                keys: keys as u32,
+            }),
+            out: Some(&out),
+            qk_norm: (norm != QkNorm::None).then_some(&nwt),
+            part: (splits > 0).then_some(&part),
+        };
+        run(&gpu, |rec| ops::attention_rows(&gpu, rec, call).unwrap());
+        // Every row prepared at its position into its sequence, then each row's attention.
+        let mut q = Vec::new();
+        for (t, &pos) in positions.iter().enumerate() {
+            let step = DecodeAttnParams {
+                n_keys: pos as u32 + 1,
+                q_src: (t * stride) as u32,
+                k_src: (t * stride + qn) as u32,
+                v_src: (t * stride + qn + kvn) as u32,
+                ..p
+            };
+            let (q_row, k_row, v_row) = prepare_reference(&step, &qkv, &nw, true);
+            let s = t % seqs;
+            k[s][pos * kvn..(pos + 1) * kvn].copy_from_slice(&k_row);
+            v[s][pos * kvn..(pos + 1) * kvn].copy_from_slice(&v_row);
+            q.push(q_row);
+        }
+        let want: Vec<f32> = positions
+            .iter()
+            .enumerate()
+            .flat_map(|(t, &pos)| {
+                let step = DecodeAttnParams {
+                    n_keys: pos as u32 + 1,
+                    tokens: 1,
+                    ..p
+                };
+                decode_reference(&step, &q[t], &k[t % seqs], &v[t % seqs])
+            })
+            .collect();
+        let what = format!("{p:?} positions {positions:?} splits {splits}");
+        close(&gpu.readback_f32(&out).unwrap(), &want, 1e-4, &what);
+    }
+    // The split policy: about `ROW_SPLIT_WORKGROUPS` workgroups, whole blocks, the scratch's
+    // limit, none for one split.
+    assert_eq!(attention::row_splits(32, 8, 200, 16, 16), Some((13, 16)));
+    assert_eq!(attention::row_splits(32, 64, 200, 16, 16), Some((2, 112)));
+    assert_eq!(attention::row_splits(4, 2, 1000, 32, 3), Some((3, 352)));
+    assert_eq!(attention::row_splits(32, 200, 200, 16, 16), None);
+    assert_eq!(attention::row_splits(4, 2, 10, 32, 16), None);
 }

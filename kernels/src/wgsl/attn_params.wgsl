@@ -25,8 +25,10 @@ struct Params {
                     // rows[4 (rows_first + t)], rows[4 (rows_first + t) + 1] (rows of several
                     // sequences in one batch); 0 = position n_keys - tokens + t, base 0
     rows_first: u32,
+    split_keys: u32,// prefill causal pass with a row table: keys per split (workgroup z takes
+                    // keys z * split_keys .. of its row and writes a partial for
+                    // attn_combine.wgsl, `blocks` splits per row); 0: no split
     _pad0: u32,
-    _pad1: u32,
 }
 
 // Floats per (head, key block) in `part`: the block's value sum (head_dim), then m and l, then

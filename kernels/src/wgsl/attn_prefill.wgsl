@@ -7,6 +7,13 @@
 // so no per-block partials leave the workgroup. GQA: head h reads KV head h / (heads /
 // kv_heads). Scores are scaled and optionally soft-capped as in decode attention.
 //
+// Split (p.split_keys > 0, batched decode's few rows: a workgroup per (head, row) walking every
+// key left the GPU mostly idle): workgroup (h, t, z) takes keys [z * split_keys, (z + 1) *
+// split_keys) of its row's range and writes its running (o, m, l) unnormalized to `out` as
+// the partials attn_combine.wgsl adds up ([tokens, heads, blocks] partials of head_dim + 4
+// floats, `blocks` splits per row: the combine's heads are the (row, head) pairs). A split past
+// the row's position writes m = -3e38, l = 0, o = 0, which the combine weighs as zero.
+//
 // Each block's keys are consecutive rows of one page of the paged caches (attn_pages.wgsl).
 // Per block: LPK = WG / KB lanes per key share the key row's vec4 loads against q in
 // workgroup memory; values are summed by (vec4 column, key group) threads, as in
@@ -40,6 +47,13 @@ fn main(l: Lanes) {
     if p.window > 0u && pos + 1u > p.window {
         first = pos + 1u - p.window;
     }
+    // The keys [lo, hi] of this workgroup (empty when lo > hi).
+    var lo = first;
+    var hi = pos;
+    if p.split_keys > 0u {
+        lo = max(first, l.wg.z * p.split_keys);
+        hi = min(pos, l.wg.z * p.split_keys + p.split_keys - 1u);
+    }
     let hd4 = p.head_dim / 4u;
     let kvh = h / (p.heads / p.kv_heads);
     let row4 = p.kv_heads * hd4;
@@ -56,9 +70,9 @@ fn main(l: Lanes) {
     var m = -3.0e38;
     var total = 0.0;
     var o = vec4<f32>(0.0);
-    for (var j0 = first - first % KB; j0 <= pos; j0 += KB) {
+    for (var j0 = lo - lo % KB; j0 <= hi && lo <= hi; j0 += KB) {
         let j = j0 + key;
-        let live = j >= first && j <= pos;
+        let live = j >= lo && j <= hi;
         let base = cache_row_in(at.y, j0);
         var acc = vec4<f32>(0.0);
         if live {
@@ -83,7 +97,7 @@ fn main(l: Lanes) {
         if g < groups && c < hd4 {
             for (var i = g; i < KB; i += groups) {
                 let jj = j0 + i;
-                if jj >= first && jj <= pos {
+                if jj >= lo && jj <= hi {
                     o += weights[i] * v[(base + i) * row4 + kb4 + c];
                 }
             }
@@ -97,6 +111,13 @@ fn main(l: Lanes) {
         for (var gg = 1u; gg < groups; gg++) {
             sum += osum[gg * hd4 + c];
         }
-        out[(t * p.heads + h) * hd4 + c] = sum / total;
+        if p.split_keys > 0u {
+            out[((t * p.heads + h) * p.blocks + l.wg.z) * (hd4 + 1u) + c] = sum;
+        } else {
+            out[(t * p.heads + h) * hd4 + c] = sum / total;
+        }
+    }
+    if p.split_keys > 0u && l.lid == 0u {
+        out[((t * p.heads + h) * p.blocks + l.wg.z) * (hd4 + 1u) + hd4] = vec4<f32>(m, total, 0.0, 0.0);
     }
 }

@@ -4,7 +4,7 @@
 
 use gpuport_kernels::attention::{self, DecodeAttnParams};
 
-use super::{elems, launch, reduction};
+use super::{elems, launch, launch_3d, reduction};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
@@ -229,6 +229,9 @@ pub struct RowTable<'a> {
     pub table: &'a Tensor,
     /// The batch's first pair.
     pub first: u32,
+    /// The most keys a row of the batch attends to (its position + 1), at most `n_keys`:
+    /// sizes the causal pass's splits.
+    pub keys: u32,
 }
 
 /// One launch of the prefill attention passes over a batch of `p.tokens` rows: their
@@ -257,6 +260,11 @@ pub struct RowsAttention<'a> {
     pub out: Option<&'a Tensor>,
     /// Query norm then key norm weights, when `p.norm` is set.
     pub qk_norm: Option<&'a Tensor>,
+    /// With a row table: scratch for the partials of rows whose keys the causal pass splits
+    /// across workgroups ([`attention::row_splits`]; as many splits as it holds, up to
+    /// [`attention::ROW_SPLITS_MAX`], of `tokens × heads` partials of
+    /// `attention::part_stride(head_dim)` floats each).
+    pub part: Option<&'a Tensor>,
 }
 
 /// Records a [`RowsAttention`]: the preparation pass (queries into `q`, keys and values into
@@ -278,6 +286,7 @@ pub fn attention_rows(
         rows,
         out,
         qk_norm,
+        part,
     } = call;
     let (heads, hd, tokens) = (p.heads as usize, p.head_dim as usize, p.tokens as usize);
     p.page = kv.page;
@@ -336,10 +345,38 @@ pub fn attention_rows(
         );
     }
     let kb = attention::keys_per_block(p.head_dim);
+    let spec = attention::prefill_spec(WG, kb, reduction(gpu));
+    let stride = attention::part_stride(p.head_dim);
+    // Rows of several sequences, few enough for the partials' scratch: each row's keys split
+    // across workgroups, then combined per (row, head).
+    let split = rows.zip(part).and_then(|(r, part)| {
+        let max_splits = elems(part) / (tokens * heads * stride).max(1);
+        let keys = r.keys.clamp(1, p.n_keys.max(1));
+        attention::row_splits(p.heads, p.tokens, keys, kb, max_splits as u32).map(|s| (s, part))
+    });
+    if let Some(((splits, keys), part)) = split {
+        let mut ps = p;
+        ps.split_keys = keys;
+        ps.blocks = splits;
+        launch_3d(
+            gpu,
+            rec,
+            &spec,
+            &ps,
+            &[q, kv.k, kv.v, part, kv.pages, table],
+            (p.heads, p.tokens, splits),
+        )?;
+        // The combine's heads are the (row, head) pairs: its output is `out`'s rows.
+        let pairs = DecodeAttnParams {
+            heads: p.heads * p.tokens,
+            ..ps
+        };
+        return attention_combine(gpu, rec, &pairs, part, out);
+    }
     launch(
         gpu,
         rec,
-        &attention::prefill_spec(WG, kb, reduction(gpu)),
+        &spec,
         &p,
         &[q, kv.k, kv.v, out, kv.pages, table],
         (p.heads, p.tokens),
