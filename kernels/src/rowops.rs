@@ -282,8 +282,16 @@ pub struct ArgmaxParams {
     pub n: u32,
     /// Workgroups of stage 0 (partials).
     pub groups: u32,
-    /// Index in `tokens` that receives the result.
+    /// Index in `tokens` that receives the result (one row).
     pub out_index: u32,
+    /// Elements from one row's values to the next (many rows).
+    pub x_stride: u32,
+    /// 1: many rows, each id written where the row table says (`argmax.wgsl`).
+    pub rows: u32,
+    /// Many rows: the batch's first row in the row table.
+    pub rows_first: u32,
+    /// Many rows: the word of the row table where the sampled rows' list starts.
+    pub picks: u32,
     /// Padding.
     pub pad: u32,
 }

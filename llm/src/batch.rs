@@ -265,7 +265,10 @@ impl<'m> Batch<'m> {
             logits_stride,
             probs: gpu.zeros_f32(&[c.vocab], "batch probabilities")?,
             sample_part: gpu.zeros_f32(&[sample::scratch_words(c.vocab)], "batch sampler")?,
-            argmax_part: u32s(2 * rowops::ARGMAX_GROUPS as usize, "batch argmax partials")?,
+            argmax_part: u32s(
+                2 * rowops::ARGMAX_GROUPS as usize * shape.slots.max(1),
+                "batch argmax partials",
+            )?,
             sampled: u32s(2, "batch sampled")?,
             table: u32s(1024, "batch row tables")?,
             readout: u32s(64, "batch readout")?,
@@ -867,6 +870,23 @@ impl<'m> Batch<'m> {
             input,
         };
         ops::gemm(gpu, rec, call, model.gemm_tile(out))?;
+        let greedy = |s: &Sampling| s.temperature <= 0.0 && s.repeat_penalty == 1.0;
+        if m > 1 && f.sampled.iter().all(|(_, s)| greedy(s)) {
+            // Every sampled row greedy: one argmax over all of them.
+            let call = ops::ArgmaxRows {
+                x: &self.logits,
+                vocab: c.vocab,
+                x_stride: self.logits_stride,
+                rows: m,
+                part: &self.argmax_part,
+                tokens: &self.tokens,
+                table: &self.table,
+                rows_first: first / ROW_WORDS,
+                picks,
+            };
+            ops::argmax_rows(gpu, rec, call)?;
+            return Ok(());
+        }
         for (i, (row, s)) in f.sampled.iter().enumerate() {
             let (seq, pos, _) = f.rows[*row];
             let logits = self.logits.view(i * self.logits_stride, c.vocab);

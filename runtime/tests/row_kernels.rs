@@ -757,3 +757,92 @@ fn row_table_attention_splits_match_the_cpu() {
     assert_eq!(attention::row_splits(32, 200, 200, 16, 16), None);
     assert_eq!(attention::row_splits(4, 2, 10, 32, 16), None);
 }
+
+/// The many-row argmax: each of a batch's sampled rows (named through a row table and a list
+/// of picks, in another order than the logits' rows) gets the CPU's argmax (ties to the smallest
+/// index) written after its own token; every other token untouched. Bad shapes are refused.
+#[test]
+fn argmax_rows_write_each_rows_token() {
+    let Some(gpu) = support::gpu() else { return };
+    let (rows, vocab, stride) = (5usize, 3001usize, 3008usize);
+    let mut x = support::random_f32(rows * stride, 7);
+    // A tie in row 2: the smaller index wins.
+    x[2 * stride + 17] = 9.0;
+    x[2 * stride + 2900] = 9.0;
+    // The row table: an unused row, then 6 rows (position, base, token index, 0); the sampled
+    // rows' list names table rows 4, 0, 5, 2, 1 (logits row i belongs to picks[i]).
+    let token_of = [100u32, 220, 7, 351, 402, 515];
+    let mut table = vec![0u32; 4];
+    for (r, t) in token_of.iter().enumerate() {
+        table.extend([r as u32, 0, *t, 0]);
+    }
+    let picks_at = table.len();
+    let picks = [4u32, 0, 5, 2, 1];
+    table.extend(picks);
+    let sentinel = 0xDEAD_BEEFu32;
+    let tokens = vec![sentinel; 600];
+    let xt = gpu.upload_f32(&x, &[x.len()], "logits").unwrap();
+    let tt = gpu
+        .upload(
+            bytemuck::cast_slice(&table),
+            Elem::U32,
+            &[table.len()],
+            "table",
+        )
+        .unwrap();
+    let tok = gpu
+        .upload(
+            bytemuck::cast_slice(&tokens),
+            Elem::U32,
+            &[tokens.len()],
+            "tokens",
+        )
+        .unwrap();
+    let groups = rowops::ARGMAX_GROUPS as usize;
+    let part = gpu
+        .upload(
+            &vec![0u8; 8 * groups * rows],
+            Elem::U32,
+            &[2 * groups * rows],
+            "part",
+        )
+        .unwrap();
+    let call = ops::ArgmaxRows {
+        x: &xt,
+        vocab,
+        x_stride: stride,
+        rows,
+        part: &part,
+        tokens: &tok,
+        table: &tt,
+        rows_first: 1,
+        picks: picks_at,
+    };
+    run(&gpu, |rec| ops::argmax_rows(&gpu, rec, call).unwrap());
+    let got: Vec<u32> = bytemuck::cast_slice(&gpu.readback(&tok).unwrap()).to_vec();
+    let mut want = tokens.clone();
+    for (i, pick) in picks.iter().enumerate() {
+        let row = &x[i * stride..i * stride + vocab];
+        want[token_of[*pick as usize] as usize + 1] = rowops::argmax_reference(row).unwrap();
+    }
+    assert_eq!(want[token_of[5] as usize + 1], 17, "the tie");
+    assert_eq!(got, want);
+    // Too few partials, a stride shorter than a row.
+    for (part_rows, x_stride) in [(rows - 1, stride), (rows, vocab - 1)] {
+        let small = gpu
+            .upload(
+                &vec![0u8; 8 * groups * part_rows],
+                Elem::U32,
+                &[2 * groups * part_rows],
+                "p",
+            )
+            .unwrap();
+        let bad = ops::ArgmaxRows {
+            part: &small,
+            x_stride,
+            ..call
+        };
+        let mut rec = Recorder::new(&gpu);
+        assert!(ops::argmax_rows(&gpu, &mut rec, bad).is_err());
+    }
+}

@@ -4,11 +4,22 @@
 // grid-stride loop, coalesced) to part[2g] = value bits, part[2g + 1] = index. STAGE 1: one
 // workgroup reduces the `groups` partials and writes the index to tokens[out_index] (the
 // sequence buffer the next embedding reads) and out[0].
+//
+// Many rows (`rows` 1: a batch's sampled rows, one per workgroup row of the grid): row r's
+// values start at x[r * x_stride], its partials at part[2 * groups * r], and its id goes to
+// tokens[table[4 * (rows_first + table[picks + r]) + 2] + 1] — the token after the row's own,
+// named by the batch's row table (position, page-table base, token index, 0 per row) and its
+// list of sampled rows at word `picks`. Two dispatches for every sampled row instead of two
+// each (at 64 rows they were 7% of the Llama-1B shape's step, docs/performance.md v28).
 
 struct Params {
     n: u32,
     groups: u32,
     out_index: u32,
+    x_stride: u32,
+    rows: u32,
+    rows_first: u32,
+    picks: u32,
     _pad: u32,
 }
 
@@ -20,6 +31,8 @@ override STAGE: u32 = 0u;
 @group(0) @binding(2) var<storage, read_write> part: array<u32>;
 @group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
+// The row table (`rows` 1); bound to x, and unread, otherwise.
+@group(0) @binding(5) var<storage, read> table: array<u32>;
 
 var<workgroup> best_v: array<f32, 1024>;
 var<workgroup> best_i: array<u32, 1024>;
@@ -32,9 +45,12 @@ fn better(v: f32, i: u32, bv: f32, bi: u32) -> bool {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     var v = -3.4e38;
     var idx = 0xFFFFFFFFu;
+    let row = wg.y;
+    let xb = row * p.x_stride;
+    let pb = 2u * p.groups * row;
     if STAGE == 0u {
         for (var i = wg.x * WG + lid; i < p.n; i += p.groups * WG) {
-            let e = x[i];
+            let e = x[xb + i];
             if better(e, i, v, idx) {
                 v = e;
                 idx = i;
@@ -42,8 +58,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
     } else {
         for (var g = lid; g < p.groups; g += WG) {
-            let e = bitcast<f32>(part[2u * g]);
-            let i = part[2u * g + 1u];
+            let e = bitcast<f32>(part[pb + 2u * g]);
+            let i = part[pb + 2u * g + 1u];
             if better(e, i, v, idx) {
                 v = e;
                 idx = i;
@@ -62,8 +78,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     if lid == 0u {
         if STAGE == 0u {
-            part[2u * wg.x] = bitcast<u32>(best_v[0]);
-            part[2u * wg.x + 1u] = best_i[0];
+            part[pb + 2u * wg.x] = bitcast<u32>(best_v[0]);
+            part[pb + 2u * wg.x + 1u] = best_i[0];
+        } else if p.rows == 1u {
+            tokens[table[4u * (p.rows_first + table[p.picks + row]) + 2u] + 1u] = best_i[0];
         } else {
             tokens[p.out_index] = best_i[0];
             out[0] = best_i[0];

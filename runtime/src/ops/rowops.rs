@@ -254,18 +254,99 @@ pub fn argmax(gpu: &Gpu, rec: &mut Recorder<'_>, call: Argmax<'_>) -> Result<(),
         n: elems(x) as u32,
         groups,
         out_index: out_index as u32,
+        x_stride: 0,
+        rows: 0,
+        rows_first: 0,
+        picks: 0,
         pad: 0,
     };
-    let bound = [x, part, tokens, out];
-    launch(
-        gpu,
-        rec,
-        &rowops::argmax_spec(256, 0),
-        &p,
-        &bound,
-        (groups, 1),
-    )?;
-    launch(gpu, rec, &rowops::argmax_spec(256, 1), &p, &bound, (1, 1))
+    argmax_launch(gpu, rec, &p, [x, part, tokens, out, x], 1)
+}
+
+/// The two argmax dispatches over `rows` rows.
+fn argmax_launch(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    p: &rowops::ArgmaxParams,
+    bound: [&Tensor; 5],
+    rows: u32,
+) -> Result<(), GpuError> {
+    let spec = |stage| rowops::argmax_spec(256, stage);
+    launch(gpu, rec, &spec(0), p, &bound, (p.groups, rows))?;
+    launch(gpu, rec, &spec(1), p, &bound, (1, rows))
+}
+
+/// Greedy ids of a batch's sampled rows in two dispatches: row `i` of `x` (`vocab` values,
+/// `x_stride` apart) is the logits of the row named by word `picks + i` of the row table
+/// `table` (an index from the batch's first row `rows_first`; four words per row: position,
+/// page-table base, token index, 0), and its id goes to `tokens[token index + 1]`, where a
+/// [`Argmax`] per row would put it.
+#[derive(Clone, Copy)]
+pub struct ArgmaxRows<'a> {
+    /// The rows' values (f32).
+    pub x: &'a Tensor,
+    /// Values per row.
+    pub vocab: usize,
+    /// Elements from one row to the next.
+    pub x_stride: usize,
+    /// Rows.
+    pub rows: usize,
+    /// Scratch of `2 * ARGMAX_GROUPS * rows` u32.
+    pub part: &'a Tensor,
+    /// The token buffer.
+    pub tokens: &'a Tensor,
+    /// The row table (u32).
+    pub table: &'a Tensor,
+    /// The batch's first row in `table`.
+    pub rows_first: usize,
+    /// Word of `table` where the sampled rows' indices start.
+    pub picks: usize,
+}
+
+/// Records an [`ArgmaxRows`] (two dispatches).
+pub fn argmax_rows(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: ArgmaxRows<'_>,
+) -> Result<(), GpuError> {
+    let ArgmaxRows {
+        x,
+        vocab,
+        x_stride,
+        rows,
+        part,
+        tokens,
+        table,
+        rows_first,
+        picks,
+    } = call;
+    let groups = rowops::ARGMAX_GROUPS;
+    let fits = rows > 0
+        && x_stride >= vocab
+        && vocab > 0
+        && elems(x) >= (rows - 1) * x_stride + vocab
+        && elems(part) >= 2 * groups as usize * rows
+        && elems(table) >= picks + rows
+        && rows as u32 <= gpu.limits().max_compute_workgroups_per_dimension;
+    if !fits {
+        return Err(GpuError::Shape(format!(
+            "argmax of {rows} rows of {vocab} ({x_stride} apart) in {:?}, partials {:?}, \
+             row table {:?} from word {picks}",
+            x.shape, part.shape, table.shape
+        )));
+    }
+    let p = rowops::ArgmaxParams {
+        n: vocab as u32,
+        groups,
+        out_index: 0,
+        x_stride: x_stride as u32,
+        rows: 1,
+        rows_first: rows_first as u32,
+        picks: picks as u32,
+        pad: 0,
+    };
+    // `out` is unwritten with many rows: bound to the partials.
+    argmax_launch(gpu, rec, &p, [x, part, tokens, part, table], rows as u32)
 }
 
 /// Row `i` of `dst` = row `idx[idx_first + i idx_stride]` of `src`, for `rows` rows of `width`
