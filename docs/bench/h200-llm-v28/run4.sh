@@ -28,8 +28,8 @@ deep 16384; deep 4096
 while kill -0 $B 2>/dev/null && [ $(el) -lt 470 ]; do sleep 2; done
 echo "llama built at $(el) s"; tail -1 $R/llama-build.txt
 bb() { timeout 60 /tmp/lc/b/bin/llama-batched-bench -m /tmp/$1.gguf -ngl 99 -fa on -c 20480 -b 2048 -ub 512 -npp 128 -ntg 128 -npl 1,8,32,64 --output-format jsonl > $R/$1-bb.jsonl 2>$R/$1-bb.err; echo "bb $1 rc=$? at $(el) s"; grep -o '"pl": [0-9]*\|"speed_tg": [0-9.]*' $R/$1-bb.jsonl | tr '\n' ' '; echo; }
-for m in l s g e; do [ $(el) -lt 520 ] && bb $m; done
-[ $(el) -lt 540 ] && timeout 40 /tmp/lc/b/bin/llama-bench -m /tmp/g.gguf -ngl 99 -p 0 -n 128 -d 16384 -fa 1 -r 2 -o jsonl > $R/g-depth-llama.jsonl 2>/dev/null; echo "llama depth 16384: $(grep -o '"avg_ts": [0-9.]*' $R/g-depth-llama.jsonl)"
+for m in l s g e; do [ $(el) -lt 495 ] && bb $m; done
+[ $(el) -lt 515 ] && timeout 30 /tmp/lc/b/bin/llama-bench -m /tmp/g.gguf -ngl 99 -p 0 -n 128 -d 16384 -fa 1 -r 2 -o jsonl > $R/g-depth-llama.jsonl 2>/dev/null; echo "llama depth 16384: $(grep -o '"avg_ts": [0-9.]*' $R/g-depth-llama.jsonl)"
 kill $CLK
 awk -F, '{print $2}' $R/clocks.txt | sort | uniq -c
 cd $OUT && tar czf r.tgz r && rm -rf r
