@@ -1488,6 +1488,20 @@ fn few_row_gemm_matches_cpu_for_every_type() {
     }
 }
 
+/// The few-row kernels' variants under test: (threads, rows, rows per thread, tokens per pass,
+/// tokens) — 1 to 256 lanes per row group, several passes, the last one partial; 13 tokens at
+/// most 6 per pass run as passes of 5, 5 and 3 (both accumulators of a row).
+const FEW_ROW_VARIANTS: [(u32, u32, u32, u32, usize); 8] = [
+    (32, 1, 1, 8, 5),
+    (64, 4, 4, 5, 11),
+    (256, 32, 4, 8, 8),
+    (128, 8, 2, 3, 7),
+    (32, 16, 2, 1, 3),
+    (256, 1, 1, 4, 13),
+    (64, 32, 1, 2, 2),
+    (128, 4, 2, 6, 13),
+];
+
 /// The few-row kernel's variants: both reductions (subgroups where the adapter has them) at
 /// tunables from 1 to 256 lanes per row group and 1, 2 and 4 rows per thread, passes of 1 to 8
 /// tokens (more tokens than a pass: several passes, the last one partial), every weight
@@ -1499,18 +1513,6 @@ fn few_row_gemm_variants_and_row_chunks_match_cpu() {
     let subgroups = support::has_subgroups(&gpu);
     let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
     let max_wg = gpu.limits().max_compute_invocations_per_workgroup;
-    // (threads, rows, rows per thread, tokens per pass, tokens).
-    let shapes = [
-        (32, 1, 1, 8, 5),
-        (64, 4, 4, 5, 11),
-        (256, 32, 4, 8, 8),
-        (128, 8, 2, 3, 7),
-        (32, 16, 2, 1, 3),
-        (256, 1, 1, 4, 13),
-        (64, 32, 1, 2, 2),
-        // 13 tokens at most 6 per pass: passes of 5, 5 and 3 (both accumulators of a row).
-        (128, 4, 2, 6, 13),
-    ];
     let mut n = 0;
     for ty in GgmlType::ALL {
         for reduction in Reduction::ALL {
@@ -1520,7 +1522,7 @@ fn few_row_gemm_variants_and_row_chunks_match_cpu() {
             // Case c: every input form with every addition over 9 cases, the shapes in turn.
             let c = n;
             n += 1;
-            let (wg, rows_wg, rpt, nx, tokens) = shapes[c % shapes.len()];
+            let (wg, rows_wg, rpt, nx, tokens) = FEW_ROW_VARIANTS[c % FEW_ROW_VARIANTS.len()];
             let t = FewRowTunables {
                 wg,
                 rows: rows_wg,
@@ -1592,17 +1594,6 @@ fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
     let subgroups = support::has_subgroups(&gpu);
     let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
     let max_wg = gpu.limits().max_compute_invocations_per_workgroup;
-    // (threads, rows, rows per thread, tokens per pass, tokens).
-    let shapes = [
-        (32, 1, 1, 8, 5),
-        (64, 4, 4, 5, 11),
-        (256, 32, 4, 8, 8),
-        (128, 8, 2, 3, 7),
-        (32, 16, 2, 1, 3),
-        (256, 1, 1, 4, 13),
-        (64, 32, 1, 2, 2),
-        (128, 4, 2, 6, 13),
-    ];
     let mut n = 0;
     for ty in GgmlType::ALL
         .into_iter()
@@ -1614,7 +1605,7 @@ fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
             }
             let c = n;
             n += 1;
-            let (wg, rows_wg, rpt, nx, tokens) = shapes[c % shapes.len()];
+            let (wg, rows_wg, rpt, nx, tokens) = FEW_ROW_VARIANTS[c % FEW_ROW_VARIANTS.len()];
             let t = FewRowTunables {
                 wg,
                 rows: rows_wg,

@@ -69,6 +69,11 @@ impl PagedCache {
     }
 }
 
+fn upload_u32(gpu: &Gpu, v: &[u32], what: &str) -> gpuport_runtime::Tensor {
+    gpu.upload(bytemuck::cast_slice(v), Elem::U32, &[v.len()], what)
+        .unwrap()
+}
+
 fn run(gpu: &Gpu, f: impl FnOnce(&mut Recorder<'_>)) {
     let mut rec = Recorder::new(gpu);
     f(&mut rec);
@@ -664,27 +669,13 @@ fn row_table_attention_splits_match_the_cpu() {
         let (kp, vp) = (to_pool(&k), to_pool(&v));
         let kt = gpu.upload_f32(&kp, &[kp.len()], "k").unwrap();
         let vt = gpu.upload_f32(&vp, &[vp.len()], "v").unwrap();
-        let pages = gpu
-            .upload(
-                bytemuck::cast_slice(&table),
-                Elem::U32,
-                &[table.len()],
-                "pages",
-            )
-            .unwrap();
+        let pages = upload_u32(&gpu, &table, "pages");
         // The row table: (position, page-table base, token index, 0), after one unused row.
         let mut rows = vec![0u32; 4];
         for (t, &pos) in positions.iter().enumerate() {
             rows.extend([pos as u32, ((t % seqs) * per_seq) as u32, t as u32, 0]);
         }
-        let rt = gpu
-            .upload(
-                bytemuck::cast_slice(&rows),
-                Elem::U32,
-                &[rows.len()],
-                "rows",
-            )
-            .unwrap();
+        let rt = upload_u32(&gpu, &rows, "rows");
         let qkv: Vec<f32> = support::random_f32(tokens * stride, 41)
             .iter()
             .map(|x| x * 4.0)
@@ -782,31 +773,10 @@ fn argmax_rows_write_each_rows_token() {
     let sentinel = 0xDEAD_BEEFu32;
     let tokens = vec![sentinel; 600];
     let xt = gpu.upload_f32(&x, &[x.len()], "logits").unwrap();
-    let tt = gpu
-        .upload(
-            bytemuck::cast_slice(&table),
-            Elem::U32,
-            &[table.len()],
-            "table",
-        )
-        .unwrap();
-    let tok = gpu
-        .upload(
-            bytemuck::cast_slice(&tokens),
-            Elem::U32,
-            &[tokens.len()],
-            "tokens",
-        )
-        .unwrap();
+    let tt = upload_u32(&gpu, &table, "table");
+    let tok = upload_u32(&gpu, &tokens, "tokens");
     let groups = rowops::ARGMAX_GROUPS as usize;
-    let part = gpu
-        .upload(
-            &vec![0u8; 8 * groups * rows],
-            Elem::U32,
-            &[2 * groups * rows],
-            "part",
-        )
-        .unwrap();
+    let part = upload_u32(&gpu, &vec![0; 2 * groups * rows], "part");
     let call = ops::ArgmaxRows {
         x: &xt,
         vocab,
@@ -829,14 +799,7 @@ fn argmax_rows_write_each_rows_token() {
     assert_eq!(got, want);
     // Too few partials, a stride shorter than a row.
     for (part_rows, x_stride) in [(rows - 1, stride), (rows, vocab - 1)] {
-        let small = gpu
-            .upload(
-                &vec![0u8; 8 * groups * part_rows],
-                Elem::U32,
-                &[2 * groups * part_rows],
-                "p",
-            )
-            .unwrap();
+        let small = upload_u32(&gpu, &vec![0; 2 * groups * part_rows], "p");
         let bad = ops::ArgmaxRows {
             part: &small,
             x_stride,
