@@ -74,7 +74,9 @@ pub fn takes_q8_rows(w: &Tensor, tokens: usize) -> bool {
     gpuport_kernels::gemv::takes_q8_input(ty) && tokens <= gemm::FEW_ROWS_MAX
 }
 
-/// The path [`gemm()`] takes for `call` with `tile`: from [`coop_min_tokens`] tokens the
+/// The path [`gemm()`] takes for `call` with `tile`: for int8 input blocks
+/// ([`GemvInput::Q8Blocks`]) the int8 few-row kernel ([`FewRowTunables::for_q8_matrix`]);
+/// otherwise from [`coop_min_tokens`] tokens the
 /// tensor-core kernel where the device has it ([`coop_tile`]); otherwise for up to
 /// [`gemm::FEW_ROWS_MAX`] tokens the few-row kernel at the default tunables for this matrix and
 /// device ([`FewRowTunables::for_matrix`], [`gemm::TARGET_THREADS`] on a GPU), else the tiled
