@@ -1508,22 +1508,53 @@ const FEW_ROW_VARIANTS: [(u32, u32, u32, u32, usize); 8] = [
 /// type, the weights bound in row chunks of a few rows each.
 #[test]
 fn few_row_gemm_variants_and_row_chunks_match_cpu() {
-    use gpuport_kernels::gemm::FewRowTunables;
     let Some(gpu) = support::gpu() else { return };
-    let subgroups = support::has_subgroups(&gpu);
+    for v in few_row_variant_cases(&gpu, GgmlType::ALL, 256) {
+        // Case c: every input form with every addition over 9 cases, the shapes in turn.
+        let path = ops::GemmPath::FewRows(v.t);
+        let case = GemmCase::cycled(
+            v.ty,
+            (v.rows, v.cols, v.tokens),
+            v.c,
+            5,
+            (path, v.chunk_bytes),
+        );
+        check_gemm_case(&gpu, case);
+    }
+}
+
+/// One case of a few-row variants test: case number `c`, the weight type, the tunables, the
+/// tokens, and a matrix of `rows × cols` bound in chunks of `chunk_bytes` (whole rows at
+/// aligned byte offsets, a few rows each).
+struct VariantCase {
+    c: usize,
+    ty: GgmlType,
+    t: gpuport_kernels::gemm::FewRowTunables,
+    tokens: usize,
+    rows: usize,
+    cols: usize,
+    chunk_bytes: u64,
+}
+
+/// The few-row variants tests' cases over `types`: both reductions (subgroups where the
+/// adapter has them) with [`FEW_ROW_VARIANTS`] in turn, matrices of `cols` columns.
+fn few_row_variant_cases(
+    gpu: &gpuport_runtime::Gpu,
+    types: impl IntoIterator<Item = GgmlType>,
+    cols: usize,
+) -> Vec<VariantCase> {
+    let subgroups = support::has_subgroups(gpu);
     let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
     let max_wg = gpu.limits().max_compute_invocations_per_workgroup;
-    let mut n = 0;
-    for ty in GgmlType::ALL {
+    let mut out = Vec::new();
+    for ty in types {
         for reduction in Reduction::ALL {
             if reduction == Reduction::Subgroup && !subgroups {
                 continue;
             }
-            // Case c: every input form with every addition over 9 cases, the shapes in turn.
-            let c = n;
-            n += 1;
+            let c = out.len();
             let (wg, rows_wg, rpt, nx, tokens) = FEW_ROW_VARIANTS[c % FEW_ROW_VARIANTS.len()];
-            let t = FewRowTunables {
+            let t = gpuport_kernels::gemm::FewRowTunables {
                 wg,
                 rows: rows_wg,
                 rpt,
@@ -1532,22 +1563,22 @@ fn few_row_gemm_variants_and_row_chunks_match_cpu() {
             };
             assert!(t.is_valid() && t.wg <= max_wg, "{t:?}");
             // Chunks start on aligned byte offsets: whole multiples of `step` rows.
-            let cols = 256;
             let row_bytes = ty.row_bytes(cols).unwrap() as u64;
             let step = align / gcd(align, row_bytes);
             let rows = (3 * step as usize).max(37) + 5;
             let chunk_rows = step * (rows as u64 / step / 3).max(1);
-            let path = ops::GemmPath::FewRows(t);
-            let case = GemmCase::cycled(
-                ty,
-                (rows, cols, tokens),
+            out.push(VariantCase {
                 c,
-                5,
-                (path, chunk_rows * row_bytes),
-            );
-            check_gemm_case(&gpu, case);
+                ty,
+                t,
+                tokens,
+                rows,
+                cols,
+                chunk_bytes: chunk_rows * row_bytes,
+            });
         }
     }
+    out
 }
 
 /// Batched decode's GEMMs on int8 input blocks (`gemm_rows_q8.wgsl`) through `ops::gemm` as
@@ -1591,47 +1622,22 @@ fn few_row_int8_gemm_matches_cpu_for_every_type() {
 fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
     use gpuport_kernels::gemm::FewRowTunables;
     let Some(gpu) = support::gpu() else { return };
-    let subgroups = support::has_subgroups(&gpu);
-    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
-    let max_wg = gpu.limits().max_compute_invocations_per_workgroup;
-    let mut n = 0;
-    for ty in GgmlType::ALL
+    let q8_types = GgmlType::ALL
         .into_iter()
-        .filter(|t| gemv::takes_q8_input(*t))
-    {
-        for reduction in Reduction::ALL {
-            if reduction == Reduction::Subgroup && !subgroups {
-                continue;
-            }
-            let c = n;
-            n += 1;
-            let (wg, rows_wg, rpt, nx, tokens) = FEW_ROW_VARIANTS[c % FEW_ROW_VARIANTS.len()];
-            let t = FewRowTunables {
-                wg,
-                rows: rows_wg,
-                rpt,
-                nx,
-                reduction,
-            };
-            assert!(t.is_valid() && t.wg <= max_wg, "{t:?}");
-            let cols = 512;
-            let row_bytes = ty.row_bytes(cols).unwrap() as u64;
-            let step = align / gcd(align, row_bytes);
-            let rows = (3 * step as usize).max(37) + 5;
-            let chunk_rows = step * (rows as u64 / step / 3).max(1);
-            let case = GemmCase {
-                ty,
-                rows,
-                cols,
-                tokens,
-                input: gemv::GemvInput::Q8Blocks,
-                add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][c % 3],
-                x_pad: 4,
-                y_first: 5,
-                on: Some((ops::GemmPath::FewRowsQ8(t), chunk_rows * row_bytes)),
-            };
-            check_gemm_case(&gpu, case);
-        }
+        .filter(|t| gemv::takes_q8_input(*t));
+    for v in few_row_variant_cases(&gpu, q8_types, 512) {
+        let case = GemmCase {
+            ty: v.ty,
+            rows: v.rows,
+            cols: v.cols,
+            tokens: v.tokens,
+            input: gemv::GemvInput::Q8Blocks,
+            add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][v.c % 3],
+            x_pad: 4,
+            y_first: 5,
+            on: Some((ops::GemmPath::FewRowsQ8(v.t), v.chunk_bytes)),
+        };
+        check_gemm_case(&gpu, case);
     }
     // Refusals: int8 blocks on the float kernel, f32 rows on the int8 one, F16 weights with
     // int8 blocks, a block stride that is no whole number of vec4s.
