@@ -870,8 +870,7 @@ impl<'m> Batch<'m> {
             input,
         };
         ops::gemm(gpu, rec, call, model.gemm_tile(out))?;
-        let greedy = |s: &Sampling| s.temperature <= 0.0 && s.repeat_penalty == 1.0;
-        if m > 1 && f.sampled.iter().all(|(_, s)| greedy(s)) {
+        if m > 1 && f.sampled.iter().all(|(_, s)| s.is_argmax()) {
             // Every sampled row greedy: one argmax over all of them.
             let call = ops::ArgmaxRows {
                 x: &self.logits,

@@ -42,6 +42,11 @@ impl Sampling {
         seed: 0,
     };
 
+    /// Greedy without a penalty: the token is an argmax of the logits (no sampler stages).
+    pub(crate) fn is_argmax(&self) -> bool {
+        self.temperature <= 0.0 && self.repeat_penalty == 1.0
+    }
+
     pub(crate) fn check(&self) -> Result<(), LlmError> {
         let bad = |what: String| Err(LlmError::Request(what));
         if !self.temperature.is_finite() {
@@ -84,7 +89,7 @@ pub(crate) fn record_sample(
 ) -> Result<(), LlmError> {
     let n_recent = (s.penalty_last_n as usize).min(pos + 1);
     let out_index = base + pos + 1;
-    if s.temperature <= 0.0 && s.repeat_penalty == 1.0 {
+    if s.is_argmax() {
         // Greedy without a penalty is an argmax over the whole GPU.
         let call = ops::Argmax {
             x: t.logits,
