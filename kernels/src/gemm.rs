@@ -49,6 +49,16 @@ pub struct GemmParams {
     /// The few-row kernel: workgroups along x (its grid is 2D past the per-dimension limit);
     /// 0 for the tiled kernels.
     pub grid_x: u32,
+    /// The tensor-core kernel split along K: chunks of columns per split (0: not split; each
+    /// workgroup `z` then writes its split's raw sums `split_stride` elements past split
+    /// `z - 1`'s, for [`splits_spec`]).
+    pub split_chunks: u32,
+    /// Elements between consecutive splits' partial sums.
+    pub split_stride: u32,
+    /// [`splits_spec`]: partials to add.
+    pub splits: u32,
+    /// Keeps the block a multiple of 16 bytes.
+    pub pad: u32,
 }
 
 /// Tokens × rows of one workgroup's output tile.
@@ -223,6 +233,20 @@ pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
         }
     }
     out
+}
+
+/// Threads per workgroup of [`splits_spec`].
+pub const SPLITS_WG: u32 = 256;
+
+/// The second step of a tensor-core GEMM split along K (`gemm_splits.wgsl`): adds the splits'
+/// partial sums in split order, then the residual or bias, into Y.
+pub fn splits_spec() -> KernelSpec {
+    KernelSpec {
+        family: Family::GemmSplits,
+        quant: None,
+        reduction: None,
+        constants: vec![("WG", SPLITS_WG)],
+    }
 }
 
 /// Most tokens a GEMM runs through the few-row kernel (`gemm_rows.wgsl`) instead of the tiled

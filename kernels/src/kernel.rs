@@ -19,6 +19,8 @@ pub enum Family {
     GemmRowsQ8,
     /// The prefill product on cooperative matrices (tensor cores), f16 operands.
     GemmCoop,
+    /// The splits of a tensor-core product split along K, added (bias or residual with them).
+    GemmSplits,
     /// Blocks to f32.
     Dequant,
     /// Streaming read (the bandwidth ceiling).
@@ -79,6 +81,7 @@ impl Family {
             Family::GemmRows => "gemm_rows",
             Family::GemmRowsQ8 => "gemm_rows_q8",
             Family::GemmCoop => "gemm_coop",
+            Family::GemmSplits => "gemm_splits",
             Family::Dequant => "dequant",
             Family::Stream => "stream",
             Family::Norm => "norm",
@@ -114,6 +117,7 @@ impl Family {
             Family::GemmRows => "gemm_rows.wgsl",
             Family::GemmRowsQ8 => "gemm_rows_q8.wgsl",
             Family::GemmCoop => "gemm_coop.wgsl",
+            Family::GemmSplits => "gemm_splits.wgsl",
             Family::Dequant => "dequant.wgsl",
             Family::Stream => "stream.wgsl",
             Family::Norm => "norm.wgsl",

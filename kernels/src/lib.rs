@@ -87,6 +87,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
     }
+    out.push(gemm::splits_spec());
     out.extend(stream::WG_VALUES.map(stream::spec));
     out.extend(rowops::all_specs());
     out.extend(vision::all_specs());

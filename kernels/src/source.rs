@@ -41,6 +41,7 @@ fn file(path: &str) -> Option<&'static str> {
         "gemm_rows_store.wgsl" => include_str!("wgsl/gemm_rows_store.wgsl"),
         "gemm_params.wgsl" => include_str!("wgsl/gemm_params.wgsl"),
         "gemm_coop.wgsl" => include_str!("wgsl/gemm_coop.wgsl"),
+        "gemm_splits.wgsl" => include_str!("wgsl/gemm_splits.wgsl"),
         "gemm_io.wgsl" => include_str!("wgsl/gemm_io.wgsl"),
         "gemm_input.wgsl" => include_str!("wgsl/gemm_input.wgsl"),
         "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),

@@ -227,7 +227,7 @@ impl Model {
         let glu = self.glu_input()?;
         let whole = matches!(rows_of, BatchRows::Table { .. });
         for (i, l) in w.layers.iter().enumerate() {
-            let q8 = self.q8_rows(&l.attn_in.stacks, n).then_some(&b.xq);
+            let q8 = self.q8_rows(gpu, &l.attn_in.stacks, n).then_some(&b.xq);
             if self.batch_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj, &post, &h], q8)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
@@ -279,7 +279,7 @@ impl Model {
             if self.batch_out(gpu, rec, &l.wo, outs, GemvInput::Plain, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
-            let q8 = self.q8_rows(&l.ffn_in.stacks, n).then_some(&b.xq);
+            let q8 = self.q8_rows(gpu, &l.ffn_in.stacks, n).then_some(&b.xq);
             if self.batch_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj, &post, &h], q8)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
@@ -384,8 +384,8 @@ impl Model {
     /// Whether the GEMMs over `stacks` at `n` rows read int8 blocks: the one-row path takes
     /// int8 input for them ([`Model::int8_input`]) and every stack runs on the int8 few-row
     /// kernel at `n` rows ([`ops::takes_q8_rows`]).
-    pub(crate) fn q8_rows(&self, stacks: &[Tensor], n: usize) -> bool {
-        self.int8_input(stacks) && stacks.iter().all(|w| ops::takes_q8_rows(w, n))
+    pub(crate) fn q8_rows(&self, gpu: &Gpu, stacks: &[Tensor], n: usize) -> bool {
+        self.int8_input(stacks) && stacks.iter().all(|w| ops::takes_q8_rows(gpu, w, n))
     }
 
     /// The input of the GEMMs over `stacks` for `n` rows of `cols` values of `x`, formed as the
@@ -405,7 +405,7 @@ impl Model {
         if !self.int8_input(stacks) {
             return Ok((GemvInput::Plain, x.clone(), cols));
         }
-        if let Some(xq) = xq.filter(|_| self.q8_rows(stacks, n)) {
+        if let Some(xq) = xq.filter(|_| self.q8_rows(gpu, stacks, n)) {
             let words = ops::Q8Blocks::words(cols);
             let blocks = xq.view(0, n * words);
             let call = ops::Q8Blocks {
@@ -453,10 +453,13 @@ impl Model {
         let tile = self.gemm_tile(w);
         let q8 = self.int8_input(std::slice::from_ref(w));
         let gated = matches!(input, GemvInput::SwiGlu | GemvInput::GeGlu);
-        let coop = matches!(ops::gemm_path(gpu, &call, tile)?, ops::GemmPath::Coop(_));
+        let coop = matches!(
+            ops::gemm_path(gpu, &call, tile)?,
+            ops::GemmPath::Coop { .. }
+        );
         let words = ops::Q8Blocks::words(cols);
         let blocks = xq.view(0, n * words);
-        if self.q8_rows(std::slice::from_ref(w), n) {
+        if self.q8_rows(gpu, std::slice::from_ref(w), n) {
             // The activation (gated where it is) straight into int8 blocks.
             let rows = ops::Q8Blocks {
                 x: a,

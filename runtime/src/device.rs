@@ -78,6 +78,9 @@ pub struct Gpu {
     disk: Option<DiskPipelines>,
     /// Reusable buffers by size class.
     pub pool: BufferPool,
+    /// The partial sums of tensor-core GEMMs split along K (`ops::gemm`): one buffer, grown
+    /// on demand, used by nothing else (so every use is ordered by the queue).
+    pub(crate) split_scratch: Mutex<Option<crate::tensor::Tensor>>,
 }
 
 /// What `gpuport probe` reports about an adapter.
@@ -205,6 +208,7 @@ impl Gpu {
             pipelines: PipelineCache::default(),
             disk,
             pool: BufferPool::default(),
+            split_scratch: Mutex::new(None),
             device,
             queue,
             info,

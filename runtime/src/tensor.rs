@@ -161,6 +161,26 @@ impl Gpu {
         self.upload(bytemuck::cast_slice(data), Elem::F32, shape, what)
     }
 
+    /// At least `elems` f32s of the split-K GEMM's partials scratch ([`Gpu`]'s one buffer,
+    /// replaced by a larger one when too small: dispatches recorded on the old one keep it
+    /// alive). Only the split tensor-core GEMM and its sum use it.
+    pub(crate) fn split_scratch(&self, elems: usize) -> Result<Tensor, GpuError> {
+        let mut held = self.split_scratch.lock();
+        if let Some(t) = held.as_ref().filter(|t| t.shape[0] >= elems) {
+            return Ok(t.clone());
+        }
+        let buffer = self.storage_buffer(4 * elems as u64, "gemm split partials")?;
+        let t = Tensor {
+            offset: 0,
+            bytes: buffer.size(),
+            elem: Elem::F32,
+            shape: vec![(buffer.size() / 4) as usize],
+            buffer,
+        };
+        *held = Some(t.clone());
+        Ok(t)
+    }
+
     /// A zero-filled f32 tensor.
     pub fn zeros_f32(&self, shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
         let elems: usize = shape.iter().product();

@@ -1387,7 +1387,7 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) {
         Some((path, _)) => path,
         None => ops::gemm_path(gpu, &call, tile).unwrap(),
     };
-    let rel = if matches!(path, ops::GemmPath::Coop(_)) {
+    let rel = if matches!(path, ops::GemmPath::Coop { .. }) {
         1e-3
     } else {
         2e-6
@@ -1681,9 +1681,10 @@ fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
         );
     }
     // `takes_q8_rows`: the int8 types, few rows.
-    assert!(ops::takes_q8_rows(&q8_0, 8));
-    assert!(!ops::takes_q8_rows(&f16, 8));
+    assert!(ops::takes_q8_rows(&gpu, &q8_0, 8));
+    assert!(!ops::takes_q8_rows(&gpu, &f16, 8));
     assert!(!ops::takes_q8_rows(
+        &gpu,
         &q8_0,
         gpuport_kernels::gemm::FEW_ROWS_MAX + 1
     ));
@@ -1726,14 +1727,20 @@ fn coop_gemm_matches_cpu_for_every_type() {
             } else {
                 gpu.limits().max_storage_buffer_binding_size
             };
-            let path = ops::GemmPath::Coop(tiles[c % tiles.len()]);
+            // Unsplit, and split so that the last split is short (16 chunks of the 512
+            // columns: 6 + 6 + 4 and 4 + 4 + 4 + 4; f32/f16 11 chunks: 4 + 4 + 3).
+            let splits = [1, 3, 4][(c + c / 3) % 3];
+            let path = ops::GemmPath::Coop {
+                tile: tiles[c % tiles.len()],
+                splits,
+            };
             let case = GemmCase::cycled(ty, (rows, cols, tokens), c, 3, (path, max_binding));
             check_gemm_case(&gpu, case);
         }
     }
     // The path `ops::gemm` takes for prompts here.
     let path = auto_gemm_path(&gpu, 600);
-    assert!(matches!(path, ops::GemmPath::Coop(_)), "{path:?}");
+    assert!(matches!(path, ops::GemmPath::Coop { .. }), "{path:?}");
 }
 
 /// The path `ops::gemm` takes for a 4 × 32 f32 matrix times `tokens` rows.

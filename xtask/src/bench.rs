@@ -484,7 +484,20 @@ fn gemm_sweep(
             .filter(|t| !tuned_only || *t == tuned)
             .map(ops::GemmPath::Tiled)
             .collect();
-        paths.extend(ops::coop_tiles(gpu).into_iter().map(ops::GemmPath::Coop));
+        // Every tensor-core tile unsplit, split as `ops::coop_splits` would, and 2-8 ways.
+        for tile in ops::coop_tiles(gpu) {
+            let chunks = shape.cols.div_ceil(tile.kc as usize);
+            let auto = ops::coop_splits(tile, shape.rows, shape.cols, tokens);
+            let mut splits = vec![1, auto, 2, 4, 8];
+            splits.retain(|&s| s as usize <= chunks);
+            splits.sort_unstable();
+            splits.dedup();
+            paths.extend(
+                splits
+                    .into_iter()
+                    .map(|splits| ops::GemmPath::Coop { tile, splits }),
+            );
+        }
         let w = shape.random_weights(gpu, 2)?;
         let x = gpu.upload_f32(
             &vec![0.5; tokens * shape.cols],
@@ -566,7 +579,9 @@ fn gemm_sweep(
                     *totals.entry((shape.ty, t)).or_default() += timing.seconds;
                     format!("TM={} TN={}", t.tm, t.tn)
                 }
-                ops::GemmPath::Coop(t) => format!("coop WM={} WN={} KC={}", t.wm, t.wn, t.kc),
+                ops::GemmPath::Coop { tile: t, splits } => {
+                    format!("coop WM={} WN={} KC={} splits={splits}", t.wm, t.wn, t.kc)
+                }
                 ops::GemmPath::FewRows(t) => format!("{t:?}"),
                 ops::GemmPath::FewRowsQ8(t) => format!("int8 {t:?}"),
             };

@@ -35,6 +35,11 @@ enable wgpu_cooperative_matrix;
 // NVIDIA's compiler). The epilogue stores each fragment into the subgroup's own 16 × 16
 // staging block and its lanes write it out with the bounds, residual or bias applied.
 //
+// Split along K (p.split_chunks > 0; gemm_params.wgsl): workgroup z sums only its split's
+// chunks and writes the raw sums (the host binds the partials' scratch as `y`, residual 0);
+// gemm_splits.wgsl adds the splits. It fills the GPU where the grid of tiles does not: a
+// 4096-row matrix at 32 tokens is 32-64 workgroups, each walking every chunk in turn.
+//
 // XV4 1: X is read as vec4s (binding 5, the same buffer as `x`; x_offset, x_stride and x_aux
 // multiples of 4); 0: four scalar loads.
 
@@ -236,7 +241,7 @@ fn publish(c: u32, st: u32, lid: u32) {
 }
 
 // Fragment (tokens t0.., rows r0..) of subgroup `sg` through its staging block to Y.
-fn store_fragment(c: coop_mat16x16<f32, C>, sg: u32, lane: u32, t0: u32, r0: u32) {
+fn store_fragment(z: u32, c: coop_mat16x16<f32, C>, sg: u32, lane: u32, t0: u32, r0: u32) {
     let so = sg * 256u;
     coopStoreT(c, &stage[so], 16u);
     workgroupBarrier();
@@ -244,7 +249,7 @@ fn store_fragment(c: coop_mat16x16<f32, C>, sg: u32, lane: u32, t0: u32, r0: u32
         let t = t0 + e / 16u;
         let row = r0 + e % 16u;
         if t < p.tokens && row < p.rows {
-            let i = p.y_offset + t * p.y_stride + row;
+            let i = p.y_offset + z * p.split_stride + t * p.y_stride + row;
             var v = stage[so + e];
             if p.residual == 1u {
                 v += res[i];
@@ -269,7 +274,13 @@ fn main(
     // This subgroup's 32 × 64 part: tokens sm.., rows sn.. of the tile.
     let sm = (sg / WN) * 32u;
     let sn = (sg % WN) * 64u;
-    let chunks = (p.cols + KC - 1u) / KC;
+    // This workgroup's chunks of columns: all of them, or split wg.z's (see gemm_params).
+    var c_first = 0u;
+    var chunks = (p.cols + KC - 1u) / KC;
+    if p.split_chunks > 0u {
+        c_first = wg.z * p.split_chunks;
+        chunks = min(chunks, c_first + p.split_chunks);
+    }
     var c00 = coop_mat16x16<f32, C>();
     var c01 = coop_mat16x16<f32, C>();
     var c02 = coop_mat16x16<f32, C>();
@@ -278,14 +289,16 @@ fn main(
     var c11 = coop_mat16x16<f32, C>();
     var c12 = coop_mat16x16<f32, C>();
     var c13 = coop_mat16x16<f32, C>();
-    fetch(0u, n0, m0, lid);
-    for (var c = 0u; c < chunks; c++) {
+    fetch(c_first, n0, m0, lid);
+    for (var c = c_first; c < chunks; c++) {
         let st = c & 1u;
         publish(c, st, lid);
         workgroupBarrier();
-        if c + 1u < chunks {
-            fetch(c + 1u, n0, m0, lid);
-        }
+        // Unconditional (the last chunk fetches itself again, unused): inside an `if` the
+        // decode of the fetched steps would wait out the loads' latency before the multiplies
+        // below could issue; in one block with them the compiler can put the multiplies
+        // between the loads and their use.
+        fetch(min(c + 1u, chunks - 1u), n0, m0, lid);
         let xo = st * TM * KS + sm * KS;
         let wo = st * TN * KS + sn * KS;
         for (var kk = 0u; kk < KC; kk += 16u) {
@@ -307,12 +320,13 @@ fn main(
     }
     let t0 = m0 + sm;
     let r0 = n0 + sn;
-    store_fragment(c00, sg, lane, t0, r0);
-    store_fragment(c01, sg, lane, t0, r0 + 16u);
-    store_fragment(c02, sg, lane, t0, r0 + 32u);
-    store_fragment(c03, sg, lane, t0, r0 + 48u);
-    store_fragment(c10, sg, lane, t0 + 16u, r0);
-    store_fragment(c11, sg, lane, t0 + 16u, r0 + 16u);
-    store_fragment(c12, sg, lane, t0 + 16u, r0 + 32u);
-    store_fragment(c13, sg, lane, t0 + 16u, r0 + 48u);
+    let z = wg.z;
+    store_fragment(z, c00, sg, lane, t0, r0);
+    store_fragment(z, c01, sg, lane, t0, r0 + 16u);
+    store_fragment(z, c02, sg, lane, t0, r0 + 32u);
+    store_fragment(z, c03, sg, lane, t0, r0 + 48u);
+    store_fragment(z, c10, sg, lane, t0 + 16u, r0);
+    store_fragment(z, c11, sg, lane, t0 + 16u, r0 + 16u);
+    store_fragment(z, c12, sg, lane, t0 + 16u, r0 + 32u);
+    store_fragment(z, c13, sg, lane, t0 + 16u, r0 + 48u);
 }

@@ -53,8 +53,14 @@ pub enum GemmPath {
     /// out by [`FewRowTunables::pass_tokens`]).
     FewRows(FewRowTunables),
     /// The tensor-core GEMM (`gemm_coop.wgsl`) with this tile (needs
-    /// [`Gpu::has_coop_f16`]).
-    Coop(CoopTile),
+    /// [`Gpu::has_coop_f16`]), its columns split `splits` ways (1: not split; more: each
+    /// split's sums into scratch, added by `gemm_splits.wgsl`; see [`coop_splits`]).
+    Coop {
+        /// The tile.
+        tile: CoopTile,
+        /// Splits along K (at least 1; at most one per chunk of columns).
+        splits: u32,
+    },
     /// The few-row GEMM on int8 input blocks (`gemm_rows_q8.wgsl`): the path of every call
     /// whose input is [`GemvInput::Q8Blocks`].
     FewRowsQ8(FewRowTunables),
@@ -63,15 +69,30 @@ pub enum GemmPath {
 /// Whether a GEMM of `tokens` rows over `w` should take int8 input blocks: the weights have
 /// the int8 kernels ([`gpuport_kernels::gemv::takes_q8_input`]) and the call is one for a
 /// few-row kernel (at most [`gemm::FEW_ROWS_MAX`] rows; on the H200 the int8 few-row kernel
-/// beat the tensor-core GEMM at 64 rows too: the Llama-1B shape's 64 streams 3,315 → 4,671
-/// tok/s, docs/performance.md v28). A caller that forms the blocks (`ops::q8_blocks`,
-/// `ops::norm_blocks`) then calls [`gemm()`] with [`GemvInput::Q8Blocks`]; otherwise it passes
-/// f32 rows.
-pub fn takes_q8_rows(w: &Tensor, tokens: usize) -> bool {
+/// beat the unsplit tensor-core GEMM at 64 rows too: the Llama-1B shape's 64 streams 3,315 →
+/// 4,671 tok/s, docs/performance.md v28) below [`coop_min_q8_tokens`] where the device has
+/// tensor cores. A caller that forms the blocks (`ops::q8_blocks`, `ops::norm_blocks`) then
+/// calls [`gemm()`] with [`GemvInput::Q8Blocks`]; otherwise it passes f32 rows.
+pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
     let Ok((ty, ..)) = matrix(w) else {
         return false;
     };
-    gpuport_kernels::gemv::takes_q8_input(ty) && tokens <= gemm::FEW_ROWS_MAX
+    gpuport_kernels::gemv::takes_q8_input(ty)
+        && tokens <= gemm::FEW_ROWS_MAX
+        && !(gpu.has_coop_f16() && tokens >= coop_min_q8_tokens())
+}
+
+/// Fewest rows whose int8-input GEMMs move to the tensor-core kernel (on f32 rows) where the
+/// device has it: past [`gemm::FEW_ROWS_MAX`] (never, within the few-row range) by default;
+/// `GPUPORT_COOP_MIN_Q8_TOKENS` moves it, to measure the crossover on an adapter.
+pub fn coop_min_q8_tokens() -> usize {
+    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MIN.get_or_init(|| {
+        std::env::var("GPUPORT_COOP_MIN_Q8_TOKENS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(gemm::FEW_ROWS_MAX + 1)
+    })
 }
 
 /// The path [`gemm()`] takes for `call` with `tile`: for int8 input blocks
@@ -103,8 +124,9 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
                 .into_iter()
                 .max_by_key(|t| (t.tm() * t.tn(), std::cmp::Reverse(t.kc)))
         };
-        if let Some(t) = t {
-            return Ok(GemmPath::Coop(t));
+        if let Some(tile) = t {
+            let splits = coop_splits(tile, rows, cols, call.tokens);
+            return Ok(GemmPath::Coop { tile, splits });
         }
     }
     if call.tokens > gemm::FEW_ROWS_MAX {
@@ -130,6 +152,52 @@ pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
 
 /// Workgroups below which [`coop_tile`] narrows the tile.
 pub const COOP_MIN_TILES: usize = 48;
+
+/// How many ways [`gemm_path`] splits the columns of a tensor-core GEMM with tile `t` over a
+/// `rows × cols` matrix at `tokens` tokens: enough splits for the grid to reach
+/// [`coop_split_target`] workgroups, each split at least [`COOP_SPLIT_MIN_CHUNKS`] chunks, at
+/// most [`COOP_SPLITS_MAX`], and partials of at most [`COOP_SPLIT_SCRATCH_MAX`] bytes; the
+/// count evened out so that no split is empty (1: not split).
+///
+/// Why: a workgroup walks its chunks of columns one after another, and each chunk costs a
+/// memory latency and a barrier however little it multiplies; a grid of 32-128 tiles (a
+/// 4096-row matrix at 32-512 tokens) leaves most of an H200's 132 cores idle or one
+/// workgroup deep, with nothing to hide that latency.
+pub fn coop_splits(t: CoopTile, rows: usize, cols: usize, tokens: usize) -> u32 {
+    let grid = rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
+    let chunks = cols.div_ceil(t.kc as usize);
+    let want = coop_split_target().div_ceil(grid.max(1));
+    let scratch = COOP_SPLIT_SCRATCH_MAX / (4 * rows * tokens).max(1);
+    let splits = want
+        .min(chunks / COOP_SPLIT_MIN_CHUNKS)
+        .min(scratch)
+        .clamp(1, COOP_SPLITS_MAX);
+    chunks.div_ceil(chunks.div_ceil(splits)).max(1) as u32
+}
+
+/// Workgroups [`coop_splits`] aims the grid at: [`COOP_SPLIT_TARGET`];
+/// `GPUPORT_COOP_SPLIT_TARGET` moves it (0: never split), to measure it on an adapter.
+pub fn coop_split_target() -> usize {
+    static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| {
+        std::env::var("GPUPORT_COOP_SPLIT_TARGET")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(COOP_SPLIT_TARGET)
+    })
+}
+
+/// The default of [`coop_split_target`]: about four workgroups per core of an H200.
+pub const COOP_SPLIT_TARGET: usize = 512;
+
+/// Fewest chunks of columns in one split.
+pub const COOP_SPLIT_MIN_CHUNKS: usize = 8;
+
+/// Most splits of one tensor-core GEMM.
+pub const COOP_SPLITS_MAX: usize = 16;
+
+/// Most bytes of split partials one GEMM writes.
+pub const COOP_SPLIT_SCRATCH_MAX: usize = 64 << 20;
 
 /// Fewest tokens a GEMM runs on the tensor-core kernel where the device has it (below, the
 /// few-row kernel): [`COOP_MIN_TOKENS`] by default; `GPUPORT_COOP_MIN_TOKENS` moves it (to
@@ -192,7 +260,18 @@ pub fn gemm_on(
             }
         }
         GemmPath::FewRows(t) => check_few_rows(gpu, t)?,
-        GemmPath::Coop(t) => check_coop(gpu, t, call.tokens)?,
+        GemmPath::Coop { tile, splits } => {
+            check_coop(gpu, tile, call.tokens)?;
+            let chunks = cols.div_ceil(tile.kc as usize);
+            if splits == 0 || splits as usize > chunks.min(COOP_SPLITS_MAX) {
+                return Err(GpuError::Shape(format!(
+                    "tensor-core GEMM over {cols} columns ({chunks} chunks of {}) split {splits} \
+                     ways: 1 to {} splits",
+                    tile.kc,
+                    chunks.min(COOP_SPLITS_MAX)
+                )));
+            }
+        }
         GemmPath::FewRowsQ8(t) => check_few_rows(gpu, t)?,
     }
     let q8_path = matches!(path, GemmPath::FewRowsQ8(_));
@@ -221,22 +300,24 @@ pub fn gemm_on(
     match path {
         GemmPath::Tiled(tile) => {
             let pipeline = gpu.pipeline(&gemm::spec(ty, tile, call.input))?;
-            let tiles = (tile.tn, tile.tm);
-            tiled(gpu, rec, &call, m, &pipeline, tiles, false, max_binding)
+            let launch = TiledLaunch {
+                tiles: (tile.tn, tile.tm),
+                x4: false,
+                kc: 0,
+                splits: 1,
+            };
+            tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
         }
-        GemmPath::Coop(t) => {
+        GemmPath::Coop { tile, splits } => {
             let x_vec4 = call.x_stride.is_multiple_of(4);
-            let pipeline = gpu.pipeline(&gemm::coop_spec(ty, t, call.input, x_vec4))?;
-            tiled(
-                gpu,
-                rec,
-                &call,
-                m,
-                &pipeline,
-                (t.tn(), t.tm()),
-                true,
-                max_binding,
-            )
+            let pipeline = gpu.pipeline(&gemm::coop_spec(ty, tile, call.input, x_vec4))?;
+            let launch = TiledLaunch {
+                tiles: (tile.tn(), tile.tm()),
+                x4: true,
+                kc: tile.kc,
+                splits,
+            };
+            tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
         }
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
         GemmPath::FewRowsQ8(t) => few_rows(gpu, rec, &call, m, t, max_binding),
@@ -358,28 +439,59 @@ fn residual_mode(call: &GemmCall<'_>) -> u32 {
     }
 }
 
+/// How a tiled kernel is launched: `tiles` = (rows, tokens) per workgroup; `x4`: the kernel
+/// binds X a second time as vec4s; `splits` along K in chunks of `kc` columns (the
+/// tensor-core kernel; 1 and 0 for the tiled one).
+#[derive(Clone, Copy)]
+struct TiledLaunch {
+    tiles: (u32, u32),
+    x4: bool,
+    kc: u32,
+    splits: u32,
+}
+
 /// The dispatches of a tiled kernel (`gemm.wgsl`, `gemm_coop.wgsl`: one uniform block, a grid
-/// of `rows × tokens` tiles per weight chunk); `x4`: the kernel binds X a second time as
-/// vec4s.
-#[allow(clippy::too_many_arguments)]
+/// of `rows × tokens` tiles per weight chunk). Split along K, the grid's z holds the splits,
+/// which write raw sums into the device's split scratch, and `gemm_splits.wgsl` adds them
+/// (with the residual or bias) into Y.
 fn tiled(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     call: &GemmCall<'_>,
     m: Matrix,
     pipeline: &crate::pipeline::Pipeline,
-    (tn, tm): (u32, u32),
-    x4: bool,
+    launch: TiledLaunch,
     max_binding: u64,
 ) -> Result<(), GpuError> {
     let limits = gpu.limits();
+    let (tn, tm) = launch.tiles;
     let chunks = row_chunks(
         m.rows as u64,
         m.row_bytes as u64,
         max_binding,
         u64::from(limits.min_storage_buffer_offset_alignment),
     )?;
+    let split = launch.splits > 1;
+    let col_chunks = m.cols.div_ceil(launch.kc.max(1) as usize) as u32;
+    let split_chunks = if split {
+        col_chunks.div_ceil(launch.splits)
+    } else {
+        0
+    };
+    let sum = if split {
+        Some(gpu.pipeline(&gemm::splits_spec())?)
+    } else {
+        None
+    };
     for (first, n, byte_offset) in chunks {
+        let y_offset = (call.y_first + first as usize) as u32;
+        let part_elems = n as usize * call.tokens;
+        let scratch = if split {
+            Some(gpu.split_scratch(launch.splits as usize * part_elems)?)
+        } else {
+            None
+        };
+        // Split, the kernel writes its raw sums densely into the scratch.
         let p = GemmParams {
             rows: n as u32,
             cols: m.cols as u32,
@@ -389,10 +501,18 @@ fn tiled(
             x_offset: 0,
             x_stride: call.x_stride as u32,
             x_aux: m.cols as u32,
-            y_offset: (call.y_first + first as usize) as u32,
-            y_stride: call.y_stride as u32,
-            residual: residual_mode(call),
+            y_offset: if split { 0 } else { y_offset },
+            y_stride: if split {
+                n as u32
+            } else {
+                call.y_stride as u32
+            },
+            residual: if split { 0 } else { residual_mode(call) },
             grid_x: 0,
+            split_chunks,
+            split_stride: if split { part_elems as u32 } else { 0 },
+            splits: launch.splits,
+            pad: 0,
         };
         let grid = ((n as u32).div_ceil(tn), (call.tokens as u32).div_ceil(tm));
         if grid.0 > limits.max_compute_workgroups_per_dimension {
@@ -403,17 +523,38 @@ fn tiled(
         }
         let slot = rec.uniform(&p)?;
         let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
+        let y = scratch.as_ref().unwrap_or(call.y);
         let mut bindings = vec![
             (call.w, byte_offset, len),
             whole(call.x),
-            whole(call.y),
+            whole(y),
             whole(call.residual.or(call.bias).unwrap_or(call.x)),
         ];
-        if x4 {
+        if launch.x4 {
             bindings.push(whole(call.x));
         }
         let group = rec.bind_group(pipeline, slot, &bindings);
-        rec.dispatch(pipeline, &group, (grid.0, grid.1, 1));
+        let z = if split { launch.splits } else { 1 };
+        rec.dispatch(pipeline, &group, (grid.0, grid.1, z));
+        if let (Some(sum), Some(part)) = (&sum, &scratch) {
+            let groups = (part_elems as u32).div_ceil(gemm::SPLITS_WG);
+            let grid = grid_2d(groups, limits.max_compute_workgroups_per_dimension);
+            let p = GemmParams {
+                y_offset,
+                y_stride: call.y_stride as u32,
+                residual: residual_mode(call),
+                grid_x: grid.0,
+                ..p
+            };
+            let slot = rec.uniform(&p)?;
+            let bindings = [
+                whole(part),
+                whole(call.y),
+                whole(call.residual.or(call.bias).unwrap_or(part)),
+            ];
+            let group = rec.bind_group(sum, slot, &bindings);
+            rec.dispatch(sum, &group, (grid.0, grid.1, 1));
+        }
     }
     Ok(())
 }
@@ -464,6 +605,10 @@ fn few_rows(
             y_stride: call.y_stride as u32,
             residual: residual_mode(call),
             grid_x: grid.0,
+            split_chunks: 0,
+            split_stride: 0,
+            splits: 1,
+            pad: 0,
         };
         let slot = rec.uniform(&p)?;
         let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
@@ -501,6 +646,32 @@ mod tests {
         for tokens in [1, 64, 65, 512] {
             for rows in [1, 64, 4096] {
                 assert!(CoopTile::all().contains(&coop_tile(rows, tokens)));
+            }
+        }
+    }
+
+    #[test]
+    fn coop_splits_fill_the_grid_without_empty_splits() {
+        let t = |wm, wn| CoopTile { wm, wn, kc: 32 };
+        // The Llama-8B shape's down projection at 32 tokens: 64 tiles of 64 rows, 448 chunks.
+        assert_eq!(coop_splits(t(2, 1), 4096, 14_336, 32), 8);
+        // Its gate|up at 512 tokens: 896 tiles already.
+        assert_eq!(coop_splits(t(4, 2), 28_672, 4096, 512), 1);
+        // The attention output at 512 tokens: 128 tiles of 128 × 128, 4 splits of 32 chunks.
+        assert_eq!(coop_splits(t(4, 2), 4096, 4096, 512), 4);
+        // Few columns: at least 8 chunks a split.
+        assert_eq!(coop_splits(t(2, 1), 64, 512, 16), 2);
+        assert_eq!(coop_splits(t(2, 1), 64, 200, 16), 1);
+        for cols in [32, 100, 4096, 14_336, 100_000] {
+            for rows in [1, 64, 4096] {
+                for tokens in [1, 64, 512] {
+                    let tile = t(2, 1);
+                    let s = coop_splits(tile, rows, cols, tokens) as usize;
+                    let chunks = cols.div_ceil(32);
+                    let per = chunks.div_ceil(s);
+                    // Every split has a chunk: split s - 1 starts before the last one.
+                    assert!((1..=COOP_SPLITS_MAX).contains(&s) && (s - 1) * per < chunks);
+                }
             }
         }
     }
