@@ -126,6 +126,8 @@ pub struct Options {
     pub gemm_only: bool,
     /// Token rows per GEMM measurement ([`GEMM_TOKENS`] when `None`).
     pub gemm_tokens: Option<usize>,
+    /// Each GEMV kernel only at the tuning table's tunables for this adapter and type.
+    pub tuned: bool,
 }
 
 pub fn run(opts: Options) -> anyhow::Result<()> {
@@ -194,19 +196,30 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         "{:<20} {:<8} {:<6} {:>7} {:>6} {:>9} {:>7} {:>6} {:>9}  best tunables",
         "shape", "kernel", "quant", "rows", "cols", "MB", "GB/s", "ratio", "µs"
     );
+    let table = gpuport_runtime::tuning::TuningTable::load();
     for shape in shapes.iter().filter(|_| !opts.gemm_only) {
         let w = shape.random_weights(&gpu, 1)?;
         let x = gpu.upload_f32(&vec![0.5; shape.cols], &[shape.cols], "bench x")?;
         let y = gpu.zeros_f32(&[shape.rows], "bench y")?;
-        let sweep = Sweep {
+        // --tuned: each kernel at the one variant decode runs here.
+        let tuned = |kernel: Kernel| match kernel {
+            Kernel::Float => vec![gpu.gemv_tunables_in(&table, shape.ty)],
+            Kernel::Q8 => vec![gpu.gemv_q8_tunables_in(&table, shape.ty)],
+        };
+        let sweep = |kernel: Kernel| Sweep {
             gpu: &gpu,
             shape,
-            all: &all,
+            all: if opts.tuned {
+                tuned(kernel)
+            } else {
+                all.clone()
+            },
+            exhaustive: opts.tuned,
             quick: opts.quick,
             ceiling: ceiling.gbps,
             adapter: &adapter,
         };
-        let float = sweep.run(Kernel::Float, &mut totals, |rec, t| {
+        let float = sweep(Kernel::Float).run(Kernel::Float, &mut totals, |rec, t| {
             ops::gemv(&gpu, rec, &w, &x, &y, t)
         })?;
         rows.extend(float);
@@ -214,7 +227,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             let words = gemv::quantize_q8_input(&vec![0.5; shape.cols]);
             let bits: Vec<f32> = words.iter().map(|w| f32::from_bits(*w)).collect();
             let xq = gpu.upload_f32(&bits, &[bits.len()], "bench xq")?;
-            let q8 = sweep.run(Kernel::Q8, &mut totals, |rec, t| {
+            let q8 = sweep(Kernel::Q8).run(Kernel::Q8, &mut totals, |rec, t| {
                 let call = ops::GemvCall {
                     input: gemv::GemvInput::Q8Blocks,
                     ..ops::GemvCall::new(&w, &xq, &y)
@@ -334,7 +347,9 @@ type Totals = std::collections::BTreeMap<(Kernel, GgmlType, GemvTunables), (f64,
 struct Sweep<'a> {
     gpu: &'a Gpu,
     shape: &'a Shape,
-    all: &'a [GemvTunables],
+    all: Vec<GemvTunables>,
+    /// Time every tunable in `all` as given (no two-stage unroll search).
+    exhaustive: bool,
     quick: bool,
     ceiling: f64,
     adapter: &'a str,
@@ -343,7 +358,8 @@ struct Sweep<'a> {
 impl Sweep<'_> {
     /// Times `record` at every tunable of `kernel` in two stages: every (WG, ROWS, RPT,
     /// reduction) without unrolling, then the other unrolls for the best few (a full cross
-    /// product takes minutes per shape). Prints and returns the best.
+    /// product takes minutes per shape); `exhaustive`: every tunable given, in one stage.
+    /// Prints and returns the best.
     fn run(
         &self,
         kernel: Kernel,
@@ -366,9 +382,9 @@ impl Sweep<'_> {
         let mut queue: Vec<GemvTunables> = all
             .iter()
             .copied()
-            .filter(|t| t.unroll == SWEEP_UNROLL)
+            .filter(|t| self.exhaustive || t.unroll == SWEEP_UNROLL)
             .collect();
-        let mut stage = 1;
+        let mut stage = if self.exhaustive { 2 } else { 1 };
         while let Some(t) = queue.pop() {
             let trials = if self.quick { 1 } else { 3 };
             let timing = time_reps(self.gpu, reps, trials, |rec| record(rec, t))?;

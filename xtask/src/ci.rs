@@ -36,6 +36,7 @@ pub fn run() -> anyhow::Result<()> {
         types: Vec::new(),
         gemm_only: false,
         gemm_tokens: None,
+        tuned: false,
     })?;
     // A smoke run of every fuzz target (the long runs are in docs/reliability.md); it says
     // SKIPPED where the nightly toolchain or cargo-fuzz is missing.

@@ -71,6 +71,11 @@ enum Command {
         /// Token rows per GEMM measurement (default 256: a prompt; 16–64: batched decode).
         #[arg(long, value_name = "N")]
         gemm_tokens: Option<usize>,
+        /// Time each GEMV kernel only at the tunables the tuning table gives this adapter (what
+        /// decode runs) instead of sweeping every variant: the per-type table at 256 MB in a
+        /// few seconds (`--shapes large --tuned`). Not with --write-table.
+        #[arg(long, conflicts_with = "write_table")]
+        tuned: bool,
     },
     /// End-to-end LLM speed: prefill and decode tok/s, time to first token, and decode bytes
     /// per token against the streaming ceiling, for several steps-per-submit values.
@@ -181,6 +186,7 @@ fn main() -> anyhow::Result<()> {
             types,
             gemm_only,
             gemm_tokens,
+            tuned,
         } => bench::run(bench::Options {
             quick,
             json,
@@ -191,6 +197,7 @@ fn main() -> anyhow::Result<()> {
             types,
             gemm_only,
             gemm_tokens,
+            tuned,
         }),
         Command::BenchLlm {
             model,
