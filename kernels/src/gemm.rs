@@ -265,6 +265,10 @@ pub const TARGET_THREADS: usize = 1 << 17;
 /// Most tokens per pass of the few-row kernel (`NX`): two vec4 accumulators per row.
 pub const NX_MAX: u32 = 8;
 
+/// Most tokens per pass of the int8 few-row kernel (`gemm_rows_q8.wgsl`): four vec4
+/// accumulators per row.
+pub const NX_Q8_MAX: u32 = 16;
+
 /// The tunables of one few-row GEMM variant (besides the tokens per pass, which the launcher
 /// takes from the call: see [`FewRowTunables::pass_tokens`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -275,7 +279,8 @@ pub struct FewRowTunables {
     pub rows: u32,
     /// Rows per thread (each input value a lane loads serves this many rows).
     pub rpt: u32,
-    /// Most tokens per pass (1..=[`NX_MAX`]): each decoded weight step serves this many.
+    /// Most tokens per pass (1..=[`NX_MAX`]; the int8 kernel 1..=[`NX_Q8_MAX`]): each decoded
+    /// weight step serves this many.
     pub nx: u32,
     /// How a row's partial sums are reduced.
     pub reduction: crate::Reduction,
@@ -319,12 +324,21 @@ impl FewRowTunables {
     /// rows per thread at most rows per workgroup, at most one row group per thread, and 1 to
     /// [`NX_MAX`] tokens per pass.
     pub fn is_valid(self) -> bool {
+        self.fits(NX_MAX)
+    }
+
+    /// [`FewRowTunables::is_valid`] for the int8 kernel: 1 to [`NX_Q8_MAX`] tokens per pass.
+    pub fn is_valid_q8(self) -> bool {
+        self.fits(NX_Q8_MAX)
+    }
+
+    fn fits(self, nx_max: u32) -> bool {
         FEW_WG_VALUES.contains(&self.wg)
             && FEW_ROWS_VALUES.contains(&self.rows)
             && FEW_RPT_VALUES.contains(&self.rpt)
             && self.rpt <= self.rows
             && self.rows / self.rpt <= self.wg
-            && (1..=NX_MAX).contains(&self.nx)
+            && (1..=nx_max).contains(&self.nx)
     }
 
     /// Every valid combination at [`NX_MAX`] tokens per pass.
@@ -443,7 +457,7 @@ impl FewRowTunables {
     /// Tokens per pass for a call of `tokens` tokens: the passes at most `nx` tokens each
     /// require, evened out (9 tokens at 8 per pass run as 5 + 4, not 8 + 1).
     pub fn pass_tokens(self, tokens: usize) -> u32 {
-        let nx = self.nx.clamp(1, NX_MAX) as usize;
+        let nx = self.nx.clamp(1, NX_Q8_MAX) as usize;
         let passes = tokens.div_ceil(nx).max(1);
         tokens.div_ceil(passes).clamp(1, nx) as u32
     }
@@ -495,13 +509,14 @@ pub fn rows_q8_spec(ty: GgmlType, t: FewRowTunables, nx: u32) -> KernelSpec {
 }
 
 /// The int8 few-row variants [`crate::all_specs`] validates for weights of `ty`: 1, 2 and 4
-/// rows per thread at every pass width, both reductions, and the extremes of lanes per row
+/// rows per thread at every pass width to [`NX_MAX`] and the widths that open and fill the
+/// third and fourth quads (9, 12, 13, 16), both reductions, and the extremes of lanes per row
 /// group (1 and 256).
 pub fn rows_q8_specs(ty: GgmlType) -> Vec<KernelSpec> {
     let mut out = Vec::new();
     for reduction in crate::Reduction::ALL {
         for rpt in FEW_RPT_VALUES {
-            for nx in 1..=NX_MAX {
+            for nx in (1..=NX_MAX).chain([9, 12, 13, NX_Q8_MAX]) {
                 let t = FewRowTunables {
                     wg: 128,
                     rows: 4 * rpt,
@@ -596,6 +611,10 @@ mod tests {
         let t3 = FewRowTunables { nx: 3, ..t };
         assert_eq!(t3.pass_tokens(7), 3);
         assert_eq!(t3.pass_tokens(0), 1);
+        // The int8 kernel's passes of up to 16: 32 rows in two, 37 as 13 + 13 + 11.
+        let t16 = FewRowTunables { nx: NX_Q8_MAX, ..t };
+        assert!(t16.is_valid_q8() && !t16.is_valid());
+        assert_eq!([32, 37, 64].map(|n| t16.pass_tokens(n)), [16, 13, 16]);
         // (type, rows, cols, input) → (threads, rows, rows per thread) on a GPU.
         let shaped = [
             // Tall: 8 lanes per row, 16 row groups per workgroup.

@@ -1615,7 +1615,7 @@ fn few_row_int8_gemm_matches_cpu_for_every_type() {
 
 /// The int8 few-row kernel's variants: both reductions (subgroups where the adapter has them),
 /// 1 to 256 lanes per row group, 1, 2 and 4 rows per thread (rows not a multiple of them),
-/// passes of 1 to 8 tokens (several passes, the last one partial), every type with int8
+/// passes of 1 to 16 tokens (several passes, the last one partial), every type with int8
 /// kernels, the weights bound in row chunks of a few rows each. Mixing int8 blocks with the
 /// float paths, or weights without int8 kernels, is refused.
 #[test]
@@ -1639,10 +1639,45 @@ fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
         };
         check_gemm_case(&gpu, case);
     }
+    // Passes of 9 to 16 tokens (the third and fourth quads, partial and full): 9 as one pass,
+    // 20 as 10 + 10, 37 as 13 + 13 + 11, 64 as four of 16; 1, 2 and 4 rows per thread.
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    let subgroups = support::has_subgroups(&gpu);
+    let q8_types = GgmlType::ALL
+        .into_iter()
+        .filter(|t| gemv::takes_q8_input(*t));
+    for (i, ty) in q8_types.enumerate() {
+        for (j, (nx, tokens)) in [(9, 9), (12, 20), (16, 37), (16, 64)]
+            .into_iter()
+            .enumerate()
+        {
+            let rpt = [1, 2, 4][(i + j) % 3];
+            let base = FewRowTunables::default_for(ty, subgroups);
+            let t = FewRowTunables {
+                wg: 128,
+                rows: 8 * rpt,
+                rpt,
+                nx,
+                ..base
+            };
+            assert!(t.is_valid_q8() && !t.is_valid(), "{t:?}");
+            let case = GemmCase {
+                ty,
+                rows: 37,
+                cols: 512,
+                tokens,
+                input: gemv::GemvInput::Q8Blocks,
+                add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][(i + j) % 3],
+                x_pad: 4,
+                y_first: 2,
+                on: Some((ops::GemmPath::FewRowsQ8(t), limit)),
+            };
+            check_gemm_case(&gpu, case);
+        }
+    }
     // Refusals: int8 blocks on the float kernel, f32 rows on the int8 one, F16 weights with
     // int8 blocks, a block stride that is no whole number of vec4s.
     let t = FewRowTunables::default_for(GgmlType::Q8_0, false);
-    let limit = gpu.limits().max_storage_buffer_binding_size;
     let q8_0 = gpu
         .upload(&[0u8; 2 * 34], Elem::Ggml(GgmlType::Q8_0), &[2, 32], "w")
         .unwrap();

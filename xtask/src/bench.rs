@@ -575,6 +575,22 @@ fn gemm_sweep(
                         }
                     }
                 }
+                // Each of those in passes of up to 16 tokens too (past 8 rows).
+                if tokens > gemm::NX_MAX as usize {
+                    let wide: Vec<ops::GemmPath> = paths
+                        .iter()
+                        .filter_map(|p| match p {
+                            ops::GemmPath::FewRowsQ8(v) => {
+                                Some(ops::GemmPath::FewRowsQ8(gemm::FewRowTunables {
+                                    nx: gemm::NX_Q8_MAX,
+                                    ..*v
+                                }))
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    paths.extend(wide);
+                }
             }
         }
         let mut best: Option<GemmRow> = None;

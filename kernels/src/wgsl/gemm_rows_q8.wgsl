@@ -14,10 +14,11 @@
 // rows (unit_input) and multiplies with dot4I8Packed (unit_apply): per weight word and token
 // one instruction, and the blocks (a quarter of the f32 input's bytes) come from the cache.
 //
-// Tunables (override constants): WG, ROWS, RPT (1, 2 or 4) and NX (tokens per pass, 1-8). A
+// Tunables (override constants): WG, ROWS, RPT (1, 2 or 4) and NX (tokens per pass, 1-16). A
 // thread's RPT rows' dot products for tokens 0-3 of a pass are the columns of `lo` (column r =
-// row r's four tokens), tokens 4-7 those of `hi`: named matrices, not indexed arrays (which
-// some compilers keep in memory). More tokens than NX: the workgroup loops over passes, a
+// row r's four tokens), tokens 4-7 those of `hi`, 8-11 `lo2` and 12-15 `hi2`: named matrices,
+// not indexed arrays (which some compilers keep in memory). Passes of 16 decode each weight
+// unit once for twice the tokens of 8 (batched decode of 32 rows: two passes instead of four). More tokens than NX: the workgroup loops over passes, a
 // later pass reading its rows' weights again from the cache. Rows past the matrix and tokens
 // past the last read the last row and token (in bounds, branch-free; their sums are never
 // stored: on NVIDIA a load inside a branch waits out its latency before the next issues).
@@ -97,6 +98,8 @@ fn main(l: Lanes) {
     for (var t0 = 0u; t0 < p.tokens; t0 += NX) {
         var lo = mat4x4<f32>();
         var hi = mat4x4<f32>();
+        var lo2 = mat4x4<f32>();
+        var hi2 = mat4x4<f32>();
         if row0 < p.rows {
             for (var u = lane; u < units; u += T) {
                 let w0 = unit_weights(s0, u);
@@ -112,25 +115,35 @@ fn main(l: Lanes) {
                 if NX > 4u {
                     hi += quad(q, u, t0, 4u);
                 }
+                if NX > 8u {
+                    lo2 += quad(q, u, t0, 8u);
+                }
+                if NX > 12u {
+                    hi2 += quad(q, u, t0, 12u);
+                }
             }
         }
-        reduce_store(l, lo[0], id, lane, row0, t0, 0u);
+        store_quad(l, lo, id, lane, row0, t0, 0u);
         if NX > 4u {
-            reduce_store(l, hi[0], id, lane, row0, t0, 4u);
+            store_quad(l, hi, id, lane, row0, t0, 4u);
         }
-        if RPT > 1u {
-            reduce_store(l, lo[1], id, lane, row0 + 1u, t0, 0u);
-            if NX > 4u {
-                reduce_store(l, hi[1], id, lane, row0 + 1u, t0, 4u);
-            }
+        if NX > 8u {
+            store_quad(l, lo2, id, lane, row0, t0, 8u);
         }
-        if RPT > 2u {
-            reduce_store(l, lo[2], id, lane, row0 + 2u, t0, 0u);
-            reduce_store(l, lo[3], id, lane, row0 + 3u, t0, 0u);
-            if NX > 4u {
-                reduce_store(l, hi[2], id, lane, row0 + 2u, t0, 4u);
-                reduce_store(l, hi[3], id, lane, row0 + 3u, t0, 4u);
-            }
+        if NX > 12u {
+            store_quad(l, hi2, id, lane, row0, t0, 12u);
         }
+    }
+}
+
+// The RPT rows' sums of tokens t + c .. t + c + 4 (column r: row r), reduced and stored.
+fn store_quad(l: Lanes, m: mat4x4<f32>, id: u32, lane: u32, row0: u32, t: u32, c: u32) {
+    reduce_store(l, m[0], id, lane, row0, t, c);
+    if RPT > 1u {
+        reduce_store(l, m[1], id, lane, row0 + 1u, t, c);
+    }
+    if RPT > 2u {
+        reduce_store(l, m[2], id, lane, row0 + 2u, t, c);
+        reduce_store(l, m[3], id, lane, row0 + 3u, t, c);
     }
 }

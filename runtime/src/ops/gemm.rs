@@ -82,6 +82,21 @@ pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
         && !(gpu.has_coop_f16() && tokens >= coop_min_q8_tokens())
 }
 
+/// Most tokens per pass of the int8 few-row kernel on [`gemm_path`]'s path: [`gemm::NX_MAX`]
+/// (8) by default, as measured through v28; `GPUPORT_Q8_ROWS_NX` (1 to [`gemm::NX_Q8_MAX`])
+/// moves it, to measure passes of up to 16 tokens (each weight unit decoded once for twice
+/// the tokens) end to end.
+pub fn q8_pass_width() -> u32 {
+    static NX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *NX.get_or_init(|| {
+        std::env::var("GPUPORT_Q8_ROWS_NX")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(gemm::NX_MAX)
+            .clamp(1, gemm::NX_Q8_MAX)
+    })
+}
+
 /// Fewest rows whose int8-input GEMMs move to the tensor-core kernel (on f32 rows) where the
 /// device has it: past [`gemm::FEW_ROWS_MAX`] (never, within the few-row range) by default;
 /// `GPUPORT_COOP_MIN_Q8_TOKENS` moves it, to measure the crossover on an adapter.
@@ -112,7 +127,8 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     let subgroups = gpu.has_subgroups();
     if call.input == GemvInput::Q8Blocks {
         let t = FewRowTunables::for_q8_matrix(ty, rows, cols, subgroups, target);
-        return Ok(GemmPath::FewRowsQ8(t));
+        let nx = q8_pass_width();
+        return Ok(GemmPath::FewRowsQ8(FewRowTunables { nx, ..t }));
     }
     if gpu.has_coop_f16() && call.tokens >= coop_min_tokens() {
         // The chosen tile, or the largest the adapter's limits hold.
@@ -259,7 +275,7 @@ pub fn gemm_on(
                 )));
             }
         }
-        GemmPath::FewRows(t) => check_few_rows(gpu, t)?,
+        GemmPath::FewRows(t) => check_few_rows(gpu, t, t.is_valid())?,
         GemmPath::Coop { tile, splits } => {
             check_coop(gpu, tile, call.tokens)?;
             let chunks = cols.div_ceil(tile.kc as usize);
@@ -272,7 +288,7 @@ pub fn gemm_on(
                 )));
             }
         }
-        GemmPath::FewRowsQ8(t) => check_few_rows(gpu, t)?,
+        GemmPath::FewRowsQ8(t) => check_few_rows(gpu, t, t.is_valid_q8())?,
     }
     let q8_path = matches!(path, GemmPath::FewRowsQ8(_));
     if q8_path != (call.input == GemvInput::Q8Blocks) {
@@ -385,8 +401,9 @@ fn check_tile(gpu: &Gpu, tile: GemmTile) -> Result<(), GpuError> {
     Ok(())
 }
 
-fn check_few_rows(gpu: &Gpu, t: FewRowTunables) -> Result<(), GpuError> {
-    if !t.is_valid() || t.wg > gpu.limits().max_compute_invocations_per_workgroup {
+/// `valid`: `t` names a variant of the kernel it is for.
+fn check_few_rows(gpu: &Gpu, t: FewRowTunables, valid: bool) -> Result<(), GpuError> {
+    if !valid || t.wg > gpu.limits().max_compute_invocations_per_workgroup {
         return Err(GpuError::Shape(format!(
             "few-row GEMM tunables {t:?}: not a variant of the kernel or this adapter"
         )));
