@@ -761,7 +761,8 @@ fn gemv_q8_input_checks_its_bindings() {
 fn gated_rows_match_the_cpu_and_round_like_q8_round() {
     use gpuport_kernels::rowops::{ElementOp, gated_rows_reference};
     let Some(gpu) = support::gpu() else { return };
-    let (rows, width) = (3, 96);
+    // 55 blocks: rows of 11 across the kernel's workgroups of 32 blocks, the last one partial.
+    let (rows, width) = (5, 352);
     let x: Vec<f32> = support::random_f32(rows * 2 * width, 21)
         .iter()
         .map(|v| 6.0 * v)

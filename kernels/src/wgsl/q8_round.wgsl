@@ -8,7 +8,14 @@
 // as the int8 blocks gemv_q8.wgsl reads (12 words per 32 values, the layout of gemv.wgsl's
 // INPUT_ONLY 2), the one-row path's input in one dispatch with the same numbers; a GEMM on
 // tensor cores reads the activation formed once here (ROUND 0) instead of once per tile of
-// weight rows. One thread per output block.
+// weight rows.
+//
+// One thread per four values, eight per block (WG a multiple of 8): each forms its vec4 once
+// and holds it; the block's largest magnitude and, for BLOCKS, its quants' sum go through
+// workgroup memory. Was one thread per block, which read its 32 values three times in turn
+// and left the GPU nearly idle on one token's row (448 threads for a 14,336-wide FFN). The
+// same numbers: the maximum is exact in any order, and the quant sum is added in the block's
+// order as before.
 
 struct Params {
     // 32-element output blocks.
@@ -31,68 +38,63 @@ override BLOCKS: u32 = 0u;
 // otherwise.
 @group(0) @binding(2) var<storage, read_write> qb: array<u32>;
 
+// Per thread: its four values' largest magnitude, then (BLOCKS) their quants' sum.
+var<workgroup> part: array<f32, WG>;
+
 //!include activation.wgsl
 //!include q8_grid.wgsl
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let b = (wg.x + wg.y * p.grid_x) * WG + lid;
-    if b >= p.blocks {
-        return;
-    }
-    let at = (b / p.row_blocks) * p.row_stride + (b % p.row_blocks) * 8u;
-    if BLOCKS == 1u {
-        write_block(b, at);
-        return;
-    }
+    let i = (wg.x + wg.y * p.grid_x) * WG + lid;
+    let b = i / 8u;
+    let k = i % 8u;
+    let live = b < p.blocks;
+    // Past the last block: the last block's values (in bounds; never stored), so every thread
+    // reaches the barriers.
+    let bb = min(b, p.blocks - 1u);
+    let at = (bb / p.row_blocks) * p.row_stride + (bb % p.row_blocks) * 8u + k;
+    var v = x[at];
     if ACT != 0u {
-        let up = p.row_blocks * 8u;
-        for (var k = 0u; k < 8u; k++) {
-            x[at + k] = gate4(x[at + k], ACT == 1u) * x[at + up + k];
+        v = gate4(v, ACT == 1u) * x[at + p.row_blocks * 8u];
+    }
+    if ROUND == 0u && BLOCKS == 0u {
+        if live {
+            x[at] = v;
         }
-    }
-    if ROUND == 0u {
         return;
     }
+    let a = abs(v);
+    part[lid] = max(max(a.x, a.y), max(a.z, a.w));
+    workgroupBarrier();
+    let first = lid - k;
     var amax = 0.0;
-    for (var k = 0u; k < 8u; k++) {
-        let a = abs(x[at + k]);
-        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+    for (var j = 0u; j < 8u; j++) {
+        amax = max(amax, part[first + j]);
     }
     let d = q8_scale(amax);
-    for (var k = 0u; k < 8u; k++) {
+    let q = q8_quants(v, d);
+    if BLOCKS == 0u {
         // Clamped as pack4xI8Clamp clamps the GEMV's blocks.
-        let q = clamp(q8_quants(x[at + k], d), vec4<i32>(-128), vec4<i32>(127));
-        x[at + k] = vec4<f32>(q) * d;
+        if live {
+            x[at] = vec4<f32>(clamp(q, vec4<i32>(-128), vec4<i32>(127))) * d;
+        }
+        return;
     }
-}
-
-// Value vec4 `k` of the block at `at`: its gated activation where ACT is set, as the in-place
-// pass writes it.
-fn block_value(at: u32, k: u32) -> vec4<f32> {
-    if ACT != 0u {
-        return gate4(x[at + k], ACT == 1u) * x[at + p.row_blocks * 8u + k];
+    if live {
+        qb[12u * b + k] = pack4xI8Clamp(q);
     }
-    return x[at + k];
-}
-
-// Block `b` (its values at `at`) as int8 words into `qb`, the values formed again for the
-// quants rather than kept in a private array.
-fn write_block(b: u32, at: u32) {
-    var amax = 0.0;
-    for (var k = 0u; k < 8u; k++) {
-        let a = abs(block_value(at, k));
-        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+    workgroupBarrier();
+    part[lid] = f32(q.x + q.y + q.z + q.w);
+    workgroupBarrier();
+    if live && k == 0u {
+        var sum = 0.0;
+        for (var j = 0u; j < 8u; j++) {
+            sum += part[lid + j];
+        }
+        qb[12u * b + 8u] = bitcast<u32>(d);
+        qb[12u * b + 9u] = bitcast<u32>(d * sum);
+        qb[12u * b + 10u] = 0u;
+        qb[12u * b + 11u] = 0u;
     }
-    let d = q8_scale(amax);
-    var sum = 0.0;
-    for (var k = 0u; k < 8u; k++) {
-        let v = q8_quants(block_value(at, k), d);
-        qb[12u * b + k] = pack4xI8Clamp(v);
-        sum += f32(v.x + v.y + v.z + v.w);
-    }
-    qb[12u * b + 8u] = bitcast<u32>(d);
-    qb[12u * b + 9u] = bitcast<u32>(d * sum);
-    qb[12u * b + 10u] = 0u;
-    qb[12u * b + 11u] = 0u;
 }

@@ -540,7 +540,7 @@ fn q8_rows(
     gate: Option<ElementOp>,
     (out, dst): (Q8Out, &Tensor),
 ) -> Result<(), GpuError> {
-    if rows == 0 {
+    if rows == 0 || cols == 0 {
         return Ok(());
     }
     if !cols.is_multiple_of(32) || elems(x) < rows * stride || x.elem != Elem::F32 {
@@ -554,10 +554,11 @@ fn q8_rows(
             x.shape
         )));
     }
-    let wg = 64;
+    // A thread per four values, eight per block.
+    let wg = 256;
     let blocks = rows * cols / 32;
     let grid = grid_2d(
-        (blocks as u32).div_ceil(wg),
+        (8 * blocks as u32).div_ceil(wg),
         gpu.limits().max_compute_workgroups_per_dimension,
     );
     let p = rowops::Q8RoundParams {
