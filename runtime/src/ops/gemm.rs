@@ -3,6 +3,8 @@
 //! up to [`gemm::FEW_ROWS_MAX`] rows, the few-row kernel (batched decode) — on int8 input
 //! blocks where the caller formed them ([`takes_q8_rows`]).
 
+use std::sync::OnceLock;
+
 use gpuport_kernels::gemm::{self, CoopTile, FewRowTunables, GemmParams, GemmTile};
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::grid_2d;
@@ -87,27 +89,16 @@ pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
 /// moves it, to measure passes of up to 16 tokens (each weight unit decoded once for twice
 /// the tokens) end to end.
 pub fn q8_pass_width() -> u32 {
-    static NX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *NX.get_or_init(|| {
-        std::env::var("GPUPORT_Q8_ROWS_NX")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(gemm::NX_MAX)
-            .clamp(1, gemm::NX_Q8_MAX)
-    })
+    static NX: OnceLock<u32> = OnceLock::new();
+    knob(&NX, "GPUPORT_Q8_ROWS_NX", gemm::NX_MAX).clamp(1, gemm::NX_Q8_MAX)
 }
 
 /// Fewest rows whose int8-input GEMMs move to the tensor-core kernel (on f32 rows) where the
 /// device has it: past [`gemm::FEW_ROWS_MAX`] (never, within the few-row range) by default;
 /// `GPUPORT_COOP_MIN_Q8_TOKENS` moves it, to measure the crossover on an adapter.
 pub fn coop_min_q8_tokens() -> usize {
-    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MIN.get_or_init(|| {
-        std::env::var("GPUPORT_COOP_MIN_Q8_TOKENS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(gemm::FEW_ROWS_MAX + 1)
-    })
+    static MIN: OnceLock<usize> = OnceLock::new();
+    knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", gemm::FEW_ROWS_MAX + 1)
 }
 
 /// The path [`gemm()`] takes for `call` with `tile`: for int8 input blocks
@@ -194,12 +185,17 @@ pub fn coop_splits(t: CoopTile, rows: usize, cols: usize, tokens: usize) -> u32 
 /// Workgroups [`coop_splits`] aims the grid at: [`COOP_SPLIT_TARGET`];
 /// `GPUPORT_COOP_SPLIT_TARGET` moves it (0: never split), to measure it on an adapter.
 pub fn coop_split_target() -> usize {
-    static TARGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *TARGET.get_or_init(|| {
-        std::env::var("GPUPORT_COOP_SPLIT_TARGET")
+    static TARGET: OnceLock<usize> = OnceLock::new();
+    knob(&TARGET, "GPUPORT_COOP_SPLIT_TARGET", COOP_SPLIT_TARGET)
+}
+
+/// A tuning knob read once: the environment variable `name` parsed, else `default`.
+fn knob<T: std::str::FromStr + Copy>(cell: &OnceLock<T>, name: &str, default: T) -> T {
+    *cell.get_or_init(|| {
+        std::env::var(name)
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(COOP_SPLIT_TARGET)
+            .unwrap_or(default)
     })
 }
 
@@ -219,13 +215,8 @@ pub const COOP_SPLIT_SCRATCH_MAX: usize = 64 << 20;
 /// few-row kernel): [`COOP_MIN_TOKENS`] by default; `GPUPORT_COOP_MIN_TOKENS` moves it (to
 /// measure the crossover on an adapter).
 pub fn coop_min_tokens() -> usize {
-    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MIN.get_or_init(|| {
-        std::env::var("GPUPORT_COOP_MIN_TOKENS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(COOP_MIN_TOKENS)
-    })
+    static MIN: OnceLock<usize> = OnceLock::new();
+    knob(&MIN, "GPUPORT_COOP_MIN_TOKENS", COOP_MIN_TOKENS)
 }
 
 /// The default of [`coop_min_tokens`]: a batch of 64 rows (64 streams decoding) runs on tensor
