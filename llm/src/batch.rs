@@ -258,7 +258,7 @@ impl<'m> Batch<'m> {
             shape,
             tokens: u32s(shape.slots * token_stride, "batch tokens")?,
             token_stride,
-            scratch: BatchScratch::new(&gpu, &model, shape.max_rows)?,
+            scratch: BatchScratch::new(&gpu, &model, shape.max_rows, true)?,
             ids: u32s(shape.max_rows, "batch row ids")?,
             wanted: gpu.zeros_f32(&[shape.slots * c.embd], "batch sampled rows")?,
             logits,
