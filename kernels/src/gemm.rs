@@ -46,8 +46,8 @@ pub struct GemmParams {
     pub y_stride: u32,
     /// 1: add the residual binding; 2: add the bias row.
     pub residual: u32,
-    /// The few-row kernel: workgroups along x (its grid is 2D past the per-dimension limit);
-    /// 0 for the tiled kernels.
+    /// The few-row kernels and the split sums: workgroups along x (their grids are 2D past
+    /// the per-dimension limit); 0 for the tiled kernels.
     pub grid_x: u32,
     /// The tensor-core kernel split along K: chunks of columns per split (0: not split; each
     /// workgroup `z` then writes its split's raw sums `split_stride` elements past split
@@ -455,9 +455,10 @@ impl FewRowTunables {
     }
 
     /// Tokens per pass for a call of `tokens` tokens: the passes at most `nx` tokens each
-    /// require, evened out (9 tokens at 8 per pass run as 5 + 4, not 8 + 1).
-    pub fn pass_tokens(self, tokens: usize) -> u32 {
-        let nx = self.nx.clamp(1, NX_Q8_MAX) as usize;
+    /// require, evened out (9 tokens at 8 per pass run as 5 + 4, not 8 + 1), at most `nx_max`
+    /// (the kernel's: [`NX_MAX`], or [`NX_Q8_MAX`] for the int8 one).
+    pub fn pass_tokens(self, tokens: usize, nx_max: u32) -> u32 {
+        let nx = self.nx.clamp(1, nx_max) as usize;
         let passes = tokens.div_ceil(nx).max(1);
         tokens.div_ceil(passes).clamp(1, nx) as u32
     }
@@ -606,15 +607,20 @@ mod tests {
         }
         assert!(FewRowTunables::all().iter().all(|t| t.is_valid()));
         let t = FewRowTunables::default_for(GgmlType::Q4_0, true);
-        let passes: Vec<u32> = (1..=17).map(|n| t.pass_tokens(n)).collect();
+        let passes: Vec<u32> = (1..=17).map(|n| t.pass_tokens(n, NX_MAX)).collect();
         assert_eq!(passes, [1, 2, 3, 4, 5, 6, 7, 8, 5, 5, 6, 6, 7, 7, 8, 8, 6]);
         let t3 = FewRowTunables { nx: 3, ..t };
-        assert_eq!(t3.pass_tokens(7), 3);
-        assert_eq!(t3.pass_tokens(0), 1);
+        assert_eq!(t3.pass_tokens(7, NX_MAX), 3);
+        assert_eq!(t3.pass_tokens(0, NX_MAX), 1);
         // The int8 kernel's passes of up to 16: 32 rows in two, 37 as 13 + 13 + 11.
         let t16 = FewRowTunables { nx: NX_Q8_MAX, ..t };
         assert!(t16.is_valid_q8() && !t16.is_valid());
-        assert_eq!([32, 37, 64].map(|n| t16.pass_tokens(n)), [16, 13, 16]);
+        assert_eq!(
+            [32, 37, 64].map(|n| t16.pass_tokens(n, NX_Q8_MAX)),
+            [16, 13, 16]
+        );
+        // The float kernel's passes stay within its 8.
+        assert_eq!(t16.pass_tokens(32, NX_MAX), 8);
         // (type, rows, cols, input) → (threads, rows, rows per thread) on a GPU.
         let shaped = [
             // Tall: 8 lanes per row, 16 row groups per workgroup.

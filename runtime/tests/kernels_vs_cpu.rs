@@ -1734,8 +1734,9 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// the H200 by the command in docs/performance.md) against the CPU for every weight type:
 /// token counts past one tile and ragged (65, 130), rows ragged across row tiles (37, 200),
 /// every tile shape, the plain and both GLU inputs, a residual, a bias and neither, X rows
-/// on and off vec4 boundaries, Y written from column 3, the weights bound in row chunks, and
-/// f32/f16 matrices whose width leaves a partial 32-column chunk.
+/// on and off vec4 boundaries, Y written from column 3, the weights bound in row chunks,
+/// f32/f16 matrices whose width leaves a partial 32-column chunk, and the columns split
+/// along K 1, 3 and 4 ways (short last splits included).
 #[test]
 fn coop_gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm;
@@ -1763,8 +1764,8 @@ fn coop_gemm_matches_cpu_for_every_type() {
             } else {
                 gpu.limits().max_storage_buffer_binding_size
             };
-            // Unsplit, and split so that the last split is short (16 chunks of the 512
-            // columns: 6 + 6 + 4 and 4 + 4 + 4 + 4; f32/f16 11 chunks: 4 + 4 + 3).
+            // Unsplit, and split along K 3 and 4 ways (16 chunks of the 512 columns:
+            // 6 + 6 + 4 and 4 + 4 + 4 + 4; f32/f16 11 chunks: 4 + 4 + 3 and 3 + 3 + 3 + 2).
             let splits = [1, 3, 4][(c + c / 3) % 3];
             let path = ops::GemmPath::Coop {
                 tile: tiles[c % tiles.len()],

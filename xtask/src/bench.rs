@@ -505,7 +505,11 @@ fn gemm_sweep(
             let chunks = shape.cols.div_ceil(tile.kc as usize);
             let auto = ops::coop_splits(tile, shape.rows, shape.cols, tokens);
             let mut splits = vec![1, auto, 2, 4, 8];
-            splits.retain(|&s| s as usize <= chunks);
+            // Within the columns' chunks and the partials' bound.
+            let partials = |s: u32| 4 * s as usize * shape.rows * tokens;
+            splits.retain(|&s| {
+                s as usize <= chunks && (s == 1 || partials(s) <= ops::COOP_SPLIT_SCRATCH_MAX)
+            });
             splits.sort_unstable();
             splits.dedup();
             paths.extend(

@@ -18,10 +18,11 @@
 // thread's RPT rows' dot products for tokens 0-3 of a pass are the columns of `lo` (column r =
 // row r's four tokens), tokens 4-7 those of `hi`, 8-11 `lo2` and 12-15 `hi2`: named matrices,
 // not indexed arrays (which some compilers keep in memory). Passes of 16 decode each weight
-// unit once for twice the tokens of 8 (batched decode of 32 rows: two passes instead of four). More tokens than NX: the workgroup loops over passes, a
-// later pass reading its rows' weights again from the cache. Rows past the matrix and tokens
-// past the last read the last row and token (in bounds, branch-free; their sums are never
-// stored: on NVIDIA a load inside a branch waits out its latency before the next issues).
+// unit once for twice the tokens of 8 (32 rows: two passes instead of four). More tokens than
+// NX: the workgroup loops over passes, a later pass reading its rows' weights again from the
+// cache. Rows past the matrix and tokens past the last read the last row and token (in
+// bounds, branch-free; their sums are never stored: on NVIDIA a load inside a branch waits out
+// its latency before the next issues).
 
 //!include gemm_params.wgsl
 

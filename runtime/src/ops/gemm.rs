@@ -79,9 +79,12 @@ pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
     let Ok((ty, ..)) = matrix(w) else {
         return false;
     };
+    // Off int8 blocks only where the f32 rows then go to tensor cores (not to the float
+    // few-row kernel).
+    let coop_from = coop_min_q8_tokens().max(coop_min_tokens());
     gpuport_kernels::gemv::takes_q8_input(ty)
         && tokens <= gemm::FEW_ROWS_MAX
-        && !(gpu.has_coop_f16() && tokens >= coop_min_q8_tokens())
+        && !(gpu.has_coop_f16() && tokens >= coop_from)
 }
 
 /// Most tokens per pass of the int8 few-row kernel on [`gemm_path`]'s path: [`gemm::NX_MAX`]
@@ -95,7 +98,8 @@ pub fn q8_pass_width() -> u32 {
 
 /// Fewest rows whose int8-input GEMMs move to the tensor-core kernel (on f32 rows) where the
 /// device has it: past [`gemm::FEW_ROWS_MAX`] (never, within the few-row range) by default;
-/// `GPUPORT_COOP_MIN_Q8_TOKENS` moves it, to measure the crossover on an adapter.
+/// `GPUPORT_COOP_MIN_Q8_TOKENS` moves it, to measure the crossover on an adapter (never below
+/// [`coop_min_tokens`]: fewer f32 rows would take the float few-row kernel).
 pub fn coop_min_q8_tokens() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
     knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", gemm::FEW_ROWS_MAX + 1)
@@ -171,9 +175,21 @@ pub const COOP_MIN_TILES: usize = 48;
 /// 4096-row matrix at 32-512 tokens) leaves most of an H200's 132 cores idle or one
 /// workgroup deep, with nothing to hide that latency.
 pub fn coop_splits(t: CoopTile, rows: usize, cols: usize, tokens: usize) -> u32 {
+    splits_for_target(t, (rows, cols, tokens), coop_split_target())
+}
+
+/// [`coop_splits`] toward `target` workgroups.
+fn splits_for_target(
+    t: CoopTile,
+    (rows, cols, tokens): (usize, usize, usize),
+    target: usize,
+) -> u32 {
     let grid = rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
     let chunks = cols.div_ceil(t.kc as usize);
-    let want = coop_split_target().div_ceil(grid.max(1));
+    if chunks == 0 {
+        return 1;
+    }
+    let want = target.div_ceil(grid.max(1));
     let scratch = COOP_SPLIT_SCRATCH_MAX / (4 * rows * tokens).max(1);
     let splits = want
         .min(chunks / COOP_SPLIT_MIN_CHUNKS)
@@ -270,12 +286,20 @@ pub fn gemm_on(
         GemmPath::Coop { tile, splits } => {
             check_coop(gpu, tile, call.tokens)?;
             let chunks = cols.div_ceil(tile.kc as usize);
-            if splits == 0 || splits as usize > chunks.min(COOP_SPLITS_MAX) {
+            let most = chunks.clamp(1, COOP_SPLITS_MAX);
+            if splits == 0 || splits as usize > most {
                 return Err(GpuError::Shape(format!(
                     "tensor-core GEMM over {cols} columns ({chunks} chunks of {}) split {splits} \
-                     ways: 1 to {} splits",
+                     ways: 1 to {most} splits",
                     tile.kc,
-                    chunks.min(COOP_SPLITS_MAX)
+                )));
+            }
+            let partials = 4 * splits as usize * rows * call.tokens;
+            if splits > 1 && partials > COOP_SPLIT_SCRATCH_MAX {
+                return Err(GpuError::Shape(format!(
+                    "tensor-core GEMM of {rows} rows × {} tokens split {splits} ways: {partials} \
+                     bytes of partials, more than {COOP_SPLIT_SCRATCH_MAX}",
+                    call.tokens
                 )));
             }
         }
@@ -531,11 +555,16 @@ fn tiled(
         }
         let slot = rec.uniform(&p)?;
         let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
-        let y = scratch.as_ref().unwrap_or(call.y);
+        // The partials: only this call's part of the scratch (which may be larger).
+        let part_bytes = 4 * (launch.splits as usize * part_elems) as u64;
+        let y = match &scratch {
+            Some(part) => (part, 0, part_bytes),
+            None => whole(call.y),
+        };
         let mut bindings = vec![
             (call.w, byte_offset, len),
             whole(call.x),
-            whole(y),
+            y,
             whole(call.residual.or(call.bias).unwrap_or(call.x)),
         ];
         if launch.x4 {
@@ -556,9 +585,12 @@ fn tiled(
             };
             let slot = rec.uniform(&p)?;
             let bindings = [
-                whole(part),
+                (part, 0, part_bytes),
                 whole(call.y),
-                whole(call.residual.or(call.bias).unwrap_or(part)),
+                match call.residual.or(call.bias) {
+                    Some(r) => whole(r),
+                    None => (part, 0, part_bytes),
+                },
             ];
             let group = rec.bind_group(sum, slot, &bindings);
             rec.dispatch(sum, &group, (grid.0, grid.1, 1));
@@ -578,8 +610,8 @@ fn few_rows(
     max_binding: u64,
 ) -> Result<(), GpuError> {
     let limits = gpu.limits();
-    let nx = t.pass_tokens(call.tokens);
     let q8 = call.input == GemvInput::Q8Blocks;
+    let nx = t.pass_tokens(call.tokens, if q8 { gemm::NX_Q8_MAX } else { gemm::NX_MAX });
     // Rows of X start on vec4 boundaries (the GLU's second half too: `cols` is a multiple of
     // every unit, at least 4 elements) when the stride is a multiple of 4. The int8 kernel
     // counts X in vec4s.
@@ -661,20 +693,24 @@ mod tests {
     #[test]
     fn coop_splits_fill_the_grid_without_empty_splits() {
         let t = |wm, wn| CoopTile { wm, wn, kc: 32 };
+        // At the default target, whatever the environment says.
+        let splits =
+            |t, rows, cols, tokens| splits_for_target(t, (rows, cols, tokens), COOP_SPLIT_TARGET);
         // The Llama-8B shape's down projection at 32 tokens: 64 tiles of 64 rows, 448 chunks.
-        assert_eq!(coop_splits(t(2, 1), 4096, 14_336, 32), 8);
+        assert_eq!(splits(t(2, 1), 4096, 14_336, 32), 8);
         // Its gate|up at 512 tokens: 896 tiles already.
-        assert_eq!(coop_splits(t(4, 2), 28_672, 4096, 512), 1);
+        assert_eq!(splits(t(4, 2), 28_672, 4096, 512), 1);
         // The attention output at 512 tokens: 128 tiles of 128 × 128, 4 splits of 32 chunks.
-        assert_eq!(coop_splits(t(4, 2), 4096, 4096, 512), 4);
+        assert_eq!(splits(t(4, 2), 4096, 4096, 512), 4);
         // Few columns: at least 8 chunks a split.
-        assert_eq!(coop_splits(t(2, 1), 64, 512, 16), 2);
-        assert_eq!(coop_splits(t(2, 1), 64, 200, 16), 1);
+        assert_eq!(splits(t(2, 1), 64, 512, 16), 2);
+        assert_eq!(splits(t(2, 1), 64, 200, 16), 1);
+        assert_eq!(splits(t(2, 1), 64, 0, 16), 1);
         for cols in [32, 100, 4096, 14_336, 100_000] {
             for rows in [1, 64, 4096] {
                 for tokens in [1, 64, 512] {
                     let tile = t(2, 1);
-                    let s = coop_splits(tile, rows, cols, tokens) as usize;
+                    let s = splits(tile, rows, cols, tokens) as usize;
                     let chunks = cols.div_ceil(32);
                     let per = chunks.div_ceil(s);
                     // Every split has a chunk: split s - 1 starts before the last one.
