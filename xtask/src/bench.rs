@@ -502,14 +502,9 @@ fn gemm_sweep(
             .collect();
         // Every tensor-core tile unsplit, split as `ops::coop_splits` would, and 2-8 ways.
         for tile in ops::coop_tiles(gpu) {
-            let chunks = shape.cols.div_ceil(tile.kc as usize);
             let auto = ops::coop_splits(tile, shape.rows, shape.cols, tokens);
             let mut splits = vec![1, auto, 2, 4, 8];
-            // Within the columns' chunks and the partials' bound.
-            let partials = |s: u32| 4 * s as usize * shape.rows * tokens;
-            splits.retain(|&s| {
-                s as usize <= chunks && (s == 1 || partials(s) <= ops::COOP_SPLIT_SCRATCH_MAX)
-            });
+            splits.retain(|&s| ops::coop_split_fits(tile, (shape.rows, shape.cols, tokens), s));
             splits.sort_unstable();
             splits.dedup();
             paths.extend(

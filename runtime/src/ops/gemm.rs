@@ -198,6 +198,19 @@ fn splits_for_target(
     chunks.div_ceil(chunks.div_ceil(splits)).max(1) as u32
 }
 
+/// Whether a tensor-core GEMM with tile `t` over a `rows × cols` matrix at `tokens` tokens
+/// may split its columns `splits` ways: 1 up to one split per chunk of columns (at most
+/// [`COOP_SPLITS_MAX`]), and past 1 at most [`COOP_SPLIT_SCRATCH_MAX`] bytes of partials.
+pub fn coop_split_fits(
+    t: CoopTile,
+    (rows, cols, tokens): (usize, usize, usize),
+    splits: u32,
+) -> bool {
+    let most = cols.div_ceil(t.kc as usize).clamp(1, COOP_SPLITS_MAX);
+    let partials = 4 * splits as usize * rows * tokens;
+    (1..=most).contains(&(splits as usize)) && (splits == 1 || partials <= COOP_SPLIT_SCRATCH_MAX)
+}
+
 /// Workgroups [`coop_splits`] aims the grid at: [`COOP_SPLIT_TARGET`];
 /// `GPUPORT_COOP_SPLIT_TARGET` moves it (0: never split), to measure it on an adapter.
 pub fn coop_split_target() -> usize {
@@ -285,21 +298,14 @@ pub fn gemm_on(
         GemmPath::FewRows(t) => check_few_rows(gpu, t, t.is_valid())?,
         GemmPath::Coop { tile, splits } => {
             check_coop(gpu, tile, call.tokens)?;
-            let chunks = cols.div_ceil(tile.kc as usize);
-            let most = chunks.clamp(1, COOP_SPLITS_MAX);
-            if splits == 0 || splits as usize > most {
+            if !coop_split_fits(tile, (rows, cols, call.tokens), splits) {
                 return Err(GpuError::Shape(format!(
-                    "tensor-core GEMM over {cols} columns ({chunks} chunks of {}) split {splits} \
-                     ways: 1 to {most} splits",
+                    "tensor-core GEMM of {rows} rows × {cols} columns × {} tokens split {splits} \
+                     ways: 1 to the {} chunks of {} columns (at most {COOP_SPLITS_MAX}), and \
+                     past 1 at most {COOP_SPLIT_SCRATCH_MAX} bytes of partials",
+                    call.tokens,
+                    cols.div_ceil(tile.kc as usize),
                     tile.kc,
-                )));
-            }
-            let partials = 4 * splits as usize * rows * call.tokens;
-            if splits > 1 && partials > COOP_SPLIT_SCRATCH_MAX {
-                return Err(GpuError::Shape(format!(
-                    "tensor-core GEMM of {rows} rows × {} tokens split {splits} ways: {partials} \
-                     bytes of partials, more than {COOP_SPLIT_SCRATCH_MAX}",
-                    call.tokens
                 )));
             }
         }
