@@ -239,13 +239,14 @@ pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
 pub const SPLITS_WG: u32 = 256;
 
 /// The second step of a tensor-core GEMM split along K (`gemm_splits.wgsl`): adds the splits'
-/// partial sums in split order, then the residual or bias, into Y.
-pub fn splits_spec() -> KernelSpec {
+/// partial sums in split order, then the residual or bias, into Y; `vec4`: four outputs a
+/// thread, the partials read as vec4s (for a multiple of 4 rows).
+pub fn splits_spec(vec4: bool) -> KernelSpec {
     KernelSpec {
         family: Family::GemmSplits,
         quant: None,
         reduction: None,
-        constants: vec![("WG", SPLITS_WG)],
+        constants: vec![("WG", SPLITS_WG), ("V4", u32::from(vec4))],
     }
 }
 
@@ -400,12 +401,7 @@ impl FewRowTunables {
         } else {
             4
         };
-        // Elements per step: 8 where a step is two runs of 4 (XB > 0), else 4.
-        let per_step = match ty {
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::F16 => 8,
-            _ => 4,
-        };
-        let steps = cols / per_step;
+        let steps = cols / crate::source::step_elems(ty);
         base.spread(rows, rpt, target_threads, |lanes| 2 * lanes < steps)
     }
 

@@ -23,6 +23,8 @@ pub enum Family {
     GemmSplits,
     /// Blocks to f32.
     Dequant,
+    /// Blocks to f16 a decoding step a thread (the tensor-core GEMM's dequantized path).
+    DequantF16,
     /// Streaming read (the bandwidth ceiling).
     Stream,
     /// RMSNorm / LayerNorm.
@@ -83,6 +85,7 @@ impl Family {
             Family::GemmCoop => "gemm_coop",
             Family::GemmSplits => "gemm_splits",
             Family::Dequant => "dequant",
+            Family::DequantF16 => "dequant_f16",
             Family::Stream => "stream",
             Family::Norm => "norm",
             Family::Elementwise => "elementwise",
@@ -119,6 +122,7 @@ impl Family {
             Family::GemmCoop => "gemm_coop.wgsl",
             Family::GemmSplits => "gemm_splits.wgsl",
             Family::Dequant => "dequant.wgsl",
+            Family::DequantF16 => "dequant_f16.wgsl",
             Family::Stream => "stream.wgsl",
             Family::Norm => "norm.wgsl",
             Family::Elementwise => "elementwise.wgsl",
@@ -180,6 +184,12 @@ impl KernelSpec {
     /// EXPERIMENTAL_COOPERATIVE_MATRIX and SHADER_F16 features, and 32-lane subgroups).
     pub fn needs_cooperative_matrix(&self) -> bool {
         self.family == Family::GemmCoop
+    }
+
+    /// Whether the module computes on f16 values (`enable f16`: needs SHADER_F16): the
+    /// tensor-core GEMM and the f16 dequantization that feeds it.
+    pub fn needs_f16(&self) -> bool {
+        matches!(self.family, Family::GemmCoop | Family::DequantF16)
     }
 
     /// Whether the module's inner loops have constant trip counts that the driver should unroll

@@ -85,9 +85,10 @@ pub fn all_specs() -> Vec<KernelSpec> {
         }
         out.extend(gemm::coop_specs(ty));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
+        out.push(dequant::f16_spec(ty));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
     }
-    out.push(gemm::splits_spec());
+    out.extend([false, true].map(gemm::splits_spec));
     out.extend(stream::WG_VALUES.map(stream::spec));
     out.extend(rowops::all_specs());
     out.extend(vision::all_specs());

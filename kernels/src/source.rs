@@ -45,6 +45,7 @@ fn file(path: &str) -> Option<&'static str> {
         "gemm_io.wgsl" => include_str!("wgsl/gemm_io.wgsl"),
         "gemm_input.wgsl" => include_str!("wgsl/gemm_input.wgsl"),
         "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),
+        "dequant_f16.wgsl" => include_str!("wgsl/dequant_f16.wgsl"),
         "stream.wgsl" => include_str!("wgsl/stream.wgsl"),
         "norm.wgsl" => include_str!("wgsl/norm.wgsl"),
         "embed.wgsl" => include_str!("wgsl/embed.wgsl"),
@@ -125,6 +126,21 @@ fn quant_file(ty: GgmlType) -> &'static str {
     }
 }
 
+/// Values one decoding step of `ty`'s quant snippet (`step_weights`) yields: 8 where the
+/// snippet decodes two runs of 4 a step (its `XB` above 0: Q4_0, Q4_1, Q5_0, Q5_1, F16), else
+/// 4. Read from the snippet itself, so the host and the WGSL cannot disagree.
+pub fn step_elems(ty: GgmlType) -> usize {
+    let xb = file(quant_file(ty))
+        .and_then(|src| src.lines().find_map(|l| l.strip_prefix("const XB: u32 = ")))
+        .and_then(|v| {
+            v.trim_end_matches(';')
+                .trim_end_matches('u')
+                .parse::<u32>()
+                .ok()
+        });
+    if xb.unwrap_or(0) > 0 { 8 } else { 4 }
+}
+
 /// Expands `//!include` lines of `path`: `quant` (the type's decoder), `q8dot` (its int8 dot
 /// product, `gemv_q8.wgsl`), `reduce` (row groups) and `wgreduce` (whole workgroup) name the
 /// snippet chosen by the arguments, anything else a file. Each file is included once.
@@ -166,6 +182,27 @@ fn expand(
                 out.push_str(line);
                 out.push('\n');
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_elems_are_read_from_each_snippet() {
+        for ty in GgmlType::ALL {
+            let two_runs = matches!(
+                ty,
+                GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::F16
+            );
+            assert_eq!(
+                step_elems(ty),
+                if two_runs { 8 } else { 4 },
+                "{}",
+                ty.name()
+            );
         }
     }
 }

@@ -32,15 +32,18 @@ pub enum ShaderError {
 
 /// The capabilities a variant may use: `unpack2x16float` (f16 weights and scales read as f32,
 /// wgpu's downlevel flag `SHADER_F16_IN_F32`, present on Vulkan, Metal and DX12), plus
-/// subgroup operations for subgroup variants, and f16 values and cooperative matrices for the
-/// tensor-core GEMM.
+/// subgroup operations for subgroup variants, f16 values where [`KernelSpec::needs_f16`], and
+/// cooperative matrices for the tensor-core GEMM.
 pub fn capabilities(spec: &KernelSpec) -> Capabilities {
     let mut caps = Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     if spec.needs_subgroups() {
         caps |= Capabilities::SUBGROUP;
     }
+    if spec.needs_f16() {
+        caps |= Capabilities::SHADER_FLOAT16;
+    }
     if spec.needs_cooperative_matrix() {
-        caps |= Capabilities::SHADER_FLOAT16 | Capabilities::COOPERATIVE_MATRIX;
+        caps |= Capabilities::COOPERATIVE_MATRIX;
     }
     caps
 }

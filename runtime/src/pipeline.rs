@@ -58,6 +58,11 @@ impl Gpu {
                 "subgroups (needed by a subgroup-reduction kernel)",
             ));
         }
+        if spec.needs_f16() && !self.features().contains(wgpu::Features::SHADER_F16) {
+            return Err(GpuError::MissingFeature(
+                "shader-f16 (needed by an f16 kernel)",
+            ));
+        }
         if spec.needs_cooperative_matrix() && !self.has_coop_f16() {
             return Err(GpuError::MissingFeature(
                 "16 × 16 f16 cooperative matrices on 32-lane subgroups (the tensor-core GEMM)",

@@ -165,20 +165,46 @@ impl Gpu {
     /// replaced by a larger one when too small: dispatches recorded on the old one keep it
     /// alive). Only the split tensor-core GEMM and its sum use it.
     pub(crate) fn split_scratch(&self, elems: usize) -> Result<Tensor, GpuError> {
-        let mut held = self.split_scratch.lock();
-        if let Some(t) = held.as_ref().filter(|t| t.shape[0] >= elems) {
-            return Ok(t.clone());
-        }
-        let buffer = self.storage_buffer(4 * elems as u64, "gemm split partials")?;
-        let t = Tensor {
+        let buffer = self.scratch(&self.split_scratch, 4 * elems as u64, "gemm split partials")?;
+        Ok(Tensor {
             offset: 0,
             bytes: buffer.size(),
             elem: Elem::F32,
             shape: vec![(buffer.size() / 4) as usize],
             buffer,
-        };
-        *held = Some(t.clone());
-        Ok(t)
+        })
+    }
+
+    /// A `[rows, cols]` f16 matrix in the dequantized tensor-core GEMM's scratch ([`Gpu`]'s
+    /// one buffer, grown as [`Gpu::split_scratch`]'s). Only that path (`ops::gemm`) uses it:
+    /// each GEMM's dequantization and product are recorded back to back, so the queue orders
+    /// every use.
+    pub(crate) fn dequant_scratch(&self, rows: usize, cols: usize) -> Result<Tensor, GpuError> {
+        let bytes = 2 * (rows * cols) as u64;
+        let buffer = self.scratch(&self.dequant_scratch, bytes, "gemm f16 weights")?;
+        Ok(Tensor {
+            offset: 0,
+            bytes,
+            elem: Elem::Ggml(GgmlType::F16),
+            shape: vec![rows, cols],
+            buffer,
+        })
+    }
+
+    /// The buffer `held`, replaced by one of at least `bytes` when smaller.
+    fn scratch(
+        &self,
+        held: &parking_lot::Mutex<Option<Arc<wgpu::Buffer>>>,
+        bytes: u64,
+        what: &str,
+    ) -> Result<Arc<wgpu::Buffer>, GpuError> {
+        let mut held = held.lock();
+        if let Some(b) = held.as_ref().filter(|b| b.size() >= bytes) {
+            return Ok(b.clone());
+        }
+        let buffer = self.storage_buffer(bytes, what)?;
+        *held = Some(buffer.clone());
+        Ok(buffer)
     }
 
     /// A zero-filled f32 tensor.

@@ -509,9 +509,20 @@ fn gemm_sweep(
             splits.dedup();
             paths.extend(
                 splits
-                    .into_iter()
-                    .map(|splits| ops::GemmPath::Coop { tile, splits }),
+                    .iter()
+                    .map(|&splits| ops::GemmPath::Coop { tile, splits }),
             );
+            // The weights dequantized to f16 first, unsplit and split as `coop_splits` would.
+            if !matches!(shape.ty, GgmlType::F32 | GgmlType::F16) {
+                paths.extend(
+                    [1, auto]
+                        .into_iter()
+                        .filter(|s| splits.contains(s))
+                        .collect::<std::collections::BTreeSet<u32>>()
+                        .into_iter()
+                        .map(|splits| ops::GemmPath::CoopDequant { tile, splits }),
+                );
+            }
         }
         let w = shape.random_weights(gpu, 2)?;
         let x = gpu.upload_f32(
@@ -612,6 +623,12 @@ fn gemm_sweep(
                 }
                 ops::GemmPath::Coop { tile: t, splits } => {
                     format!("coop WM={} WN={} KC={} splits={splits}", t.wm, t.wn, t.kc)
+                }
+                ops::GemmPath::CoopDequant { tile: t, splits } => {
+                    format!(
+                        "coop f16 WM={} WN={} KC={} splits={splits}",
+                        t.wm, t.wn, t.kc
+                    )
                 }
                 ops::GemmPath::FewRows(t) => format!("{t:?}"),
                 ops::GemmPath::FewRowsQ8(t) => format!("int8 {t:?}"),

@@ -66,6 +66,17 @@ pub enum GemmPath {
     /// The few-row GEMM on int8 input blocks (`gemm_rows_q8.wgsl`): the path of every call
     /// whose input is [`GemvInput::Q8Blocks`].
     FewRowsQ8(FewRowTunables),
+    /// The tensor-core GEMM over the weights dequantized to f16 first (`dequant_f16.wgsl`
+    /// into the device's one scratch, then `gemm_coop.wgsl` on those f16 rows): each weight
+    /// decoded once per GEMM instead of once per tile of tokens, for the same bits as
+    /// [`GemmPath::Coop`] with this tile and split count. Quantized weights whose f16 form
+    /// fits one binding and [`COOP_DEQUANT_SCRATCH_MAX`] (see [`coop_dequant_fits`]).
+    CoopDequant {
+        /// The tile.
+        tile: CoopTile,
+        /// Splits along K, as [`GemmPath::Coop`]'s.
+        splits: u32,
+    },
 }
 
 /// Whether a GEMM of `tokens` rows over `w` should take int8 input blocks: the weights have
@@ -137,6 +148,9 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
         };
         if let Some(tile) = t {
             let splits = coop_splits(tile, rows, cols, call.tokens);
+            if call.tokens >= coop_dequant_min_tokens() && coop_dequant_fits(gpu, call.w) {
+                return Ok(GemmPath::CoopDequant { tile, splits });
+            }
             return Ok(GemmPath::Coop { tile, splits });
         }
     }
@@ -240,6 +254,32 @@ pub const COOP_SPLITS_MAX: usize = 16;
 /// Most bytes of split partials one GEMM writes.
 pub const COOP_SPLIT_SCRATCH_MAX: usize = 64 << 20;
 
+/// Fewest tokens from which a tensor-core GEMM dequantizes its weights to f16 first
+/// ([`GemmPath::CoopDequant`]): never by default (`usize::MAX`) until measured on an adapter;
+/// `GPUPORT_COOP_DEQUANT_MIN_TOKENS` moves it.
+pub fn coop_dequant_min_tokens() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    knob(&MIN, "GPUPORT_COOP_DEQUANT_MIN_TOKENS", usize::MAX)
+}
+
+/// Most bytes of f16 weights [`GemmPath::CoopDequant`] writes for one matrix (the scratch
+/// grows to the largest): the Llama-8B shape's gate and up projections together are 235 MB.
+pub const COOP_DEQUANT_SCRATCH_MAX: u64 = 512 << 20;
+
+/// Whether [`GemmPath::CoopDequant`] takes the matrix `w`: a quantized type (not F32 or F16),
+/// the matrix in one storage binding, and its f16 form in one binding and at most
+/// [`COOP_DEQUANT_SCRATCH_MAX`] bytes.
+pub fn coop_dequant_fits(gpu: &Gpu, w: &Tensor) -> bool {
+    let Ok((ty, rows, cols, _)) = matrix(w) else {
+        return false;
+    };
+    let f16_bytes = 2 * (rows * cols) as u64;
+    let binding = gpu.limits().max_storage_buffer_binding_size;
+    !matches!(ty, GgmlType::F32 | GgmlType::F16)
+        && w.padded() <= binding
+        && f16_bytes <= binding.min(COOP_DEQUANT_SCRATCH_MAX)
+}
+
 /// Fewest tokens a GEMM runs on the tensor-core kernel where the device has it (below, the
 /// few-row kernel): [`COOP_MIN_TOKENS`] by default; `GPUPORT_COOP_MIN_TOKENS` moves it (to
 /// measure the crossover on an adapter).
@@ -296,7 +336,15 @@ pub fn gemm_on(
             }
         }
         GemmPath::FewRows(t) => check_few_rows(gpu, t, t.is_valid())?,
-        GemmPath::Coop { tile, splits } => {
+        GemmPath::Coop { tile, splits } | GemmPath::CoopDequant { tile, splits } => {
+            if matches!(path, GemmPath::CoopDequant { .. }) && !coop_dequant_fits(gpu, call.w) {
+                return Err(GpuError::Shape(format!(
+                    "dequantized tensor-core GEMM of {} [{rows}, {cols}] weights: only \
+                     quantized weights in one binding whose f16 form fits one binding and \
+                     {COOP_DEQUANT_SCRATCH_MAX} bytes",
+                    ty.name()
+                )));
+            }
             check_coop(gpu, tile, call.tokens)?;
             if !coop_split_fits(tile, (rows, cols, call.tokens), splits) {
                 return Err(GpuError::Shape(format!(
@@ -358,6 +406,12 @@ pub fn gemm_on(
         }
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
         GemmPath::FewRowsQ8(t) => few_rows(gpu, rec, &call, m, t, max_binding),
+        GemmPath::CoopDequant { tile, splits } => {
+            let f16 = gpu.dequant_scratch(rows, cols)?;
+            super::dequantize_f16(gpu, rec, call.w, &f16)?;
+            let call = GemmCall { w: &f16, ..call };
+            gemm_on(gpu, rec, call, GemmPath::Coop { tile, splits }, max_binding)
+        }
     }
 }
 
@@ -516,11 +570,6 @@ fn tiled(
     } else {
         0
     };
-    let sum = if split {
-        Some(gpu.pipeline(&gemm::splits_spec())?)
-    } else {
-        None
-    };
     for (first, n, byte_offset) in chunks {
         let y_offset = (call.y_first + first as usize) as u32;
         let part_elems = n as usize * call.tokens;
@@ -579,8 +628,12 @@ fn tiled(
         let group = rec.bind_group(pipeline, slot, &bindings);
         let z = if split { launch.splits } else { 1 };
         rec.dispatch(pipeline, &group, (grid.0, grid.1, z));
-        if let (Some(sum), Some(part)) = (&sum, &scratch) {
-            let groups = (part_elems as u32).div_ceil(gemm::SPLITS_WG);
+        if let Some(part) = &scratch {
+            // Four outputs a thread where they share a token row (the partials as vec4s).
+            let vec4 = n.is_multiple_of(4);
+            let sum = gpu.pipeline(&gemm::splits_spec(vec4))?;
+            let threads = if vec4 { part_elems / 4 } else { part_elems };
+            let groups = (threads as u32).div_ceil(gemm::SPLITS_WG);
             let grid = grid_2d(groups, limits.max_compute_workgroups_per_dimension);
             let p = GemmParams {
                 y_offset,
@@ -597,9 +650,10 @@ fn tiled(
                     Some(r) => whole(r),
                     None => (part, 0, part_bytes),
                 },
+                (part, 0, part_bytes),
             ];
-            let group = rec.bind_group(sum, slot, &bindings);
-            rec.dispatch(sum, &group, (grid.0, grid.1, 1));
+            let group = rec.bind_group(&sum, slot, &bindings);
+            rec.dispatch(&sum, &group, (grid.0, grid.1, 1));
         }
     }
     Ok(())
