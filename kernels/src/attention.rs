@@ -285,10 +285,10 @@ pub fn tile_rows(head_dim: u32) -> u32 {
 
 /// Bytes of workgroup memory the tiled prefill pass takes at `head_dim` with `keys` keys per
 /// block: the queries and a key (then value) block in rows of `head_dim + 4` floats, the
-/// scores in rows of `keys + 1`, and a float per row.
+/// scores in rows of `keys + 1`, a float per row and one per thread (the rows' maxima).
 pub fn tiles_workgroup_bytes(head_dim: u32, keys: u32) -> u32 {
     let rows = tile_rows(head_dim);
-    (rows + keys) * (head_dim + 4) * 4 + rows * (keys + 1) * 4 + rows * 4
+    (rows + keys) * (head_dim + 4) * 4 + rows * (keys + 1) * 4 + rows * 4 + 256 * 4
 }
 
 /// Whether the tiled prefill pass has a variant at `head_dim` with `keys` keys per block: its

@@ -1,6 +1,5 @@
-//! Dequantization on the GPU: to f32 one thread per element, bit-exact with
-//! [`crate::quant::dequantize`]; to f16 a decoding step a thread, the tensor-core GEMM's
-//! operands ([`f16_spec`]); and the embedding gather.
+//! Dequantization to f32 on the GPU, one thread per element: bit-exact with
+//! [`crate::quant::dequantize`].
 
 use bytemuck::{Pod, Zeroable};
 
@@ -32,45 +31,6 @@ pub fn spec(ty: GgmlType, wg: u32) -> KernelSpec {
         reduction: None,
         constants: vec![("WG", wg)],
     }
-}
-
-/// The uniform block of `dequant_f16.wgsl`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
-pub struct DequantF16Params {
-    /// Rows to write.
-    pub rows: u32,
-    /// Columns (a multiple of the type's block).
-    pub cols: u32,
-    /// Bytes per row of the weight binding.
-    pub row_bytes: u32,
-    /// Workgroups along x.
-    pub grid_x: u32,
-}
-
-/// Threads per workgroup of [`f16_spec`].
-pub const F16_WG: u32 = 256;
-
-/// The f16 dequantization of a `ty` matrix (`dequant_f16.wgsl`, one thread per decoding step
-/// of [`crate::source::step_elems`] values): the first half of the tensor-core GEMM's dequantized
-/// path. Its values are the fused tensor-core kernel's operands exactly (the same decoding
-/// step, the same rounding to f16), so the two paths give the same bits.
-pub fn f16_spec(ty: GgmlType) -> KernelSpec {
-    KernelSpec {
-        family: Family::DequantF16,
-        quant: Some(ty),
-        reduction: None,
-        constants: vec![("WG", F16_WG)],
-    }
-}
-
-/// CPU reference of [`f16_spec`]: the matrix dequantized ([`crate::quant::dequantize`]) and
-/// rounded to the nearest f16, as bits.
-pub fn f16_reference(ty: GgmlType, data: &[u8]) -> Vec<u16> {
-    crate::quant::dequantize(ty, data)
-        .into_iter()
-        .map(|v| half::f16::from_f32(v).to_bits())
-        .collect()
 }
 
 /// The uniform block of `embed.wgsl`.

@@ -219,12 +219,48 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
     }
 }
 
+/// The tensor-core variant for weights of `ty` and tile `t` that reads its input formed and
+/// rounded to f16 beforehand ([`x16_spec`]; XH 1 in `gemm_coop.wgsl`).
+pub fn coop_x16_spec(ty: GgmlType, t: CoopTile) -> KernelSpec {
+    let mut spec = coop_spec(ty, t, GemvInput::Plain, true);
+    spec.constants.push(("XH", 1));
+    spec
+}
+
+/// Threads per workgroup of [`x16_spec`].
+pub const X16_WG: u32 = 256;
+
+/// The tensor-core GEMM's input rows formed (`input`, one of [`INPUTS`]) and rounded to f16
+/// once (`gemm_x16.wgsl`, the values [`coop_spec`]'s kernel forms itself); `x_vec4`: X's rows
+/// start at multiples of 4 elements.
+pub fn x16_spec(input: GemvInput, x_vec4: bool) -> KernelSpec {
+    let mut constants = vec![("WG", X16_WG)];
+    if input != GemvInput::Plain {
+        constants.push(("XFORM", input.code()));
+    }
+    if !x_vec4 {
+        constants.push(("XV4", 0));
+    }
+    KernelSpec {
+        family: Family::GemmInputF16,
+        quant: None,
+        reduction: None,
+        constants,
+    }
+}
+
 /// The tensor-core variants [`crate::all_specs`] validates for weights of `ty`: every tile with
-/// plain vec4 input, and every input form at the default tile in both load widths.
+/// plain vec4 input and with f16 input ([`coop_x16_spec`]), and every input form at the
+/// default tile in both load widths.
 pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
     let mut out: Vec<KernelSpec> = CoopTile::all()
         .into_iter()
-        .map(|t| coop_spec(ty, t, GemvInput::Plain, true))
+        .flat_map(|t| {
+            [
+                coop_spec(ty, t, GemvInput::Plain, true),
+                coop_x16_spec(ty, t),
+            ]
+        })
         .collect();
     for input in INPUTS {
         out.push(coop_spec(ty, CoopTile::DEFAULT, input, false));

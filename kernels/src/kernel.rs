@@ -21,10 +21,10 @@ pub enum Family {
     GemmCoop,
     /// The splits of a tensor-core product split along K, added (bias or residual with them).
     GemmSplits,
+    /// The tensor-core product's input rows formed and rounded to f16 once per product.
+    GemmInputF16,
     /// Blocks to f32.
     Dequant,
-    /// Blocks to f16 a decoding step a thread (the tensor-core GEMM's dequantized path).
-    DequantF16,
     /// Streaming read (the bandwidth ceiling).
     Stream,
     /// RMSNorm / LayerNorm.
@@ -84,8 +84,8 @@ impl Family {
             Family::GemmRowsQ8 => "gemm_rows_q8",
             Family::GemmCoop => "gemm_coop",
             Family::GemmSplits => "gemm_splits",
+            Family::GemmInputF16 => "gemm_x16",
             Family::Dequant => "dequant",
-            Family::DequantF16 => "dequant_f16",
             Family::Stream => "stream",
             Family::Norm => "norm",
             Family::Elementwise => "elementwise",
@@ -121,8 +121,8 @@ impl Family {
             Family::GemmRowsQ8 => "gemm_rows_q8.wgsl",
             Family::GemmCoop => "gemm_coop.wgsl",
             Family::GemmSplits => "gemm_splits.wgsl",
+            Family::GemmInputF16 => "gemm_x16.wgsl",
             Family::Dequant => "dequant.wgsl",
-            Family::DequantF16 => "dequant_f16.wgsl",
             Family::Stream => "stream.wgsl",
             Family::Norm => "norm.wgsl",
             Family::Elementwise => "elementwise.wgsl",
@@ -187,9 +187,9 @@ impl KernelSpec {
     }
 
     /// Whether the module computes on f16 values (`enable f16`: needs SHADER_F16): the
-    /// tensor-core GEMM and the f16 dequantization that feeds it.
+    /// tensor-core GEMM and the f16 input rows it reads.
     pub fn needs_f16(&self) -> bool {
-        matches!(self.family, Family::GemmCoop | Family::DequantF16)
+        matches!(self.family, Family::GemmCoop | Family::GemmInputF16)
     }
 
     /// Whether the module's inner loops have constant trip counts that the driver should unroll

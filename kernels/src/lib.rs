@@ -85,10 +85,12 @@ pub fn all_specs() -> Vec<KernelSpec> {
         }
         out.extend(gemm::coop_specs(ty));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));
-        out.push(dequant::f16_spec(ty));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
     }
     out.extend([false, true].map(gemm::splits_spec));
+    for input in gemm::INPUTS {
+        out.extend([false, true].map(|v4| gemm::x16_spec(input, v4)));
+    }
     out.extend(stream::WG_VALUES.map(stream::spec));
     out.extend(rowops::all_specs());
     out.extend(vision::all_specs());

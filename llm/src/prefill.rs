@@ -1,7 +1,8 @@
 //! Prefill: a prompt's tokens through the layers as one batch per chunk. Tiled GEMMs decode
 //! each weight once per tile of tokens (the decode step decodes it once per token), attention
 //! is causal over the batch, and what stays is the batch's keys and values in the cache: the
-//! session runs the prompt's last token as a decode step, which gives the logits.
+//! session runs the prompt's last token in its last batch too, and its logits from that
+//! batch's last output-normed row.
 
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::rowops::ElementOp;
@@ -106,6 +107,8 @@ pub(crate) enum BatchRows<'a> {
         kv: &'a KvCache,
         /// The first row's position.
         pos: usize,
+        /// The last layer runs whole (its rows come back output-normed, for the logits).
+        whole: bool,
     },
     /// Rows of several sequences of a pool, each named by its entry of the row table.
     Table {
@@ -133,8 +136,12 @@ impl Model {
     /// Records a prompt's positions `start..start + n` (rows from `input`: ids indexed by
     /// position, or embeddings whose row 0 is position `start`), their keys and values into
     /// `kv`, and the logits after the last into `s.logits`: batched (`batched`, else
-    /// [`batched_prefill_default`]), all but the last in batches (the scratch made at first
-    /// use) and the last as a decode step; else every position as a decode step.
+    /// [`batched_prefill_default`]) in batches (the scratch made at first use), the logits
+    /// from the last batch's last row; else every position as a decode step.
+    ///
+    /// The last token once ran as a decode step of its own after the batches: a whole pass
+    /// over the weights for one row, 2.5% of a 512-token prompt of the Llama-8B shape on the
+    /// H200 (docs/performance.md, "v30").
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_prompt(
         &self,
@@ -157,7 +164,6 @@ impl Model {
             Rows::Ids(_) => None,
         };
         let last = start + n.max(1) - 1;
-        let mut pos = start;
         let batched = batched.unwrap_or_else(|| batched_prefill_default(gpu));
         if batched && last > start {
             if batch.is_none() {
@@ -168,15 +174,18 @@ impl Model {
                     false,
                 )?);
             }
-            while let Some(b) = batch.as_ref().filter(|_| pos < last) {
-                let m = (last - pos).min(b.tokens());
+            let mut pos = start;
+            while let Some(b) = batch.as_ref().filter(|_| pos <= last) {
+                let m = (last + 1 - pos).min(b.tokens());
                 let view = rows(pos, m);
                 let part = view.as_ref().map_or(input, Rows::Embeds);
-                self.record_batch(gpu, rec, part, b, kv, pos, m)?;
+                let logits = (pos + m > last).then_some(&s.logits);
+                self.record_batch(gpu, rec, part, b, (kv, pos, m), logits)?;
                 pos += m;
             }
+            return Ok(());
         }
-        for q in pos..=last {
+        for q in start..=last {
             let view = rows(q, 1);
             let part = view.as_ref().map_or(input, Rows::Embeds);
             self.record_token(gpu, rec, s, part, &kv.seq_kv(), q, q == last)?;
@@ -185,24 +194,46 @@ impl Model {
     }
 
     /// Records the tokens at positions `pos..pos + n` (their rows from `input`) through every
-    /// layer as one batch, appending their keys and values to `kv`. The last layer stops after
-    /// its keys and values: no later position of this batch reads the rest.
-    #[allow(clippy::too_many_arguments)]
+    /// layer as one batch, appending their keys and values to `kv`; with `logits`, the
+    /// next-token logits after the last row into it (a `[vocab]` tensor). Without, the last
+    /// layer stops after its keys and values: no later position of this batch reads the rest.
     pub(crate) fn record_batch(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         input: Rows<'_>,
         b: &BatchScratch,
-        kv: &KvCache,
-        pos: usize,
-        n: usize,
+        (kv, pos, n): (&KvCache, usize, usize),
+        logits: Option<&Tensor>,
     ) -> Result<(), GpuError> {
         self.check_batch(b, n)?;
-        let x = b.x.view(0, n * self.cfg.embd);
+        let e = self.cfg.embd;
+        let x = b.x.view(0, n * e);
         self.first_rows(gpu, rec, input, pos, &x)?;
-        let rows = BatchRows::Consecutive { kv, pos };
-        self.record_layers(gpu, rec, b, n, rows).map(|_| ())
+        let whole = logits.is_some();
+        let rows = BatchRows::Consecutive { kv, pos, whole };
+        let (Some(normed), Some(logits)) = (self.record_layers(gpu, rec, b, n, rows)?, logits)
+        else {
+            return Ok(());
+        };
+        // The last row's logits, as the engine takes a sampled row's (`batch.rs`).
+        let row = normed.view((n - 1) * e, e);
+        let out = &self.weights.output;
+        let stacks = std::slice::from_ref(out);
+        let (input, x, x_stride) = self.rows_input(gpu, rec, stacks, (&row, e), 1, Some(&b.xq))?;
+        let call = GemmCall {
+            w: out,
+            x: &x,
+            y: logits,
+            tokens: 1,
+            x_stride,
+            y_stride: self.cfg.vocab,
+            y_first: 0,
+            residual: None,
+            bias: None,
+            input,
+        };
+        ops::gemm(gpu, rec, call, self.gemm_tile(out))
     }
 
     pub(crate) fn check_batch(&self, b: &BatchScratch, n: usize) -> Result<(), GpuError> {
@@ -238,7 +269,10 @@ impl Model {
         let [q, attn] = [&b.q, &b.attn].map(|t| rows(t, c.q_dim()));
         let gate = rows(&b.gate, 2 * c.ff);
         let glu = self.glu_input()?;
-        let whole = matches!(rows_of, BatchRows::Table { .. });
+        let whole = match rows_of {
+            BatchRows::Table { .. } => true,
+            BatchRows::Consecutive { whole, .. } => whole,
+        };
         for (i, l) in w.layers.iter().enumerate() {
             let q8 = self.q8_rows(gpu, &l.attn_in.stacks, n).then_some(&b.xq);
             if self.batch_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj, &post, &h], q8)? {
@@ -252,7 +286,7 @@ impl Model {
             // Consecutive positions of one cache, or rows of a pool named by the row table
             // (`n_keys` then bounds every row's position).
             let (kv, rows, last_pos, capacity) = match rows_of {
-                BatchRows::Consecutive { kv, pos } => {
+                BatchRows::Consecutive { kv, pos, .. } => {
                     (kv.layer(i), None, pos + n - 1, kv.capacity())
                 }
                 BatchRows::Table {

@@ -81,8 +81,8 @@ pub struct Gpu {
     /// The partial sums of tensor-core GEMMs split along K (`ops::gemm`): one buffer, grown
     /// on demand, used by nothing else (so every use is ordered by the queue).
     pub(crate) split_scratch: Mutex<Option<Arc<wgpu::Buffer>>>,
-    /// The f16 weights of the dequantized tensor-core GEMM (`ops::gemm`), likewise.
-    pub(crate) dequant_scratch: Mutex<Option<Arc<wgpu::Buffer>>>,
+    /// The tensor-core GEMM's input rows rounded to f16 (`ops::gemm`), likewise.
+    pub(crate) x16_scratch: Mutex<Option<Arc<wgpu::Buffer>>>,
 }
 
 /// What `gpuport probe` reports about an adapter.
@@ -211,7 +211,7 @@ impl Gpu {
             disk,
             pool: BufferPool::default(),
             split_scratch: Mutex::new(None),
-            dequant_scratch: Mutex::new(None),
+            x16_scratch: Mutex::new(None),
             device,
             queue,
             info,

@@ -175,18 +175,17 @@ impl Gpu {
         })
     }
 
-    /// A `[rows, cols]` f16 matrix in the dequantized tensor-core GEMM's scratch ([`Gpu`]'s
-    /// one buffer, grown as [`Gpu::split_scratch`]'s). Only that path (`ops::gemm`) uses it:
-    /// each GEMM's dequantization and product are recorded back to back, so the queue orders
-    /// every use.
-    pub(crate) fn dequant_scratch(&self, rows: usize, cols: usize) -> Result<Tensor, GpuError> {
-        let bytes = 2 * (rows * cols) as u64;
-        let buffer = self.scratch(&self.dequant_scratch, bytes, "gemm f16 weights")?;
+    /// `elems` f16s of the tensor-core GEMM's f16 input rows ([`Gpu`]'s one buffer, grown as
+    /// [`Gpu::split_scratch`]'s). Only that GEMM (`ops::gemm`) uses it: each GEMM's input
+    /// rows and product are recorded back to back, so the queue orders every use.
+    pub(crate) fn x16_scratch(&self, elems: usize) -> Result<Tensor, GpuError> {
+        let bytes = 2 * elems as u64;
+        let buffer = self.scratch(&self.x16_scratch, bytes, "gemm f16 input")?;
         Ok(Tensor {
             offset: 0,
             bytes,
-            elem: Elem::Ggml(GgmlType::F16),
-            shape: vec![rows, cols],
+            elem: Elem::F16,
+            shape: vec![elems],
             buffer,
         })
     }

@@ -40,82 +40,6 @@ fn dequantization_is_bit_exact() {
     }
 }
 
-/// The tensor-core GEMM's f16 operands (`ops::dequantize_f16`): every type's values as the
-/// CPU dequantizes them, rounded to the nearest f16, bit for bit, on rows of 3 blocks (odd
-/// rows, so steps cross rows) and with the output in a larger buffer's scratch-like tail left
-/// untouched.
-#[test]
-fn f16_dequantization_is_the_cpu_rounded_to_f16() {
-    let Some(gpu) = support::gpu() else { return };
-    if !support::has_f16(&gpu) {
-        return;
-    }
-    for ty in GgmlType::ALL {
-        let cols = 3 * ty.block_elems().max(8);
-        let rows = 7;
-        let raw = random_blocks(ty, rows * cols / ty.block_elems(), 11 + ty.ggml_id() as u64);
-        let w = gpu
-            .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
-            .unwrap();
-        // Two more rows' worth of words, which must stay as written.
-        let words = rows * cols / 2;
-        let sentinel = 0x5A5A_5A5Au32;
-        let out = gpu
-            .upload(
-                bytemuck::cast_slice(&vec![sentinel; words + cols]),
-                Elem::U32,
-                &[words + cols],
-                "out",
-            )
-            .unwrap();
-        let view = gpuport_runtime::Tensor {
-            elem: Elem::Ggml(GgmlType::F16),
-            shape: vec![rows, cols],
-            bytes: 2 * (rows * cols) as u64,
-            ..out.clone()
-        };
-        let mut rec = Recorder::new(&gpu);
-        ops::dequantize_f16(&gpu, &mut rec, &w, &view).unwrap();
-        rec.submit().unwrap();
-        let got = support::readback_words(&gpu, &out);
-        let want = gpuport_kernels::dequant::f16_reference(ty, &raw);
-        let halves: Vec<u16> = got[..words]
-            .iter()
-            .flat_map(|w| [*w as u16, (*w >> 16) as u16])
-            .collect();
-        let same = |g: u16, w: u16| {
-            g == w || (half::f16::from_bits(g).is_nan() && half::f16::from_bits(w).is_nan())
-        };
-        let diff = halves.iter().zip(&want).position(|(g, w)| !same(*g, *w));
-        assert!(
-            diff.is_none(),
-            "{}: element {} GPU {:#06x} CPU {:#06x}",
-            ty.name(),
-            diff.unwrap(),
-            halves[diff.unwrap()],
-            want[diff.unwrap()]
-        );
-        assert!(
-            got[words..].iter().all(|&w| w == sentinel),
-            "{}: past the matrix",
-            ty.name()
-        );
-    }
-    // A wrong output is a typed error, not a dispatch.
-    let w = gpu
-        .upload(
-            &random_blocks(GgmlType::Q4K, 2, 1),
-            Elem::Ggml(GgmlType::Q4K),
-            &[2, 256],
-            "w",
-        )
-        .unwrap();
-    let out = gpu.zeros_f32(&[512], "out").unwrap();
-    let mut rec = Recorder::new(&gpu);
-    let err = ops::dequantize_f16(&gpu, &mut rec, &w, &out).unwrap_err();
-    assert!(err.to_string().contains("f16 [2, 256]"), "{err}");
-}
-
 fn check_gemv(
     gpu: &gpuport_runtime::Gpu,
     ty: GgmlType,
@@ -1465,10 +1389,7 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) -> Vec<f32> {
         Some((path, _)) => path,
         None => ops::gemm_path(gpu, &call, tile).unwrap(),
     };
-    let rel = if matches!(
-        path,
-        ops::GemmPath::Coop { .. } | ops::GemmPath::CoopDequant { .. }
-    ) {
+    let rel = if matches!(path, ops::GemmPath::Coop { .. }) {
         1e-3
     } else {
         2e-6
@@ -1849,30 +1770,38 @@ fn coop_gemm_matches_cpu_for_every_type() {
             // 6 + 6 + 4 and 4 + 4 + 4 + 4; f32/f16 11 chunks: 4 + 4 + 3 and 3 + 3 + 3 + 2).
             let splits = [1, 3, 4][(c + c / 3) % 3];
             let tile = tiles[c % tiles.len()];
-            let path = ops::GemmPath::Coop { tile, splits };
+            let path = ops::GemmPath::Coop {
+                tile,
+                splits,
+                x16: false,
+            };
             let case = GemmCase::cycled(ty, (rows, cols, tokens), c, 3, (path, max_binding));
-            let fused = check_gemm_case(&gpu, case);
-            // The weights dequantized to f16 first: the same operands, the same order, the
-            // same bits.
-            if !matches!(ty, GgmlType::F32 | GgmlType::F16) {
-                let path = ops::GemmPath::CoopDequant { tile, splits };
-                let whole = gpu.limits().max_storage_buffer_binding_size;
-                let on = Some((path, if c % 4 < 2 { whole } else { max_binding }));
-                let dequantized = check_gemm_case(&gpu, GemmCase { on, ..case });
-                let diff = fused
-                    .iter()
-                    .zip(&dequantized)
-                    .position(|(a, b)| a.to_bits() != b.to_bits());
-                assert!(
-                    diff.is_none(),
-                    "{case:?}: dequantized path differs at {diff:?}"
-                );
-            }
+            let formed_here = check_gemm_case(&gpu, case);
+            // The input formed and rounded to f16 by its own pass first: the same operands,
+            // the same order, the same bits.
+            let path = ops::GemmPath::Coop {
+                tile,
+                splits,
+                x16: true,
+            };
+            let on = Some((path, max_binding));
+            let formed_first = check_gemm_case(&gpu, GemmCase { on, ..case });
+            let diff = formed_here
+                .iter()
+                .zip(&formed_first)
+                .position(|(a, b)| a.to_bits() != b.to_bits());
+            assert!(
+                diff.is_none(),
+                "{case:?}: f16 input rows differ at {diff:?}"
+            );
         }
     }
     // The path `ops::gemm` takes for prompts here.
     let path = auto_gemm_path(&gpu, 600);
-    assert!(matches!(path, ops::GemmPath::Coop { .. }), "{path:?}");
+    assert!(
+        matches!(path, ops::GemmPath::Coop { x16: true, .. }),
+        "{path:?}"
+    );
 }
 
 /// The path `ops::gemm` takes for a 4 × 32 f32 matrix times `tokens` rows.

@@ -136,19 +136,6 @@ pub fn has_coop_f16(gpu: &Gpu) -> bool {
     gpu.has_coop_f16()
 }
 
-/// Whether `gpu` has f16 shader arithmetic (`shader-f16`: the f16 dequantization, the
-/// tensor-core GEMM); says `SKIPPED` for the cases that need it when not.
-pub fn has_f16(gpu: &Gpu) -> bool {
-    let has = gpu.features().contains(wgpu::Features::SHADER_F16);
-    if !has {
-        eprintln!(
-            "SKIPPED (f16 kernels): {} has no shader-f16",
-            gpu.info().name
-        );
-    }
-    has
-}
-
 /// A 4-byte tensor read back as its words (packed int8 blocks, or f32 values compared bit for
 /// bit). Panics on a failed readback: tests only.
 pub fn readback_words(gpu: &Gpu, t: &gpuport_runtime::Tensor) -> Vec<u32> {

@@ -16,7 +16,7 @@ pub mod store_fixtures;
 pub mod tiny_llm;
 
 #[cfg(feature = "gpu")]
-pub use gpu::{Needs, gpu, gpu_with, has_coop_f16, has_f16, has_subgroups, readback_words};
+pub use gpu::{Needs, gpu, gpu_with, has_coop_f16, has_subgroups, readback_words};
 pub use references::{
     available, model, modelport_available, python_modules_available, python_tool, repo_root,
 };

@@ -507,22 +507,11 @@ fn gemm_sweep(
             splits.retain(|&s| ops::coop_split_fits(tile, (shape.rows, shape.cols, tokens), s));
             splits.sort_unstable();
             splits.dedup();
-            paths.extend(
-                splits
-                    .iter()
-                    .map(|&splits| ops::GemmPath::Coop { tile, splits }),
-            );
-            // The weights dequantized to f16 first, unsplit and split as `coop_splits` would.
-            if !matches!(shape.ty, GgmlType::F32 | GgmlType::F16) {
-                paths.extend(
-                    [1, auto]
-                        .into_iter()
-                        .filter(|s| splits.contains(s))
-                        .collect::<std::collections::BTreeSet<u32>>()
-                        .into_iter()
-                        .map(|splits| ops::GemmPath::CoopDequant { tile, splits }),
-                );
-            }
+            // Each with its input rounded to f16 first (what `ops::gemm` runs) and formed in
+            // the kernel.
+            paths.extend(splits.into_iter().flat_map(|splits| {
+                [true, false].map(|x16| ops::GemmPath::Coop { tile, splits, x16 })
+            }));
         }
         let w = shape.random_weights(gpu, 2)?;
         let x = gpu.upload_f32(
@@ -621,12 +610,14 @@ fn gemm_sweep(
                     *totals.entry((shape.ty, t)).or_default() += timing.seconds;
                     format!("TM={} TN={}", t.tm, t.tn)
                 }
-                ops::GemmPath::Coop { tile: t, splits } => {
-                    format!("coop WM={} WN={} KC={} splits={splits}", t.wm, t.wn, t.kc)
-                }
-                ops::GemmPath::CoopDequant { tile: t, splits } => {
+                ops::GemmPath::Coop {
+                    tile: t,
+                    splits,
+                    x16,
+                } => {
+                    let x = if x16 { "f16 x" } else { "f32 x" };
                     format!(
-                        "coop f16 WM={} WN={} KC={} splits={splits}",
+                        "coop WM={} WN={} KC={} splits={splits} {x}",
                         t.wm, t.wn, t.kc
                     )
                 }

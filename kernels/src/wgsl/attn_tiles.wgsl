@@ -9,10 +9,14 @@
 //   1. the block's keys into workgroup memory (`kv`; zeros past the cache's last row);
 //   2. scores S = Q Kᵀ · scale (soft-capped; -3e38 for a key outside a row's [first, pos]),
 //      each thread two queries × two keys at a time, into `s`;
-//   3. one thread per row: the running max m, the weights exp(S - m) in place, the running
-//      sum l, and alpha = exp(m_old - m_new) for the output; meanwhile the others load the
-//      block's values into `kv`;
-//   4. O = O alpha + P V, each thread two rows × two vec4 columns in registers.
+//   3. the block's values into `kv`, and each row's running max m by the WG / BR threads of
+//      the row, their maxima of every (WG / BR)th score through `red`; after a barrier the
+//      same threads turn their scores into the weights exp(S - m) in place and the first
+//      writes alpha = exp(m_old - m_new) for the output (one thread a row did this alone
+//      while the rest waited: BK dependent steps twice a block);
+//   4. O = O alpha + P V, each thread two rows × two vec4 columns in registers, and the
+//      rows' running sums l = l alpha + sum P (each of the row's threads the same sum, in key
+//      order).
 // The output is O / l. HD (head_dim) is 64, 128 or 256 and BR = 4096 / HD, so the 256 threads
 // own BR × HD outputs exactly; BK (32, 16 or 8: the most the adapter's workgroup memory
 // holds) divides a page. Rows of workgroup
@@ -39,6 +43,7 @@ var<workgroup> qs: array<vec4<f32>, BR * QS>;
 var<workgroup> kv: array<vec4<f32>, BK * QS>;
 var<workgroup> s: array<f32, BR * SS>;
 var<workgroup> alpha: array<f32, BR>;
+var<workgroup> red: array<f32, WG>;
 
 //!include attn_pages.wgsl
 
@@ -119,9 +124,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     var o01 = vec4<f32>(0.0);
     var o10 = vec4<f32>(0.0);
     var o11 = vec4<f32>(0.0);
-    // Row lid's running max and exp-sum (threads lid < BR).
+    // Step 3's row r3 (this thread's scores j3, j3 + tpr, ..: tpr threads a row) and its running max; the
+    // running sums of this thread's output rows rp and rp + BR / 2.
+    let tpr = WG / BR;
+    let r3 = lid / tpr;
+    let j3 = lid % tpr;
     var m = -3.0e38;
-    var l = 0.0;
+    var la = 0.0;
+    var lb = 0.0;
     let first = first_key(pos0);
     let last = pos0 + rows - 1u;
     for (var j0 = first - first % BK; j0 <= last; j0 += BK) {
@@ -156,28 +166,30 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         workgroupBarrier();
         load_block(j0, kvh, lid, 1u);
-        if lid < BR {
-            let o = lid * SS;
-            var m_new = m;
-            for (var i = 0u; i < BK; i++) {
-                m_new = max(m_new, s[o + i]);
-            }
-            var sum = 0.0;
-            for (var i = 0u; i < BK; i++) {
-                // A masked score (-3e38) weighs nothing, also while every score so far is
-                // masked (m_new -3e38: exp(0) would count it).
-                var e = 0.0;
-                if s[o + i] > -1.0e38 {
-                    e = exp(s[o + i] - m_new);
-                }
-                s[o + i] = e;
-                sum += e;
-            }
-            let a = exp(m - m_new);
-            alpha[lid] = a;
-            l = l * a + sum;
-            m = m_new;
+        let o = r3 * SS;
+        var mx = -3.0e38;
+        for (var i = j3; i < BK; i += tpr) {
+            mx = max(mx, s[o + i]);
         }
+        red[lid] = mx;
+        workgroupBarrier();
+        var m_new = m;
+        for (var i = 0u; i < tpr; i++) {
+            m_new = max(m_new, red[r3 * tpr + i]);
+        }
+        for (var i = j3; i < BK; i += tpr) {
+            // A masked score (-3e38) weighs nothing, also while every score so far is masked
+            // (m_new -3e38: exp(0) would count it).
+            var e = 0.0;
+            if s[o + i] > -1.0e38 {
+                e = exp(s[o + i] - m_new);
+            }
+            s[o + i] = e;
+        }
+        if j3 == 0u {
+            alpha[r3] = exp(m - m_new);
+        }
+        m = m_new;
         workgroupBarrier();
         let ra = alpha[rp];
         let rb = alpha[rp + BR / 2u];
@@ -187,9 +199,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         o11 *= rb;
         let sa = rp * SS;
         let sb = (rp + BR / 2u) * SS;
+        var suma = 0.0;
+        var sumb = 0.0;
         for (var i = 0u; i < BK; i++) {
             let pa = s[sa + i];
             let pb = s[sb + i];
+            suma += pa;
+            sumb += pb;
             let v0 = kv[i * QS + cp];
             let v1 = kv[i * QS + cp + HD / 8u];
             o00 += pa * v0;
@@ -197,22 +213,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             o10 += pb * v0;
             o11 += pb * v1;
         }
+        la = la * ra + suma;
+        lb = lb * rb + sumb;
         workgroupBarrier();
     }
-    if lid < BR {
-        alpha[lid] = l;
-    }
-    workgroupBarrier();
     let width = p.heads * HD4;
     if rp < rows {
         let base = (t0 + rp) * width + h * HD4;
-        let inv = 1.0 / alpha[rp];
+        let inv = 1.0 / la;
         out[base + cp] = o00 * inv;
         out[base + cp + HD / 8u] = o01 * inv;
     }
     if rp + BR / 2u < rows {
         let base = (t0 + rp + BR / 2u) * width + h * HD4;
-        let inv = 1.0 / alpha[rp + BR / 2u];
+        let inv = 1.0 / lb;
         out[base + cp] = o10 * inv;
         out[base + cp + HD / 8u] = o11 * inv;
     }

@@ -42,6 +42,11 @@ enable wgpu_cooperative_matrix;
 //
 // XV4 1: X is read as vec4s (binding 5, the same buffer as `x`; x_offset, x_stride and x_aux
 // multiples of 4); 0: four scalar loads.
+//
+// XH 1: X holds the input already formed and rounded to f16 by gemm_x16.wgsl (binding 6, the
+// same buffer as `x`; x_offset and x_stride count f16 values, multiples of 4; XFORM 0), the
+// values this kernel forms itself with XH 0, so both give the same bits: every tile of weight
+// rows reads 2 bytes an input value instead of 4.
 
 //!include gemm_io.wgsl
 
@@ -50,6 +55,7 @@ override WM: u32 = 4u;
 override WN: u32 = 2u;
 override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
+override XH: u32 = 0u;
 override TM: u32 = 32u * WM;
 override TN: u32 = 64u * WN;
 override WG: u32 = 32u * WM * WN;
@@ -71,6 +77,10 @@ var<workgroup> stage: array<f32, 256u * WM * WN>;
 //!include common.wgsl
 //!include quant
 //!include gemm_input.wgsl
+// `x` again, as vec4s (read when XV4 is 1).
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+// `x` again, as f16 quadruples (read when XH is 1).
+@group(0) @binding(6) var<storage, read> xh: array<vec4<f16>>;
 
 // This thread's share of the next chunk, decoded and converted: weight steps in wr0.. (their
 // second halves in wh0.. where XB > 0), input vec4s in xr0... Named, and filled by straight-line
@@ -149,6 +159,10 @@ fn input_vec(c: u32, m0: u32, lid: u32, j: u32) -> vec4<f16> {
     let t = m0 + i / (KC / 4u);
     let e = c * KC + (i % (KC / 4u)) * 4u;
     let live = t < p.tokens && e < p.cols;
+    if XH == 1u {
+        let at = p.x_offset + min(t, p.tokens - 1u) * p.x_stride + min(e, p.cols - 4u);
+        return select(vec4<f16>(0.0), xh[at / 4u], live);
+    }
     let v = select(vec4<f32>(0.0), xin(min(t, p.tokens - 1u), min(e, p.cols - 4u)), live);
     // Clamped to f16's range: past it an input would round to an infinity and make every sum
     // it enters inf or NaN; clamped, the sums stay finite (though not the f32 kernels' values).

@@ -52,6 +52,8 @@ override T: u32 = WG * RPT / ROWS;
 //!include quant
 //!include reduce
 //!include gemm_input.wgsl
+// `x` again, as vec4s (read when XV4 is 1).
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
 //!include gemm_rows_store.wgsl
 
 // Elements e..e+4 of the input rows of tokens t0 + c .. t0 + c + 4 as the columns of a matrix.

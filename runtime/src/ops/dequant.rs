@@ -6,8 +6,7 @@ use super::{ggml_type, launch, matrix, row_chunks, whole};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
-use crate::tensor::{Elem, Tensor};
-use gpuport_kernels::quant::GgmlType;
+use crate::tensor::Tensor;
 
 /// Records the dequantization of `w` (whole blocks) into f32 `out`.
 pub fn dequantize(
@@ -34,47 +33,6 @@ pub fn dequantize(
         pad: 0,
     };
     launch(gpu, rec, &dequant::spec(ty, wg), &p, &[w, out], grid)
-}
-
-/// Records the f16 dequantization of the matrix `w` (`[rows, cols]` of any GGUF type, in one
-/// storage binding) into `out`, an f16 `[rows, cols]` matrix (`dequant_f16.wgsl`: the values
-/// the tensor-core GEMM multiplies, bit for bit).
-pub fn dequantize_f16(
-    gpu: &Gpu,
-    rec: &mut Recorder<'_>,
-    w: &Tensor,
-    out: &Tensor,
-) -> Result<(), GpuError> {
-    let (ty, rows, cols, row_bytes) = matrix(w)?;
-    let steps = rows * (cols / gpuport_kernels::source::step_elems(ty));
-    let limits = gpu.limits();
-    let fits = |t: &Tensor| t.padded() <= limits.max_storage_buffer_binding_size;
-    if out.elem != Elem::Ggml(GgmlType::F16) && out.elem != Elem::F16
-        || out.shape != [rows, cols]
-        || !fits(w)
-        || !fits(out)
-        || u32::try_from(steps.div_ceil(dequant::F16_WG as usize) * dequant::F16_WG as usize)
-            .is_err()
-    {
-        return Err(GpuError::Shape(format!(
-            "f16 dequantization of a {} [{rows}, {cols}] matrix ({} bytes) into {:?} {:?} \
-             (an f16 [{rows}, {cols}] matrix; each in one binding of at most {} bytes)",
-            ty.name(),
-            w.bytes,
-            out.elem,
-            out.shape,
-            limits.max_storage_buffer_binding_size
-        )));
-    }
-    let groups = (steps as u32).div_ceil(dequant::F16_WG);
-    let grid = grid_2d(groups, limits.max_compute_workgroups_per_dimension);
-    let p = dequant::DequantF16Params {
-        rows: rows as u32,
-        cols: cols as u32,
-        row_bytes: row_bytes as u32,
-        grid_x: grid.0,
-    };
-    launch(gpu, rec, &dequant::f16_spec(ty), &p, &[w, out], grid)
 }
 
 /// Records the lookup of rows `ids[id_offset..id_offset + tokens]` (u32) of the `[rows, cols]`

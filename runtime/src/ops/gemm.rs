@@ -62,21 +62,14 @@ pub enum GemmPath {
         tile: CoopTile,
         /// Splits along K (at least 1; at most one per chunk of columns).
         splits: u32,
+        /// The input formed and rounded to f16 once first (`gemm_x16.wgsl` into the
+        /// device's scratch), so every tile of weight rows reads 2 bytes a value instead of
+        /// 4: the same bits either way (see [`coop_x16`]).
+        x16: bool,
     },
     /// The few-row GEMM on int8 input blocks (`gemm_rows_q8.wgsl`): the path of every call
     /// whose input is [`GemvInput::Q8Blocks`].
     FewRowsQ8(FewRowTunables),
-    /// The tensor-core GEMM over the weights dequantized to f16 first (`dequant_f16.wgsl`
-    /// into the device's one scratch, then `gemm_coop.wgsl` on those f16 rows): each weight
-    /// decoded once per GEMM instead of once per tile of tokens, for the same bits as
-    /// [`GemmPath::Coop`] with this tile and split count. Quantized weights whose f16 form
-    /// fits one binding and [`COOP_DEQUANT_SCRATCH_MAX`] (see [`coop_dequant_fits`]).
-    CoopDequant {
-        /// The tile.
-        tile: CoopTile,
-        /// Splits along K, as [`GemmPath::Coop`]'s.
-        splits: u32,
-    },
 }
 
 /// Whether a GEMM of `tokens` rows over `w` should take int8 input blocks: the weights have
@@ -148,10 +141,8 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
         };
         if let Some(tile) = t {
             let splits = coop_splits(tile, rows, cols, call.tokens);
-            if call.tokens >= coop_dequant_min_tokens() && coop_dequant_fits(gpu, call.w) {
-                return Ok(GemmPath::CoopDequant { tile, splits });
-            }
-            return Ok(GemmPath::Coop { tile, splits });
+            let x16 = coop_x16() && x16_fits(gpu, call.tokens, cols);
+            return Ok(GemmPath::Coop { tile, splits, x16 });
         }
     }
     if call.tokens > gemm::FEW_ROWS_MAX {
@@ -242,8 +233,12 @@ fn knob<T: std::str::FromStr + Copy>(cell: &OnceLock<T>, name: &str, default: T)
     })
 }
 
-/// The default of [`coop_split_target`]: about four workgroups per core of an H200.
-pub const COOP_SPLIT_TARGET: usize = 512;
+/// The default of [`coop_split_target`]: about two workgroups per core of an H200. The GEMM
+/// sweep at 512 rows there (docs/performance.md, "v30") put every shape's best split count
+/// at or below what 256 gives (the Llama-8B shape's attention output 207 µs unsplit against
+/// 254 split 4 ways, as 512 split it; its q|k|v 346 µs split 2 ways against 395 in 3), and
+/// the 1B's down projection at 2 (228 µs; 265 in 8, as 512 split it).
+pub const COOP_SPLIT_TARGET: usize = 256;
 
 /// Fewest chunks of columns in one split.
 pub const COOP_SPLIT_MIN_CHUNKS: usize = 8;
@@ -254,30 +249,56 @@ pub const COOP_SPLITS_MAX: usize = 16;
 /// Most bytes of split partials one GEMM writes.
 pub const COOP_SPLIT_SCRATCH_MAX: usize = 64 << 20;
 
-/// Fewest tokens from which a tensor-core GEMM dequantizes its weights to f16 first
-/// ([`GemmPath::CoopDequant`]): never by default (`usize::MAX`) until measured on an adapter;
-/// `GPUPORT_COOP_DEQUANT_MIN_TOKENS` moves it.
-pub fn coop_dequant_min_tokens() -> usize {
-    static MIN: OnceLock<usize> = OnceLock::new();
-    knob(&MIN, "GPUPORT_COOP_DEQUANT_MIN_TOKENS", usize::MAX)
+/// Whether [`gemm_path`] forms a tensor-core GEMM's input in f16 first (`x16` of
+/// [`GemmPath::Coop`]): yes by default; `GPUPORT_COOP_X16=0` says no (to measure it).
+///
+/// Why: X is re-read by every tile of weight rows (224 times over the Llama-8B shape's gate
+/// and up projections), 88% of the kernel's reads in f32; the tensor-core kernel converts it
+/// to f16 anyway. On the H200 the same kernel over f16 weights (3.5 × the weight bytes, none
+/// of the decoding) ran 1.8 × slower (docs/performance.md, "v30"): its time goes to bytes.
+pub fn coop_x16() -> bool {
+    static ON: OnceLock<u32> = OnceLock::new();
+    knob(&ON, "GPUPORT_COOP_X16", 1) != 0
 }
 
-/// Most bytes of f16 weights [`GemmPath::CoopDequant`] writes for one matrix (the scratch
-/// grows to the largest): the Llama-8B shape's gate and up projections together are 235 MB.
-pub const COOP_DEQUANT_SCRATCH_MAX: u64 = 512 << 20;
+/// Whether `tokens` rows of `cols` f16 input values fit one storage binding (and come in
+/// fours).
+fn x16_fits(gpu: &Gpu, tokens: usize, cols: usize) -> bool {
+    cols.is_multiple_of(4)
+        && 2 * (tokens * cols) as u64 <= gpu.limits().max_storage_buffer_binding_size
+}
 
-/// Whether [`GemmPath::CoopDequant`] takes the matrix `w`: a quantized type (not F32 or F16),
-/// the matrix in one storage binding, and its f16 form in one binding and at most
-/// [`COOP_DEQUANT_SCRATCH_MAX`] bytes.
-pub fn coop_dequant_fits(gpu: &Gpu, w: &Tensor) -> bool {
-    let Ok((ty, rows, cols, _)) = matrix(w) else {
-        return false;
+/// Records `gemm_x16.wgsl`: `call`'s input rows formed and rounded to f16 into `out`, `cols`
+/// values a row.
+fn form_x16(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: &GemmCall<'_>,
+    cols: usize,
+    out: &Tensor,
+) -> Result<(), GpuError> {
+    let spec = gemm::x16_spec(call.input, call.x_stride.is_multiple_of(4));
+    let groups = ((call.tokens * cols / 4) as u32).div_ceil(gemm::X16_WG);
+    let grid = grid_2d(groups, gpu.limits().max_compute_workgroups_per_dimension);
+    let p = GemmParams {
+        rows: 0,
+        cols: cols as u32,
+        tokens: call.tokens as u32,
+        row_bytes: 0,
+        w_offset: 0,
+        x_offset: 0,
+        x_stride: call.x_stride as u32,
+        x_aux: cols as u32,
+        y_offset: 0,
+        y_stride: 0,
+        residual: 0,
+        grid_x: grid.0,
+        split_chunks: 0,
+        split_stride: 0,
+        splits: 1,
+        pad: 0,
     };
-    let f16_bytes = 2 * (rows * cols) as u64;
-    let binding = gpu.limits().max_storage_buffer_binding_size;
-    !matches!(ty, GgmlType::F32 | GgmlType::F16)
-        && w.padded() <= binding
-        && f16_bytes <= binding.min(COOP_DEQUANT_SCRATCH_MAX)
+    super::launch(gpu, rec, &spec, &p, &[call.x, out, call.x], grid)
 }
 
 /// Fewest tokens a GEMM runs on the tensor-core kernel where the device has it (below, the
@@ -336,13 +357,12 @@ pub fn gemm_on(
             }
         }
         GemmPath::FewRows(t) => check_few_rows(gpu, t, t.is_valid())?,
-        GemmPath::Coop { tile, splits } | GemmPath::CoopDequant { tile, splits } => {
-            if matches!(path, GemmPath::CoopDequant { .. }) && !coop_dequant_fits(gpu, call.w) {
+        GemmPath::Coop { tile, splits, x16 } => {
+            if x16 && !x16_fits(gpu, call.tokens, cols) {
                 return Err(GpuError::Shape(format!(
-                    "dequantized tensor-core GEMM of {} [{rows}, {cols}] weights: only \
-                     quantized weights in one binding whose f16 form fits one binding and \
-                     {COOP_DEQUANT_SCRATCH_MAX} bytes",
-                    ty.name()
+                    "tensor-core GEMM of {} tokens × {cols} columns: their f16 input rows are \
+                     more than one binding holds",
+                    call.tokens
                 )));
             }
             check_coop(gpu, tile, call.tokens)?;
@@ -387,31 +407,38 @@ pub fn gemm_on(
             let pipeline = gpu.pipeline(&gemm::spec(ty, tile, call.input))?;
             let launch = TiledLaunch {
                 tiles: (tile.tn, tile.tm),
-                x4: false,
+                x_again: 0,
                 kc: 0,
                 splits: 1,
             };
             tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
         }
-        GemmPath::Coop { tile, splits } => {
-            let x_vec4 = call.x_stride.is_multiple_of(4);
-            let pipeline = gpu.pipeline(&gemm::coop_spec(ty, tile, call.input, x_vec4))?;
+        GemmPath::Coop { tile, splits, x16 } => {
+            // X bound again as vec4s (binding 5) and as f16 quadruples (6).
             let launch = TiledLaunch {
                 tiles: (tile.tn(), tile.tm()),
-                x4: true,
+                x_again: 2,
                 kc: tile.kc,
                 splits,
             };
+            if x16 {
+                let formed = gpu.x16_scratch(call.tokens * cols)?;
+                form_x16(gpu, rec, &call, cols, &formed)?;
+                let pipeline = gpu.pipeline(&gemm::coop_x16_spec(ty, tile))?;
+                let call = GemmCall {
+                    x: &formed,
+                    x_stride: cols,
+                    input: GemvInput::Plain,
+                    ..call
+                };
+                return tiled(gpu, rec, &call, m, &pipeline, launch, max_binding);
+            }
+            let x_vec4 = call.x_stride.is_multiple_of(4);
+            let pipeline = gpu.pipeline(&gemm::coop_spec(ty, tile, call.input, x_vec4))?;
             tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
         }
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
         GemmPath::FewRowsQ8(t) => few_rows(gpu, rec, &call, m, t, max_binding),
-        GemmPath::CoopDequant { tile, splits } => {
-            let f16 = gpu.dequant_scratch(rows, cols)?;
-            super::dequantize_f16(gpu, rec, call.w, &f16)?;
-            let call = GemmCall { w: &f16, ..call };
-            gemm_on(gpu, rec, call, GemmPath::Coop { tile, splits }, max_binding)
-        }
     }
 }
 
@@ -531,13 +558,14 @@ fn residual_mode(call: &GemmCall<'_>) -> u32 {
     }
 }
 
-/// How a tiled kernel is launched: `tiles` = (rows, tokens) per workgroup; `x4`: the kernel
-/// binds X a second time as vec4s; `splits` along K in chunks of `kc` columns (the
-/// tensor-core kernel; 1 and 0 for the tiled one).
+/// How a tiled kernel is launched: `tiles` = (rows, tokens) per workgroup; `x_again`: X
+/// bound that many times more after the residual (the tensor-core kernel's vec4 and f16
+/// views); `splits` along K in chunks of `kc` columns (the tensor-core kernel; 1 and 0 for
+/// the tiled one).
 #[derive(Clone, Copy)]
 struct TiledLaunch {
     tiles: (u32, u32),
-    x4: bool,
+    x_again: usize,
     kc: u32,
     splits: u32,
 }
@@ -622,9 +650,7 @@ fn tiled(
             y,
             whole(call.residual.or(call.bias).unwrap_or(call.x)),
         ];
-        if launch.x4 {
-            bindings.push(whole(call.x));
-        }
+        bindings.extend(std::iter::repeat_n(whole(call.x), launch.x_again));
         let group = rec.bind_group(pipeline, slot, &bindings);
         let z = if split { launch.splits } else { 1 };
         rec.dispatch(pipeline, &group, (grid.0, grid.1, z));
@@ -757,11 +783,13 @@ mod tests {
         let splits =
             |t, rows, cols, tokens| splits_for_target(t, (rows, cols, tokens), COOP_SPLIT_TARGET);
         // The Llama-8B shape's down projection at 32 tokens: 64 tiles of 64 rows, 448 chunks.
-        assert_eq!(splits(t(2, 1), 4096, 14_336, 32), 8);
+        assert_eq!(splits(t(2, 1), 4096, 14_336, 32), 4);
         // Its gate|up at 512 tokens: 896 tiles already.
         assert_eq!(splits(t(4, 2), 28_672, 4096, 512), 1);
-        // The attention output at 512 tokens: 128 tiles of 128 × 128, 4 splits of 32 chunks.
-        assert_eq!(splits(t(4, 2), 4096, 4096, 512), 4);
+        // The attention output at 512 tokens: 128 tiles of 128 × 128, 2 splits of 64 chunks;
+        // q|k|v: 192 tiles, 2 splits.
+        assert_eq!(splits(t(4, 2), 4096, 4096, 512), 2);
+        assert_eq!(splits(t(4, 2), 6144, 4096, 512), 2);
         // Few columns: at least 8 chunks a split.
         assert_eq!(splits(t(2, 1), 64, 512, 16), 2);
         assert_eq!(splits(t(2, 1), 64, 200, 16), 1);
