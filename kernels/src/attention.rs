@@ -275,6 +275,40 @@ pub fn tiles_spec(head_dim: u32, keys: u32) -> KernelSpec {
     }
 }
 
+/// The tiled prefill pass on cooperative matrices (`attn_coop.wgsl`: tensor cores, f16
+/// operands, f32 sums) for `head_dim` (one of [`TILE_HEAD_DIMS`]): tiles of [`tile_rows`]
+/// rows, blocks of [`coop_tile_keys`] keys.
+pub fn coop_tiles_spec(head_dim: u32) -> KernelSpec {
+    KernelSpec {
+        family: Family::AttnCoop,
+        quant: None,
+        reduction: None,
+        constants: vec![("HD", head_dim), ("BK", coop_tile_keys(head_dim))],
+    }
+}
+
+/// Keys per block of [`coop_tiles_spec`]: 32, or 16 at head dim 256 (a tile of 16 rows times
+/// 16 keys is its one scores fragment).
+pub fn coop_tile_keys(head_dim: u32) -> u32 {
+    if head_dim >= 256 { 16 } else { 32 }
+}
+
+/// Bytes of workgroup memory [`coop_tiles_spec`] takes at `head_dim`: f16 queries and a key
+/// (then value) block in rows of `head_dim + 8` halves, f32 scores in rows of `keys + 4` (one
+/// plane per part of the head dim: 8 subgroups over the score fragments), f16 weights in rows
+/// of `keys + 8`, the f32 P V block in rows of `head_dim + 4`, a float per row and two per
+/// thread.
+pub fn coop_tiles_workgroup_bytes(head_dim: u32) -> u32 {
+    let (rows, keys) = (tile_rows(head_dim), coop_tile_keys(head_dim));
+    let planes = 8 / ((rows / 16) * (keys / 16)).max(1);
+    (rows + keys) * (head_dim + 8) * 2
+        + planes * rows * (keys + 4) * 4
+        + rows * (keys + 8) * 2
+        + rows * (head_dim + 4) * 4
+        + rows * 4
+        + 2 * 256 * 4
+}
+
 /// Keys per block of the tiled prefill pass, largest first (each divides every page size).
 pub const TILE_KEYS: [u32; 3] = [32, 16, 8];
 

@@ -49,6 +49,8 @@ pub enum Family {
     AttnPrefill,
     /// Prefill attention, second pass over tiles of rows of one sequence.
     AttnTiles,
+    /// The same pass on cooperative matrices (tensor cores), f16 operands.
+    AttnCoop,
     /// Token sampling.
     Sample,
     /// Rows of 32-bit words gathered by an index list.
@@ -98,6 +100,7 @@ impl Family {
             Family::AttnPrep => "attn_prep",
             Family::AttnPrefill => "attn_prefill",
             Family::AttnTiles => "attn_tiles",
+            Family::AttnCoop => "attn_coop",
             Family::Sample => "sample",
             Family::Gather => "gather",
             Family::Q8Round => "q8_round",
@@ -135,6 +138,7 @@ impl Family {
             Family::AttnPrep => "attn_prep.wgsl",
             Family::AttnPrefill => "attn_prefill.wgsl",
             Family::AttnTiles => "attn_tiles.wgsl",
+            Family::AttnCoop => "attn_coop.wgsl",
             Family::Sample => "sample.wgsl",
             Family::Gather => "gather.wgsl",
             Family::Q8Round => "q8_round.wgsl",
@@ -183,20 +187,23 @@ impl KernelSpec {
     /// Whether the module uses cooperative matrices on f16 operands (needs the
     /// EXPERIMENTAL_COOPERATIVE_MATRIX and SHADER_F16 features, and 32-lane subgroups).
     pub fn needs_cooperative_matrix(&self) -> bool {
-        self.family == Family::GemmCoop
+        matches!(self.family, Family::GemmCoop | Family::AttnCoop)
     }
 
     /// Whether the module computes on f16 values (`enable f16`: needs SHADER_F16): the
     /// tensor-core GEMM and the f16 input rows it reads.
     pub fn needs_f16(&self) -> bool {
-        matches!(self.family, Family::GemmCoop | Family::GemmInputF16)
+        matches!(
+            self.family,
+            Family::GemmCoop | Family::GemmInputF16 | Family::AttnCoop
+        )
     }
 
     /// Whether the module's inner loops have constant trip counts that the driver should unroll
-    /// (the tensor-core GEMM's fragment loop): it is compiled without naga's loop-bounding
+    /// (the tensor-core kernels' fragment loops): it is compiled without naga's loop-bounding
     /// counter, which hides the trip count.
     pub fn unrolled_loops(&self) -> bool {
-        self.family == Family::GemmCoop
+        self.needs_cooperative_matrix()
     }
 
     /// A stable, readable label: `gemv.q4_K.subgroup.WG=128.ROWS=8.RPT=2`.

@@ -88,6 +88,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
     }
     out.extend([false, true].map(gemm::splits_spec));
+    out.extend(attention::TILE_HEAD_DIMS.map(attention::coop_tiles_spec));
     for input in gemm::INPUTS {
         out.extend([false, true].map(|v4| gemm::x16_spec(input, v4)));
     }

@@ -59,6 +59,8 @@ fn file(path: &str) -> Option<&'static str> {
         "attn_prep.wgsl" => include_str!("wgsl/attn_prep.wgsl"),
         "attn_prefill.wgsl" => include_str!("wgsl/attn_prefill.wgsl"),
         "attn_tiles.wgsl" => include_str!("wgsl/attn_tiles.wgsl"),
+        "attn_causal_mask.wgsl" => include_str!("wgsl/attn_causal_mask.wgsl"),
+        "attn_coop.wgsl" => include_str!("wgsl/attn_coop.wgsl"),
         "attn_causal_io.wgsl" => include_str!("wgsl/attn_causal_io.wgsl"),
         "sample.wgsl" => include_str!("wgsl/sample.wgsl"),
         "gather.wgsl" => include_str!("wgsl/gather.wgsl"),

@@ -47,13 +47,7 @@ var<workgroup> red: array<f32, WG>;
 
 //!include attn_pages.wgsl
 
-// Row r's first key (a sliding window moves it) and position.
-fn first_key(pos: u32) -> u32 {
-    if p.window > 0u && pos + 1u > p.window {
-        return pos + 1u - p.window;
-    }
-    return 0u;
-}
+//!include attn_causal_mask.wgsl
 
 // Element i (key i / HD4, vec4 i % HD4) of the block of BK keys from j0 of KV head `kvh`, from
 // the caches (`which` 0: k, 1: v), pool row `base` holding key j0; zeros past the last key.
@@ -230,18 +224,4 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         out[base + cp] = o10 * inv;
         out[base + cp + HD / 8u] = o11 * inv;
     }
-}
-
-// Key j's score for the row at position `pos`: scaled and optionally soft-capped, or -3e38
-// (no weight) outside the row's keys [first, pos] (rows past the batch: positions past the
-// last key, whose outputs are not written).
-fn score(dot_: f32, pos: u32, j: u32) -> f32 {
-    if j > pos || j < first_key(pos) || j >= p.n_keys {
-        return -3.0e38;
-    }
-    var sc = dot_ * p.scale;
-    if p.cap > 0.0 {
-        sc = p.cap * tanh(clamp(sc / p.cap, -15.0, 15.0));
-    }
-    return sc;
 }

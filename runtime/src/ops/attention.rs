@@ -334,6 +334,16 @@ pub fn attention_rows(
     let Some(out) = out else {
         return Ok(());
     };
+    if rows.is_none() && attention_on_coop(gpu, p.head_dim) {
+        return launch(
+            gpu,
+            rec,
+            &attention::coop_tiles_spec(p.head_dim),
+            &p,
+            &[q, kv.k, kv.v, out, kv.pages],
+            (p.heads, p.tokens.div_ceil(attention::tile_rows(p.head_dim))),
+        );
+    }
     if let Some(keys) = rows.is_none().then(|| tile_keys(gpu, p.head_dim)).flatten() {
         return launch(
             gpu,
@@ -381,6 +391,19 @@ pub fn attention_rows(
         &[q, kv.k, kv.v, out, kv.pages, table],
         (p.heads, p.tokens),
     )
+}
+
+/// Whether the causal pass of a batch of consecutive rows of one sequence runs on tensor cores
+/// (`attn_coop.wgsl`, f16 operands): where the device has f16 cooperative matrices
+/// ([`Gpu::has_coop_f16`]), at the head dims the tiled pass takes, when its workgroup memory
+/// fits. `GPUPORT_ATTN_COOP=0` keeps the f32 tiled pass (A/B measurements, an escape hatch).
+pub fn attention_on_coop(gpu: &Gpu, head_dim: u32) -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("GPUPORT_ATTN_COOP").is_ok_and(|v| v == "0"));
+    !off && gpu.has_coop_f16()
+        && attention::TILE_HEAD_DIMS.contains(&head_dim)
+        && attention::coop_tiles_workgroup_bytes(head_dim)
+            <= gpu.limits().max_compute_workgroup_storage_size
 }
 
 /// Keys per block when the causal pass of a batch of consecutive rows of one sequence runs on
