@@ -59,7 +59,7 @@ fn file(path: &str) -> Option<&'static str> {
         "attn_prep.wgsl" => include_str!("wgsl/attn_prep.wgsl"),
         "attn_prefill.wgsl" => include_str!("wgsl/attn_prefill.wgsl"),
         "attn_tiles.wgsl" => include_str!("wgsl/attn_tiles.wgsl"),
-        "attn_causal_mask.wgsl" => include_str!("wgsl/attn_causal_mask.wgsl"),
+        "attn_tile_rows.wgsl" => include_str!("wgsl/attn_tile_rows.wgsl"),
         "attn_coop.wgsl" => include_str!("wgsl/attn_coop.wgsl"),
         "attn_causal_io.wgsl" => include_str!("wgsl/attn_causal_io.wgsl"),
         "sample.wgsl" => include_str!("wgsl/sample.wgsl"),

@@ -52,7 +52,7 @@ var<workgroup> redm: array<f32, WG>;
 var<workgroup> reds: array<f32, WG>;
 
 //!include attn_pages.wgsl
-//!include attn_causal_mask.wgsl
+//!include attn_tile_rows.wgsl
 
 fn half4(v: vec4<f32>) -> vec4<f16> {
     return vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
@@ -95,10 +95,7 @@ fn main(
     for (var i = lid; i < BR * HD4; i += WG) {
         let r = i / HD4;
         let d = i % HD4;
-        var val = vec4<f32>(0.0);
-        if r < rows {
-            val = q[((t0 + r) * p.heads + h) * HD4 + d];
-        }
+        let val = tile_query(t0, rows, h, r, d);
         let hv = half4(val);
         let o = r * QP + d * 4u;
         qs[o] = hv.x;
@@ -214,15 +211,5 @@ fn main(
         lb = lb * rb + sumb;
         workgroupBarrier();
     }
-    let width = p.heads * HD4;
-    if rp < rows {
-        let base = (t0 + rp) * width + h * HD4;
-        out[base + cp] = o00 / la;
-        out[base + cp + HD / 8u] = o01 / la;
-    }
-    if rp + BR / 2u < rows {
-        let base = (t0 + rp + BR / 2u) * width + h * HD4;
-        out[base + cp] = o10 / lb;
-        out[base + cp + HD / 8u] = o11 / lb;
-    }
+    store_rows(t0, rows, h, rp, cp, mat2x4<f32>(o00, o01), mat2x4<f32>(o10, o11), la, lb);
 }

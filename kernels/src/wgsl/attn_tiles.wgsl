@@ -47,7 +47,7 @@ var<workgroup> red: array<f32, WG>;
 
 //!include attn_pages.wgsl
 
-//!include attn_causal_mask.wgsl
+//!include attn_tile_rows.wgsl
 
 // Element i (key i / HD4, vec4 i % HD4) of the block of BK keys from j0 of KV head `kvh`, from
 // the caches (`which` 0: k, 1: v), pool row `base` holding key j0; zeros past the last key.
@@ -105,10 +105,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var i = lid; i < BR * HD4; i += WG) {
         let r = i / HD4;
         let d = i % HD4;
-        var val = vec4<f32>(0.0);
-        if r < rows {
-            val = q[((t0 + r) * p.heads + h) * HD4 + d];
-        }
+        let val = tile_query(t0, rows, h, r, d);
         qs[r * QS + d] = val;
     }
     // This thread's outputs: rows rp and rp + BR / 2, vec4 columns cp and cp + HD / 8.
@@ -211,17 +208,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         lb = lb * rb + sumb;
         workgroupBarrier();
     }
-    let width = p.heads * HD4;
-    if rp < rows {
-        let base = (t0 + rp) * width + h * HD4;
-        let inv = 1.0 / la;
-        out[base + cp] = o00 * inv;
-        out[base + cp + HD / 8u] = o01 * inv;
-    }
-    if rp + BR / 2u < rows {
-        let base = (t0 + rp + BR / 2u) * width + h * HD4;
-        let inv = 1.0 / lb;
-        out[base + cp] = o10 * inv;
-        out[base + cp + HD / 8u] = o11 * inv;
-    }
+    store_rows(t0, rows, h, rp, cp, mat2x4<f32>(o00, o01), mat2x4<f32>(o10, o11), la, lb);
 }
