@@ -191,7 +191,7 @@ impl KernelSpec {
     }
 
     /// Whether the module computes on f16 values (`enable f16`: needs SHADER_F16): the
-    /// tensor-core GEMM and the f16 input rows it reads.
+    /// tensor-core GEMM, the f16 input rows it reads, and prompt attention on tensor cores.
     pub fn needs_f16(&self) -> bool {
         matches!(
             self.family,

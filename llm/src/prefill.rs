@@ -1,8 +1,9 @@
 //! Prefill: a prompt's tokens through the layers as one batch per chunk. Tiled GEMMs decode
 //! each weight once per tile of tokens (the decode step decodes it once per token), attention
-//! is causal over the batch, and what stays is the batch's keys and values in the cache: the
-//! session runs the prompt's last token in its last batch too, and its logits from that
-//! batch's last output-normed row.
+//! is causal over the batch, and what stays is the batch's keys and values in the cache. A
+//! session's batched prompt of two or more new positions runs its last token in its last batch
+//! too, the logits from that batch's last output-normed row; one new position (a prompt whose
+//! head was cached) or a prompt token by token ends with a decode step.
 
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::rowops::ElementOp;
@@ -247,10 +248,10 @@ impl Model {
     }
 
     /// The layers over `n` rows whose first activations are in `b.x`: attention of
-    /// consecutive positions of one cache, or of rows of several sequences of a pool (then
-    /// the last layer runs whole and the function returns the rows output-normed, for the
-    /// logits; else the last layer stops after its keys and values and it returns
-    /// `None`).
+    /// consecutive positions of one cache, or of rows of several sequences of a pool. With a
+    /// pool, or consecutive rows marked `whole`, the last layer runs whole and the function
+    /// returns the rows output-normed, for the logits; else the last layer stops after its
+    /// keys and values and it returns `None`.
     pub(crate) fn record_layers(
         &self,
         gpu: &Gpu,

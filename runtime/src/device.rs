@@ -78,11 +78,12 @@ pub struct Gpu {
     disk: Option<DiskPipelines>,
     /// Reusable buffers by size class.
     pub pool: BufferPool,
-    /// The partial sums of tensor-core GEMMs split along K (`ops::gemm`): one buffer, grown
-    /// on demand, used by nothing else (so every use is ordered by the queue).
-    pub(crate) split_scratch: Mutex<Option<Arc<wgpu::Buffer>>>,
+    /// The partial sums of tensor-core GEMMs split along K (`ops::gemm`): one buffer in use
+    /// (the last), grown on demand, used by nothing else (so every use is ordered by the
+    /// queue); the ones it replaced are kept (see `Gpu::scratch`).
+    pub(crate) split_scratch: Mutex<Vec<Arc<wgpu::Buffer>>>,
     /// The tensor-core GEMM's input rows rounded to f16 (`ops::gemm`), likewise.
-    pub(crate) x16_scratch: Mutex<Option<Arc<wgpu::Buffer>>>,
+    pub(crate) x16_scratch: Mutex<Vec<Arc<wgpu::Buffer>>>,
 }
 
 /// What `gpuport probe` reports about an adapter.
@@ -210,8 +211,8 @@ impl Gpu {
             pipelines: PipelineCache::default(),
             disk,
             pool: BufferPool::default(),
-            split_scratch: Mutex::new(None),
-            x16_scratch: Mutex::new(None),
+            split_scratch: Mutex::new(Vec::new()),
+            x16_scratch: Mutex::new(Vec::new()),
             device,
             queue,
             info,

@@ -65,7 +65,8 @@ impl Gpu {
         }
         if spec.needs_cooperative_matrix() && !self.has_coop_f16() {
             return Err(GpuError::MissingFeature(
-                "16 × 16 f16 cooperative matrices on 32-lane subgroups (the tensor-core GEMM)",
+                "16 × 16 f16 cooperative matrices on 32-lane subgroups (the tensor-core GEMM and \
+                 prompt attention)",
             ));
         }
         let label = spec.label();

@@ -190,19 +190,22 @@ impl Gpu {
         })
     }
 
-    /// The buffer `held`, replaced by one of at least `bytes` when smaller.
+    /// The last buffer of `held`, or a new one of at least `bytes` pushed after it when it is
+    /// smaller. Replaced buffers stay in `held`: a recorder's bind-group cache is keyed by
+    /// buffer address, which a freed buffer's successor could reuse (and they are few: a
+    /// scratch grows to the largest call it serves).
     fn scratch(
         &self,
-        held: &parking_lot::Mutex<Option<Arc<wgpu::Buffer>>>,
+        held: &parking_lot::Mutex<Vec<Arc<wgpu::Buffer>>>,
         bytes: u64,
         what: &str,
     ) -> Result<Arc<wgpu::Buffer>, GpuError> {
         let mut held = held.lock();
-        if let Some(b) = held.as_ref().filter(|b| b.size() >= bytes) {
+        if let Some(b) = held.last().filter(|b| b.size() >= bytes) {
             return Ok(b.clone());
         }
         let buffer = self.storage_buffer(bytes, what)?;
-        *held = Some(buffer.clone());
+        held.push(buffer.clone());
         Ok(buffer)
     }
 

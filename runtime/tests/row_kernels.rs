@@ -444,7 +444,10 @@ fn prefill_attention_matches() {
     // token; a soft cap with (1 + w) norms and partial rotation; Gemma 3's heads across a
     // window; then batches of several tiles of the tiled pass (`attn_tiles.wgsl`: 64, 32 and
     // 16 rows at head dims 64, 128 and 256), the last tile partial, the tiles' key ranges
-    // starting inside a window, keys past the batch in the pages holding garbage.
+    // starting inside a window, keys past the batch in the pages holding garbage. Where the
+    // device has f16 cooperative matrices, the batches of 64 rows or more (150, 70 and 72 rows
+    // at head dims 64, 128 and 256) run on tensor cores (`attn_coop.wgsl`) and the rest on the
+    // f32 tiles.
     for hd in [64, 128, 256] {
         assert!(
             ops::tile_keys(&gpu, hd).is_some(),
@@ -459,7 +462,7 @@ fn prefill_attention_matches() {
             4,
             1,
             256,
-            40,
+            72,
             21,
             128,
             0,
@@ -576,7 +579,7 @@ fn prefill_attention_matches() {
         // On tensor cores (`attn_coop.wgsl`) the queries, keys and values are f16: the
         // reference takes them rounded the same way, and the bound covers the f16 weights and
         // the sums' order.
-        let (q, k, v, rel) = if ops::attention_on_coop(&gpu, head_dim) {
+        let (q, k, v, rel) = if ops::attention_on_coop(&gpu, head_dim, tokens as usize) {
             let half = |x: &[f32]| -> Vec<f32> {
                 x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect()
             };

@@ -1,4 +1,5 @@
-// The bindings 0-5 of the prefill causal passes (attn_prefill.wgsl, attn_tiles.wgsl): the
+// The bindings 0-5 of the prefill causal passes (attn_prefill.wgsl, attn_tiles.wgsl,
+// attn_coop.wgsl): the
 // uniform block, the prepared queries [tokens, heads, head_dim], the paged key and value caches,
 // the output [tokens, heads * head_dim], and the page table.
 

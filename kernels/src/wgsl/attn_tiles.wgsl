@@ -4,7 +4,7 @@
 // instead of once per row (attn_prefill.wgsl, which serves batches that mix sequences).
 //
 // Workgroup (h, b) takes query head h of rows b BR .. b BR + BR and walks the keys the tile
-// needs, [first of its first row, position of its last row], in blocks of BK, with four
+// needs, [first of its first row, position of its last row], in blocks of BK, with five
 // barriers a block:
 //   1. the block's keys into workgroup memory (`kv`; zeros past the cache's last row);
 //   2. scores S = Q Kᵀ · scale (soft-capped; -3e38 for a key outside a row's [first, pos]),

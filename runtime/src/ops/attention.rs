@@ -334,7 +334,7 @@ pub fn attention_rows(
     let Some(out) = out else {
         return Ok(());
     };
-    if rows.is_none() && attention_on_coop(gpu, p.head_dim) {
+    if rows.is_none() && attention_on_coop(gpu, p.head_dim, p.tokens as usize) {
         return launch(
             gpu,
             rec,
@@ -393,14 +393,19 @@ pub fn attention_rows(
     )
 }
 
-/// Whether the causal pass of a batch of consecutive rows of one sequence runs on tensor cores
-/// (`attn_coop.wgsl`, f16 operands): where the device has f16 cooperative matrices
-/// ([`Gpu::has_coop_f16`]), at the head dims the tiled pass takes, when its workgroup memory
-/// fits. `GPUPORT_ATTN_COOP=0` keeps the f32 tiled pass (A/B measurements, an escape hatch).
-pub fn attention_on_coop(gpu: &Gpu, head_dim: u32) -> bool {
+/// Whether the causal pass of a batch of `tokens` consecutive rows of one sequence runs on
+/// tensor cores (`attn_coop.wgsl`, f16 operands): where the device has f16 cooperative
+/// matrices ([`Gpu::has_coop_f16`]), from the batch size the GEMMs move to them
+/// ([`super::coop_min_tokens`]: shorter prompts keep f32 throughout), where the f32 tiled pass
+/// would run ([`tile_keys`]; so `GPUPORT_ATTN_TILES=0` keeps the per-row pass here too), when
+/// its workgroup memory fits. `GPUPORT_ATTN_COOP=0` keeps the f32 tiled pass (A/B
+/// measurements, an escape hatch).
+pub fn attention_on_coop(gpu: &Gpu, head_dim: u32, tokens: usize) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let off = *OFF.get_or_init(|| std::env::var("GPUPORT_ATTN_COOP").is_ok_and(|v| v == "0"));
     !off && gpu.has_coop_f16()
+        && tokens >= super::coop_min_tokens()
+        && tile_keys(gpu, head_dim).is_some()
         && attention::TILE_HEAD_DIMS.contains(&head_dim)
         && attention::coop_tiles_workgroup_bytes(head_dim)
             <= gpu.limits().max_compute_workgroup_storage_size
