@@ -130,17 +130,12 @@ fn quant_file(ty: GgmlType) -> &'static str {
 
 /// Values one decoding step of `ty`'s quant snippet (`step_weights`) yields: 8 where the
 /// snippet decodes two runs of 4 a step (its `XB` above 0: Q4_0, Q4_1, Q5_0, Q5_1, F16), else
-/// 4. Read from the snippet itself, so the host and the WGSL cannot disagree.
+/// 4. A table (GEMM recording asks per matrix); a test holds it to each snippet's `XB`.
 pub fn step_elems(ty: GgmlType) -> usize {
-    let xb = file(quant_file(ty))
-        .and_then(|src| src.lines().find_map(|l| l.strip_prefix("const XB: u32 = ")))
-        .and_then(|v| {
-            v.trim_end_matches(';')
-                .trim_end_matches('u')
-                .parse::<u32>()
-                .ok()
-        });
-    if xb.unwrap_or(0) > 0 { 8 } else { 4 }
+    match ty {
+        GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::F16 => 8,
+        _ => 4,
+    }
 }
 
 /// Expands `//!include` lines of `path`: `quant` (the type's decoder), `q8dot` (its int8 dot
@@ -193,18 +188,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn step_elems_are_read_from_each_snippet() {
+    fn step_elems_follow_each_snippets_xb() {
         for ty in GgmlType::ALL {
-            let two_runs = matches!(
-                ty,
-                GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::F16
-            );
-            assert_eq!(
-                step_elems(ty),
-                if two_runs { 8 } else { 4 },
-                "{}",
-                ty.name()
-            );
+            let xb: u32 = file(quant_file(ty))
+                .and_then(|src| src.lines().find_map(|l| l.strip_prefix("const XB: u32 = ")))
+                .and_then(|v| v.trim_end_matches(';').trim_end_matches('u').parse().ok())
+                .unwrap_or_else(|| panic!("{}: no `const XB` in its snippet", ty.name()));
+            assert_eq!(step_elems(ty), if xb > 0 { 8 } else { 4 }, "{}", ty.name());
         }
     }
 }

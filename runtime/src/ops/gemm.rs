@@ -280,23 +280,15 @@ fn form_x16(
     let spec = gemm::x16_spec(call.input, call.x_stride.is_multiple_of(4));
     let groups = ((call.tokens * cols / 4) as u32).div_ceil(gemm::X16_WG);
     let grid = grid_2d(groups, gpu.limits().max_compute_workgroups_per_dimension);
+    // Only the input's fields: no weights, no output rows.
     let p = GemmParams {
-        rows: 0,
         cols: cols as u32,
         tokens: call.tokens as u32,
-        row_bytes: 0,
-        w_offset: 0,
-        x_offset: 0,
         x_stride: call.x_stride as u32,
         x_aux: cols as u32,
-        y_offset: 0,
-        y_stride: 0,
-        residual: 0,
         grid_x: grid.0,
-        split_chunks: 0,
-        split_stride: 0,
         splits: 1,
-        pad: 0,
+        ..bytemuck::Zeroable::zeroed()
     };
     super::launch(gpu, rec, &spec, &p, &[call.x, out, call.x], grid)
 }
