@@ -96,7 +96,7 @@ fn large_shapes(bytes: usize) -> Vec<Shape> {
         .collect()
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 struct Row {
     kernel: &'static str,
     quant: &'static str,
@@ -128,6 +128,10 @@ pub struct Options {
     pub gemm_tokens: Option<usize>,
     /// Each GEMV kernel only at the tuning table's tunables for this adapter and type.
     pub tuned: bool,
+    /// Only the GEMV kernel of this name (`gemv`, `gemv_q8`; both when `None`).
+    pub kernel: Option<String>,
+    /// Every GEMV variant at every unroll (no two-stage search).
+    pub exhaustive: bool,
 }
 
 pub fn run(opts: Options) -> anyhow::Result<()> {
@@ -214,16 +218,19 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             } else {
                 all.clone()
             },
-            exhaustive: opts.tuned,
+            exhaustive: opts.tuned || opts.exhaustive,
             quick: opts.quick,
             ceiling: ceiling.gbps,
             adapter: &adapter,
         };
-        let float = sweep(Kernel::Float).run(Kernel::Float, &mut totals, |rec, t| {
-            ops::gemv(&gpu, rec, &w, &x, &y, t)
-        })?;
-        rows.extend(float);
-        if gemv::takes_q8_input(shape.ty) && shape.cols.is_multiple_of(32) {
+        let measures = |kernel: Kernel| opts.kernel.as_deref().is_none_or(|k| k == kernel.name());
+        if measures(Kernel::Float) {
+            let float = sweep(Kernel::Float).run(Kernel::Float, &mut totals, |rec, t| {
+                ops::gemv(&gpu, rec, &w, &x, &y, t)
+            })?;
+            rows.extend(float);
+        }
+        if measures(Kernel::Q8) && gemv::takes_q8_input(shape.ty) && shape.cols.is_multiple_of(32) {
             let words = gemv::quantize_q8_input(&vec![0.5; shape.cols]);
             let bits: Vec<f32> = words.iter().map(|w| f32::from_bits(*w)).collect();
             let xq = gpu.upload_f32(&bits, &[bits.len()], "bench xq")?;
@@ -359,13 +366,13 @@ impl Sweep<'_> {
     /// Times `record` at every tunable of `kernel` in two stages: every (WG, ROWS, RPT,
     /// reduction) without unrolling, then the other unrolls for the best few (a full cross
     /// product takes minutes per shape); `exhaustive`: every tunable given, in one stage.
-    /// Prints and returns the best.
+    /// Prints the best and returns every measurement.
     fn run(
         &self,
         kernel: Kernel,
         totals: &mut Totals,
         mut record: impl FnMut(&mut Recorder<'_>, GemvTunables) -> Result<(), GpuError>,
-    ) -> anyhow::Result<Option<Row>> {
+    ) -> anyhow::Result<Vec<Row>> {
         let shape = self.shape;
         let bytes = gemv::bytes_moved(shape.ty, shape.rows, shape.cols) as f64;
         // About 1 GB of traffic per measurement (a few MB when quick), at least one repetition.
@@ -378,6 +385,7 @@ impl Sweep<'_> {
             .filter(|t| kernel.takes(t))
             .collect();
         let mut best: Option<Row> = None;
+        let mut rows = Vec::new();
         let mut measured: Vec<(GemvTunables, f64)> = Vec::new();
         let mut queue: Vec<GemvTunables> = all
             .iter()
@@ -432,8 +440,9 @@ impl Sweep<'_> {
                 clock: format!("{:?}", timing.clock),
             };
             if best.as_ref().is_none_or(|b| row.gbps > b.gbps) {
-                best = Some(row);
+                best = Some(row.clone());
             }
+            rows.push(row);
         }
         if let Some(b) = &best {
             println!(
@@ -450,7 +459,7 @@ impl Sweep<'_> {
                 b.tunables
             );
         }
-        Ok(best)
+        Ok(rows)
     }
 }
 

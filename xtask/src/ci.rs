@@ -37,6 +37,8 @@ pub fn run() -> anyhow::Result<()> {
         gemm_only: false,
         gemm_tokens: None,
         tuned: false,
+        kernel: None,
+        exhaustive: false,
     })?;
     // A smoke run of every fuzz target (the long runs are in docs/reliability.md); it says
     // SKIPPED where the nightly toolchain or cargo-fuzz is missing.

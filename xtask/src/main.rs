@@ -76,6 +76,14 @@ enum Command {
         /// few seconds (`--shapes large --tuned`). Not with --write-table.
         #[arg(long, conflicts_with = "write_table")]
         tuned: bool,
+        /// Only this GEMV kernel: `gemv` (float input) or `gemv_q8` (int8 input blocks). Not
+        /// with --write-table (the table needs both).
+        #[arg(long, value_name = "KERNEL", conflicts_with = "write_table", value_parser = ["gemv", "gemv_q8"])]
+        kernel: Option<String>,
+        /// Time every GEMV variant, every unroll included (by default unrolls are tried only
+        /// on the four best variants without one).
+        #[arg(long, conflicts_with = "tuned")]
+        exhaustive: bool,
     },
     /// End-to-end LLM speed: prefill and decode tok/s, time to first token, and decode bytes
     /// per token against the streaming ceiling, for several steps-per-submit values.
@@ -187,6 +195,8 @@ fn main() -> anyhow::Result<()> {
             gemm_only,
             gemm_tokens,
             tuned,
+            kernel,
+            exhaustive,
         } => bench::run(bench::Options {
             quick,
             json,
@@ -198,6 +208,8 @@ fn main() -> anyhow::Result<()> {
             gemm_only,
             gemm_tokens,
             tuned,
+            kernel,
+            exhaustive,
         }),
         Command::BenchLlm {
             model,

@@ -74,11 +74,10 @@ pub enum GemmPath {
 
 /// Whether a GEMM of `tokens` rows over `w` should take int8 input blocks: the weights have
 /// the int8 kernels ([`gpuport_kernels::gemv::takes_q8_input`]) and the call is one for a
-/// few-row kernel (at most [`gemm::FEW_ROWS_MAX`] rows; on the H200 the int8 few-row kernel
-/// beat the unsplit tensor-core GEMM at 64 rows too: the Llama-1B shape's 64 streams 3,315 →
-/// 4,671 tok/s, docs/performance.md v28) below [`coop_min_q8_tokens`] where the device has
-/// tensor cores. A caller that forms the blocks (`ops::q8_blocks`, `ops::norm_blocks`) then
-/// calls [`gemm()`] with [`GemvInput::Q8Blocks`]; otherwise it passes f32 rows.
+/// few-row kernel (at most [`gemm::FEW_ROWS_MAX`] rows) below [`coop_min_q8_tokens`] where the
+/// device has tensor cores. A caller that forms the blocks (`ops::q8_blocks`,
+/// `ops::norm_blocks`) then calls [`gemm()`] with [`GemvInput::Q8Blocks`]; otherwise it passes
+/// f32 rows.
 pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
     let Ok((ty, ..)) = matrix(w) else {
         return false;
@@ -91,22 +90,30 @@ pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
         && !(gpu.has_coop_f16() && tokens >= coop_from)
 }
 
-/// Most tokens per pass of the int8 few-row kernel on [`gemm_path`]'s path: [`gemm::NX_MAX`]
-/// (8) by default, as measured through v28; `GPUPORT_Q8_ROWS_NX` (1 to [`gemm::NX_Q8_MAX`])
-/// moves it, to measure passes of up to 16 tokens (each weight unit decoded once for twice
-/// the tokens) end to end.
+/// Most tokens per pass of the int8 few-row kernel on [`gemm_path`]'s path:
+/// [`gemm::NX_Q8_MAX`] (16) by default, each weight unit decoded once for up to 16 tokens;
+/// `GPUPORT_Q8_ROWS_NX` (1 to 16) moves it. On the H200 (docs/performance.md, "v31") passes
+/// of 16 instead of 8 took the Llama-1B shape's 32 streams from 4,549 to 4,994 tok/s, and at
+/// 64 tokens every int8 variant's fastest form was its 16-token one.
 pub fn q8_pass_width() -> u32 {
     static NX: OnceLock<u32> = OnceLock::new();
-    knob(&NX, "GPUPORT_Q8_ROWS_NX", gemm::NX_MAX).clamp(1, gemm::NX_Q8_MAX)
+    knob(&NX, "GPUPORT_Q8_ROWS_NX", gemm::NX_Q8_MAX).clamp(1, gemm::NX_Q8_MAX)
 }
 
 /// Fewest rows whose int8-input GEMMs move to the tensor-core kernel (on f32 rows) where the
-/// device has it: past [`gemm::FEW_ROWS_MAX`] (never, within the few-row range) by default;
-/// `GPUPORT_COOP_MIN_Q8_TOKENS` moves it, to measure the crossover on an adapter (never below
-/// [`coop_min_tokens`]: fewer f32 rows would take the float few-row kernel).
+/// device has it: [`coop_min_tokens`] by default, as for f32 rows; `GPUPORT_COOP_MIN_Q8_TOKENS`
+/// moves it (never below [`coop_min_tokens`]: fewer f32 rows would take the float few-row
+/// kernel; past [`gemm::FEW_ROWS_MAX`]: never). On the H200 (docs/performance.md, "v31") at
+/// 64 tokens the tensor-core GEMM took 39 / 101 / 67 µs on the Llama-1B shape's q|k|v,
+/// gate|up and down projections against 57 / 123 / 99 for the fastest int8 few-row variant,
+/// and 64 streams decoded at 7,312 tok/s on tensor cores against 4,833 (8B: 1,550 against
+/// 1,122). The sums differ from the one-row int8 GEMV's by the input's rounding (f16 instead
+/// of int8 blocks), as a float model's batched rows already do from 64 rows: a sequence's
+/// greedy ids are held to its solo run where the margins are clear
+/// (docs/design/batched-forward.md).
 pub fn coop_min_q8_tokens() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
-    knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", gemm::FEW_ROWS_MAX + 1)
+    knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", coop_min_tokens())
 }
 
 /// The path [`gemm()`] takes for `call` with `tile`: for int8 input blocks
