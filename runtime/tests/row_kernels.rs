@@ -445,9 +445,9 @@ fn prefill_attention_matches() {
     // window; then batches of several tiles of the tiled pass (`attn_tiles.wgsl`: 64, 32 and
     // 16 rows at head dims 64, 128 and 256), the last tile partial, the tiles' key ranges
     // starting inside a window, keys past the batch in the pages holding garbage. Where the
-    // device has f16 cooperative matrices, the batches of 64 rows or more (150, 70 and 72 rows
-    // at head dims 64, 128 and 256) run on tensor cores (`attn_coop.wgsl`) and the rest on the
-    // f32 tiles.
+    // device has f16 cooperative matrices, the batches of `ops::coop_min_tokens()` rows or
+    // more (at the default 32: the 37, 150, 70 and 72 rows at head dims 64, 64, 128 and 256)
+    // run on tensor cores (`attn_coop.wgsl`) and the rest on the f32 tiles.
     for hd in [64, 128, 256] {
         assert!(
             ops::tile_keys(&gpu, hd).is_some(),

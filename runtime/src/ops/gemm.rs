@@ -101,19 +101,19 @@ pub fn q8_pass_width() -> u32 {
 }
 
 /// Fewest rows whose int8-input GEMMs move to the tensor-core kernel (on f32 rows) where the
-/// device has it: [`coop_min_tokens`] by default, as for f32 rows; `GPUPORT_COOP_MIN_Q8_TOKENS`
-/// moves it (never below [`coop_min_tokens`]: fewer f32 rows would take the float few-row
-/// kernel; past [`gemm::FEW_ROWS_MAX`]: never). On the H200 (docs/performance.md, "v31") at
-/// 64 tokens the tensor-core GEMM took 39 / 101 / 67 µs on the Llama-1B shape's q|k|v,
-/// gate|up and down projections against 57 / 123 / 99 for the fastest int8 few-row variant,
-/// and 64 streams decoded at 7,312 tok/s on tensor cores against 4,833 (8B: 1,550 against
-/// 1,122). The sums differ from the one-row int8 GEMV's by the input's rounding (f16 instead
-/// of int8 blocks), as a float model's batched rows already do from 64 rows: a sequence's
-/// greedy ids are held to its solo run where the margins are clear
-/// (docs/design/batched-forward.md).
+/// device has it: [`gemm::FEW_ROWS_MAX`] (64) by default; `GPUPORT_COOP_MIN_Q8_TOKENS` moves
+/// it (never below [`coop_min_tokens`]: fewer f32 rows would take the float few-row kernel;
+/// past [`gemm::FEW_ROWS_MAX`]: never). On the H200 (docs/performance.md, "v31") at 64 tokens
+/// the tensor-core GEMM took 39 / 101 / 67 µs on the Llama-1B shape's q|k|v, gate|up and down
+/// projections against 57 / 123 / 99 for the fastest int8 few-row variant, and 64 streams
+/// decoded at 7,312 tok/s on tensor cores against 4,833 (8B: 1,550 against 1,122); at 32
+/// streams the int8 few-row kernel stayed ahead (1B 4,977 against 4,305; 8B 1,106 against
+/// 888). The sums differ from the one-row int8 GEMV's by the input's rounding (f16 instead of
+/// int8 blocks), as a float model's batched rows already do: a sequence's greedy ids are held
+/// to its solo run where the margins are clear (docs/design/batched-forward.md).
 pub fn coop_min_q8_tokens() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
-    knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", coop_min_tokens())
+    knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", gemm::FEW_ROWS_MAX)
 }
 
 /// The path [`gemm()`] takes for `call` with `tile`: for int8 input blocks
@@ -308,12 +308,12 @@ pub fn coop_min_tokens() -> usize {
     knob(&MIN, "GPUPORT_COOP_MIN_TOKENS", COOP_MIN_TOKENS)
 }
 
-/// The default of [`coop_min_tokens`]: a batch of 64 rows (64 streams decoding) runs on tensor
-/// cores. On the H200 (docs/performance.md, "v27") the Llama-1B shape decoded 64 streams at
-/// 3,326 tok/s through the software-pipelined tensor-core GEMM against 2,763 through the
-/// few-row kernel (two calls, the few-row kernel the same in both); at 32 streams the few-row
-/// kernel stayed ahead (2,675 against 1,817).
-pub const COOP_MIN_TOKENS: usize = 64;
+/// The default of [`coop_min_tokens`]: a batch of 32 rows (32 streams decoding, a prompt's
+/// chunk) runs on tensor cores. On the H200 (docs/performance.md, "v31") 32 streams decoded at
+/// 6,848–6,860 tok/s (SmolLM2) and 6,840–6,904 (Gemma 3) from 32 rows against 5,171 and 6,361
+/// through the float few-row kernel in the same call; from 8 rows, 8 streams fell from 3,225 to
+/// 2,019 (SmolLM2). Int8 rows keep their few-row kernel longer ([`coop_min_q8_tokens`]).
+pub const COOP_MIN_TOKENS: usize = 32;
 
 /// Records one [`GemmCall`] (weights larger than one binding in row chunks) on the path
 /// [`gemm_path`] chooses: the tensor-core kernel for prompts where the device has it, up to
