@@ -164,9 +164,6 @@ impl GemvInput {
 }
 /// Most (head, block) pairs it weighs in workgroup memory.
 pub const COMBINE_MAX_PAIRS: u32 = 512;
-/// Most key blocks per head it combines: every workgroup of the projection reads every block,
-/// so past a few blocks the separate combining pass is cheaper.
-pub const COMBINE_MAX_BLOCKS: u32 = 16;
 
 impl GemvInput {
     /// Every input form (the attention combine at a small sample geometry).
@@ -185,15 +182,18 @@ impl GemvInput {
     ];
 
     /// The combining input form for `heads` heads of `head_dim` elements split into `blocks`
-    /// key blocks each, when it fits the kernel's workgroup memory and block limits (else the
-    /// caller runs the combining pass and a plain input).
+    /// key blocks each, when it fits the kernel's workgroup memory (else the caller runs the
+    /// combining pass and a plain input). Every workgroup of the projection reads every
+    /// block, so whether folding pays at a given block count is the caller's choice (the
+    /// decode step's: `llm`'s `FOLD_MAX_BLOCKS`).
     pub fn attention_combine(heads: u32, head_dim: u32, blocks: u32) -> Option<GemvInput> {
         let fits = head_dim.is_multiple_of(4)
             && head_dim > 0
             && blocks > 0
-            && blocks <= COMBINE_MAX_BLOCKS
             && heads * head_dim <= STAGED_MAX_COLS
-            && heads * blocks <= COMBINE_MAX_PAIRS;
+            && heads
+                .checked_mul(blocks)
+                .is_some_and(|pairs| pairs <= COMBINE_MAX_PAIRS);
         fits.then_some(GemvInput::AttnCombine { head_dim, blocks })
     }
 

@@ -52,6 +52,15 @@ const SEPARATE_INPUT_ROWS: usize = 16_384;
 /// `GPUPORT_INT8_MIN_BYTES` or [`Model::with_int8_min_bytes`] overrides it (0: every stack).
 pub const INT8_MIN_STACK_BYTES: u64 = 2 << 20;
 
+/// Most key blocks per head whose decode attention partials the output projection's GEMV
+/// combines itself (`GemvInput::AttnCombine`: every workgroup of the projection reads every
+/// block) instead of a combining pass of its own. At 16 the fold saved SmolLM2 0.04 ms and
+/// Gemma 3 0.03 ms a token on the H200 (docs/performance.md, v11); past it each step a few
+/// hundred keys deep (SmolLM2 past 512 keys, Gemma 3 past 256) runs the pass. Where the fold
+/// stops paying is unmeasured: `GPUPORT_FOLD_MAX_BLOCKS` moves it (up to what the kernel's
+/// workgroup memory holds, `gemv::COMBINE_MAX_PAIRS` (head, block) pairs).
+pub const FOLD_MAX_BLOCKS: u32 = 16;
+
 /// A model on the GPU.
 pub struct Model {
     /// Hyperparameters and graph options.
@@ -65,6 +74,8 @@ pub struct Model {
     gemm_tiles: HashMap<GgmlType, GemmTile>,
     /// [`INT8_MIN_STACK_BYTES`] or its override.
     int8_min_bytes: u64,
+    /// [`FOLD_MAX_BLOCKS`] or its override.
+    fold_max_blocks: u32,
 }
 
 /// How decode attention's combining pass hands the heads to the output projection.
@@ -221,6 +232,10 @@ impl Model {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(INT8_MIN_STACK_BYTES),
+            fold_max_blocks: std::env::var("GPUPORT_FOLD_MAX_BLOCKS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(FOLD_MAX_BLOCKS),
         })
     }
 
@@ -531,7 +546,7 @@ impl Model {
         };
         let p = ops::attention_split(gpu, rec, call)?;
         match combine {
-            Combine::Folded => {
+            Combine::Folded if p.blocks <= self.fold_max_blocks => {
                 if let Some(input) = GemvInput::attention_combine(p.heads, p.head_dim, p.blocks) {
                     return Ok((input, &s.part));
                 }

@@ -259,12 +259,20 @@ fn embedding_rows_are_bit_exact() {
 /// attention combine) against the CPU: the reference forms the input vector in f64, then takes
 /// the GEMV of it. Outputs go to an offset of a larger buffer with a residual, the way the LLM
 /// executor stacks projections. At 256 columns GeGLU and the combine stage the input vector
-/// in workgroup memory; at 2304 (past `STAGED_MAX_COLS`) GeGLU forms it per step.
+/// in workgroup memory; at 2304 (past `STAGED_MAX_COLS`) GeGLU forms it per step; the
+/// combine also over up to 128 key blocks per head.
 #[test]
 fn gemv_input_forms_match_cpu() {
     let Some(gpu) = support::gpu() else { return };
     check_input_forms(&gpu, 256, &gemv::GemvInput::ALL);
     check_input_forms(&gpu, 2304, &[gemv::GemvInput::GeGlu]);
+    // The combine over many key blocks (a decode step hundreds of keys deep), as far as
+    // workgroup memory goes: 4 heads × 40 blocks, 1 head × 128.
+    let many = [(64, 40), (256, 128)].map(|(head_dim, blocks)| {
+        gemv::GemvInput::attention_combine(256 / head_dim, head_dim, blocks)
+            .expect("fits the kernel")
+    });
+    check_input_forms(&gpu, 256, &many);
 }
 
 fn check_input_forms(gpu: &gpuport_runtime::Gpu, cols: usize, inputs: &[gemv::GemvInput]) {
@@ -394,13 +402,14 @@ fn gemv_input_forms_check_their_bindings() {
         let err = ops::gemv_call(&gpu, &mut rec, call, t).unwrap_err();
         assert_eq!(err.code(), "BAD_REQUEST", "{input:?}");
     }
-    // An attention combine past its limits (17 blocks per head; heads 2 elements wide), built
-    // directly rather than by `GemvInput::attention_combine`, with a large enough x.
-    let part = gpu.zeros_f32(&[4096], "partials").unwrap();
+    // An attention combine past its limits (2 heads × 257 blocks: more (head, block) pairs
+    // than workgroup memory holds; heads 2 elements wide), built directly rather than by
+    // `GemvInput::attention_combine`, with a large enough x.
+    let part = gpu.zeros_f32(&[8192], "partials").unwrap();
     for input in [
         GemvInput::AttnCombine {
             head_dim: 4,
-            blocks: 17,
+            blocks: gemv::COMBINE_MAX_PAIRS / 2 + 1,
         },
         GemvInput::AttnCombine {
             head_dim: 2,
