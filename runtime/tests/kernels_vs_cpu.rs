@@ -1743,7 +1743,8 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// The tensor-core GEMM (where the adapter has f16 cooperative matrices: not lavapipe; run on
 /// the H200 by the command in docs/performance.md) against the CPU for every weight type:
-/// token counts past one tile and ragged (65, 130), rows ragged across row tiles (37, 200),
+/// token counts past one tile and ragged (65, 130) and inside one (40: batched decode's rows
+/// from the 32-row threshold), rows ragged across row tiles (37, 53, 200),
 /// every tile shape, the plain and both GLU inputs, a residual, a bias and neither, X rows
 /// on and off vec4 boundaries, Y written from column 3, the weights bound in row chunks,
 /// f32/f16 matrices whose width leaves a partial 32-column chunk, and the columns split
@@ -1764,7 +1765,14 @@ fn coop_gemm_matches_cpu_for_every_type() {
             GgmlType::F16 => 328,
             _ => 512,
         };
-        for (tokens, rows) in [(65, 37), (130, 200), (gemm::FEW_ROWS_MAX + 1, 129)] {
+        // 40 tokens: a batched decode step's rows between the threshold (32) and 64, one
+        // partial token tile.
+        for (tokens, rows) in [
+            (65, 37),
+            (130, 200),
+            (gemm::FEW_ROWS_MAX + 1, 129),
+            (40, 53),
+        ] {
             let c = n;
             n += 1;
             let row_bytes = ty.row_bytes(cols).unwrap() as u64;
@@ -1805,12 +1813,23 @@ fn coop_gemm_matches_cpu_for_every_type() {
             );
         }
     }
-    // The path `ops::gemm` takes for prompts here.
+    // The path `ops::gemm` takes for prompts here, and for f32 rows from `coop_min_tokens`.
     let path = auto_gemm_path(&gpu, 600);
     assert!(
         matches!(path, ops::GemmPath::Coop { x16: true, .. }),
         "{path:?}"
     );
+    let from = ops::coop_min_tokens();
+    assert!(matches!(
+        auto_gemm_path(&gpu, from.max(1)),
+        ops::GemmPath::Coop { .. }
+    ));
+    if from > 1 {
+        assert!(matches!(
+            auto_gemm_path(&gpu, from - 1),
+            ops::GemmPath::FewRows(_)
+        ));
+    }
 }
 
 /// The path `ops::gemm` takes for a 4 × 32 f32 matrix times `tokens` rows.
