@@ -128,8 +128,8 @@ pub struct Options {
     pub gemm_tokens: Option<usize>,
     /// Each GEMV kernel only at the tuning table's tunables for this adapter and type.
     pub tuned: bool,
-    /// Only the GEMV kernel of this name (`gemv`, `gemv_q8`; both when `None`).
-    pub kernel: Option<String>,
+    /// Only this GEMV kernel (both when `None`).
+    pub kernel: Option<Kernel>,
     /// Every GEMV variant at every unroll (no two-stage search).
     pub exhaustive: bool,
 }
@@ -223,7 +223,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             ceiling: ceiling.gbps,
             adapter: &adapter,
         };
-        let measures = |kernel: Kernel| opts.kernel.as_deref().is_none_or(|k| k == kernel.name());
+        let measures = |kernel: Kernel| opts.kernel.is_none_or(|k| k == kernel);
         if measures(Kernel::Float) {
             let float = sweep(Kernel::Float).run(Kernel::Float, &mut totals, |rec, t| {
                 ops::gemv(&gpu, rec, &w, &x, &y, t)
@@ -319,9 +319,13 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
 
 /// The two GEMV kernels: float input (`gemv.wgsl`, every type) and int8 input
 /// (`gemv_q8.wgsl`, the types `gemv::takes_q8_input` accepts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kernel {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Kernel {
+    /// `gemv.wgsl`.
+    #[value(name = "gemv")]
     Float,
+    /// `gemv_q8.wgsl`.
+    #[value(name = "gemv_q8")]
     Q8,
 }
 

@@ -78,8 +78,8 @@ enum Command {
         tuned: bool,
         /// Only this GEMV kernel: `gemv` (float input) or `gemv_q8` (int8 input blocks). Not
         /// with --write-table (the table needs both).
-        #[arg(long, value_name = "KERNEL", conflicts_with = "write_table", value_parser = ["gemv", "gemv_q8"])]
-        kernel: Option<String>,
+        #[arg(long, value_name = "KERNEL", conflicts_with = "write_table")]
+        kernel: Option<bench::Kernel>,
         /// Time every GEMV variant, every unroll included (by default unrolls are tried only
         /// on the four best variants without one).
         #[arg(long, conflicts_with = "tuned")]
