@@ -65,8 +65,9 @@ pub struct DecodeAttnParams {
     /// `z · split_keys ..` of its row and writes a partial for `attn_combine.wgsl`, `blocks`
     /// splits per row); 0 = a row's keys in one workgroup (set by the launcher).
     pub split_keys: u32,
-    /// Unused (the block is a multiple of 16 bytes).
-    pub pad: u32,
+    /// The per-row causal pass: query heads per workgroup ([`row_group`]; set by the
+    /// launcher); unused elsewhere.
+    pub group: u32,
 }
 
 /// What a KV-cache page's positions must be a multiple of: the largest key block, so that a
@@ -120,30 +121,70 @@ pub fn keys_per_block(head_dim: u32) -> u32 {
     if head_dim >= 128 { 16 } else { 32 }
 }
 
+/// Most query values one workgroup of the per-row causal pass holds (`QMAX` in
+/// `attn_prefill.wgsl`: its heads times `head_dim`).
+pub const ROW_QUERY_VALUES: u32 = 2048;
+
+/// Most scores a block of the per-row causal pass holds (`SMAX` in `attn_prefill.wgsl`: its
+/// heads times its keys per block).
+pub const ROW_SCORES: u32 = 512;
+
+/// Most key (or value) elements of one block of the per-row causal pass (`KB · HD`): each of
+/// its 128 threads holds at most eight vec4s of a block's keys and eight of its values.
+pub const ROW_BLOCK_VALUES: u32 = 4096;
+
+/// Keys per block of the per-row causal pass at `head_dim` where workgroups get `limit` bytes
+/// of memory: the most of 32, 16, 8, 4 that fit [`ROW_BLOCK_VALUES`] and `limit`
+/// ([`row_workgroup_bytes`]); `None` past a head dim of 1024 or below 8 KiB or so.
+pub fn row_keys(head_dim: u32, limit: u32) -> Option<u32> {
+    [32, 16, 8, 4]
+        .into_iter()
+        .find(|&kb| kb * head_dim <= ROW_BLOCK_VALUES && row_workgroup_bytes(head_dim, kb) <= limit)
+}
+
+/// Bytes of workgroup memory the per-row causal pass takes at `head_dim` and `keys` per block:
+/// the block staged in rows of `head_dim + 4` floats, the queries and the scores.
+pub fn row_workgroup_bytes(head_dim: u32, keys: u32) -> u32 {
+    keys * (head_dim / 4 + 1) * 16 + ROW_QUERY_VALUES * 4 + ROW_SCORES * 4
+}
+
+/// Query heads one workgroup of the per-row causal pass takes (`p.group`): the whole GQA group
+/// (`heads / kv_heads` heads sharing a KV head, each key and value row read once for all of
+/// them) when its queries and scores fit the workgroup's memory, else its largest divisor that
+/// fits at `keys` per block ([`row_keys`]); `None` when not even one head fits (a head dim
+/// past [`ROW_QUERY_VALUES`]).
+pub fn row_group(heads: u32, kv_heads: u32, head_dim: u32, keys: u32) -> Option<u32> {
+    let g = heads.checked_div(kv_heads).filter(|g| *g > 0)?;
+    (1..=g)
+        .rev()
+        .find(|&d| g % d == 0 && d * head_dim <= ROW_QUERY_VALUES && d * keys <= ROW_SCORES)
+}
+
 /// Workgroups the causal pass over a row table aims for when it splits rows' keys
-/// ([`row_splits`]): batched decode's few rows gave a workgroup per (head, row) and each
+/// ([`row_splits`]): batched decode's few rows gave a workgroup per (head group, row) and each
 /// walked every key of its row (the Llama-8B shape at 8 rows: 70 µs a layer, docs/performance.md
 /// v28).
-pub const ROW_SPLIT_WORKGROUPS: u32 = 4096;
+pub const ROW_SPLIT_WORKGROUPS: u32 = 1024;
 
 /// Most splits per row of the causal pass over a row table.
 pub const ROW_SPLITS_MAX: u32 = 16;
 
 /// How the causal pass over a row table splits each row's keys (`attn_prefill.wgsl` with
 /// `split_keys`, then `attn_combine.wgsl` over (row, head) pairs): `(splits, keys per split)`
-/// for `tokens` rows of `heads` heads whose rows attend to at most `keys` keys, in blocks of
-/// `kb`, at most `max_splits` splits (what the partials' scratch holds): about
-/// [`ROW_SPLIT_WORKGROUPS`] workgroups, splits whole blocks; `None` keeps one workgroup per
-/// (head, row).
+/// for `tokens` rows of `groups` workgroups each whose rows attend to at most `keys` keys, in
+/// blocks of `kb`, at most `max_splits` splits (what the partials' scratch holds): about
+/// `target` workgroups ([`ROW_SPLIT_WORKGROUPS`] by default), splits whole blocks; `None` keeps
+/// one workgroup per (head group, row).
 pub fn row_splits(
-    heads: u32,
+    groups: u32,
     tokens: u32,
     keys: u32,
     kb: u32,
     max_splits: u32,
+    target: u32,
 ) -> Option<(u32, u32)> {
-    let pairs = heads.max(1).saturating_mul(tokens.max(1));
-    let want = (ROW_SPLIT_WORKGROUPS / pairs).clamp(1, max_splits.clamp(1, ROW_SPLITS_MAX));
+    let pairs = groups.max(1).saturating_mul(tokens.max(1));
+    let want = (target / pairs).clamp(1, max_splits.clamp(1, ROW_SPLITS_MAX));
     let per = keys.div_ceil(want).next_multiple_of(kb.max(1));
     let splits = keys.div_ceil(per.max(1));
     (splits > 1).then_some((splits, per))
@@ -249,13 +290,14 @@ pub fn prep_spec(wg: u32, reduction: Reduction, neox: bool) -> KernelSpec {
     }
 }
 
-/// The prefill causal pass (`attn_prefill.wgsl`): `kb` keys per block (divides `wg`).
-pub fn prefill_spec(wg: u32, kb: u32, reduction: Reduction) -> KernelSpec {
+/// The per-row causal pass (`attn_prefill.wgsl`) for heads of `head_dim` values (a multiple of
+/// 4) in blocks of `keys` keys ([`row_keys`]).
+pub fn prefill_spec(head_dim: u32, keys: u32) -> KernelSpec {
     KernelSpec {
         family: Family::AttnPrefill,
         quant: None,
-        reduction: Some(reduction),
-        constants: vec![("WG", wg), ("KB", kb)],
+        reduction: None,
+        constants: vec![("HD", head_dim), ("KB", keys)],
     }
 }
 

@@ -108,8 +108,14 @@ pub fn all_specs() -> Vec<KernelSpec> {
         for neox in [false, true] {
             out.extend(Reduction::ALL.map(|r| attention::prep_spec(wg, r, neox)));
         }
-        for kb in attention::KB_VALUES.into_iter().filter(|kb| wg % kb == 0) {
-            out.extend(Reduction::ALL.map(|r| attention::prefill_spec(wg, kb, r)));
+    }
+    // The per-row causal pass at the head dims of the layouts served, at 48 and 16 KiB of
+    // workgroup memory.
+    for hd in [64, 80, 128, 256] {
+        for limit in [48 << 10, 16 << 10] {
+            if let Some(kb) = attention::row_keys(hd, limit) {
+                out.push(attention::prefill_spec(hd, kb));
+            }
         }
     }
     for hd in attention::TILE_HEAD_DIMS {

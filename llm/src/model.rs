@@ -517,7 +517,7 @@ impl Model {
             row_table: 0,
             rows_first: 0,
             split_keys: 0,
-            pad: 0,
+            group: 0,
         })
     }
 

@@ -293,7 +293,7 @@ fn decode_attention_matches() {
             row_table: 0,
             rows_first: 0,
             split_keys: 0,
-            pad: 0,
+            group: 0,
         };
         let qkv: Vec<f32> = support::random_f32(lead as usize + qn + 2 * kvn, 1)
             .iter()
@@ -514,7 +514,7 @@ fn prefill_attention_matches() {
             row_table: 0,
             rows_first: 0,
             split_keys: 0,
-            pad: 0,
+            group: 0,
         };
         let qkv: Vec<f32> = support::random_f32(tokens as usize * stride, 11)
             .iter()
@@ -614,8 +614,13 @@ fn row_table_attention_splits_match_the_cpu() {
     // (heads, kv_heads, head_dim, window, norm, row positions (row t belongs to sequence
     // t % 3), splits the scratch holds: 0 = no scratch).
     type Case<'a> = (u32, u32, u32, u32, QkNorm, &'a [usize], usize);
-    let cases: [Case<'_>; 5] = [
+    let cases: [Case<'_>; 7] = [
         (4, 2, 64, 0, QkNorm::None, &[0, 70, 130, 5, 199, 64, 255], 0),
+        // Gemma 3 270M's group (four heads of 256 on one KV head: two outputs a thread), and
+        // sixteen heads of 256 on one KV head (two workgroups of eight a row, four outputs a
+        // thread).
+        (4, 1, 256, 96, QkNorm::RmsPlusOne, &[200, 31, 140], 16),
+        (16, 1, 256, 0, QkNorm::None, &[5, 130, 77, 255], 0),
         (
             4,
             2,
@@ -657,7 +662,7 @@ fn row_table_attention_splits_match_the_cpu() {
             row_table: 0,
             rows_first: 0,
             split_keys: 0,
-            pad: 0,
+            group: 0,
         };
         // Sequence i's logical page j is pool page j * seqs + (seqs - 1 - i): interleaved.
         let table: Vec<u32> = (0..seqs)
@@ -756,11 +761,44 @@ fn row_table_attention_splits_match_the_cpu() {
     }
     // The split policy: about `ROW_SPLIT_WORKGROUPS` workgroups, whole blocks, the scratch's
     // limit, none for one split.
-    assert_eq!(attention::row_splits(32, 8, 200, 16, 16), Some((13, 16)));
-    assert_eq!(attention::row_splits(32, 64, 200, 16, 16), Some((2, 112)));
-    assert_eq!(attention::row_splits(4, 2, 1000, 32, 3), Some((3, 352)));
-    assert_eq!(attention::row_splits(32, 200, 200, 16, 16), None);
-    assert_eq!(attention::row_splits(4, 2, 10, 32, 16), None);
+    let target = attention::ROW_SPLIT_WORKGROUPS;
+    assert_eq!(
+        attention::row_splits(32, 8, 200, 16, 16, 4096),
+        Some((13, 16))
+    );
+    assert_eq!(
+        attention::row_splits(32, 64, 200, 16, 16, 4096),
+        Some((2, 112))
+    );
+    assert_eq!(
+        attention::row_splits(8, 64, 192, 32, 16, target),
+        Some((2, 96))
+    );
+    assert_eq!(
+        attention::row_splits(3, 8, 192, 32, 16, target),
+        Some((6, 32))
+    );
+    assert_eq!(
+        attention::row_splits(4, 2, 1000, 32, 3, target),
+        Some((3, 352))
+    );
+    assert_eq!(attention::row_splits(32, 200, 200, 16, 16, target), None);
+    assert_eq!(attention::row_splits(4, 2, 10, 32, 16, target), None);
+    // The group a workgroup takes: all of a GQA group, or its largest divisor that fits.
+    assert_eq!(attention::row_group(32, 8, 128, 32), Some(4));
+    assert_eq!(attention::row_group(9, 3, 64, 32), Some(3));
+    assert_eq!(attention::row_group(16, 1, 256, 16), Some(8));
+    assert_eq!(attention::row_group(14, 2, 256, 16), Some(7));
+    assert_eq!(attention::row_group(12, 1, 512, 8), Some(4));
+    assert_eq!(attention::row_group(32, 1, 64, 32), Some(16));
+    assert_eq!(attention::row_group(64, 1, 16, 32), Some(16));
+    assert_eq!(attention::row_group(4, 4, 4096, 4), None);
+    assert_eq!(attention::row_group(4, 0, 64, 32), None);
+    // Its keys per block: as many as 4096 values and the workgroup's memory allow.
+    assert_eq!(attention::row_keys(128, 48 << 10), Some(32));
+    assert_eq!(attention::row_keys(256, 48 << 10), Some(16));
+    assert_eq!(attention::row_keys(128, 16 << 10), Some(8));
+    assert_eq!(attention::row_keys(4096, 1 << 20), None);
 }
 
 /// The many-row argmax: each of a batch's sampled rows (named through a row table and a list

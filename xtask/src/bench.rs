@@ -769,7 +769,7 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             row_table: 0,
             rows_first: 0,
             split_keys: 0,
-            pad: 0,
+            group: 0,
         };
         let qkv = gpu.upload_f32(&vec![0.1; 1536], &[1536], "q, k, v")?;
         let norms = gpu.upload_f32(&vec![1.0; 512], &[512], "q, k norms")?;

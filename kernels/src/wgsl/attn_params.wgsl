@@ -28,7 +28,8 @@ struct Params {
     split_keys: u32,// prefill causal pass with a row table: keys per split (workgroup z takes
                     // keys z * split_keys .. of its row and writes a partial for
                     // attn_combine.wgsl, `blocks` splits per row); 0: no split
-    _pad0: u32,
+    group: u32,     // per-row causal pass: query heads per workgroup (a divisor of heads /
+                    // kv_heads; attention::row_group)
 }
 
 // Floats per (head, key block) in `part`: the block's value sum (head_dim), then m and l, then

@@ -354,15 +354,36 @@ pub fn attention_rows(
             (p.heads, p.tokens.div_ceil(attention::tile_rows(p.head_dim))),
         );
     }
-    let kb = attention::keys_per_block(p.head_dim);
-    let spec = attention::prefill_spec(WG, kb, reduction(gpu));
+    // A row per workgroup and GQA group (or the largest part of one that fits).
+    let limit = gpu.limits().max_compute_workgroup_storage_size;
+    let fit = attention::row_keys(p.head_dim, limit)
+        .and_then(|kb| attention::row_group(p.heads, p.kv_heads, p.head_dim, kb).map(|g| (kb, g)));
+    let Some((kb, group)) = fit else {
+        return Err(GpuError::Shape(format!(
+            "prefill attention: heads of {} values do not fit the per-row pass's {} query \
+             values and {limit} bytes of workgroup memory",
+            p.head_dim,
+            attention::ROW_QUERY_VALUES
+        )));
+    };
+    p.group = group;
+    let groups = p.heads / group;
+    let spec = attention::prefill_spec(p.head_dim, kb);
     let stride = attention::part_stride(p.head_dim);
     // Rows of several sequences, few enough for the partials' scratch: each row's keys split
     // across workgroups, then combined per (row, head).
     let split = rows.zip(part).and_then(|(r, part)| {
         let max_splits = elems(part) / (tokens * heads * stride).max(1);
         let keys = r.keys.clamp(1, p.n_keys.max(1));
-        attention::row_splits(p.heads, p.tokens, keys, kb, max_splits as u32).map(|s| (s, part))
+        attention::row_splits(
+            groups,
+            p.tokens,
+            keys,
+            kb,
+            max_splits as u32,
+            row_split_target(),
+        )
+        .map(|s| (s, part))
     });
     if let Some(((splits, keys), part)) = split {
         let mut ps = p;
@@ -374,7 +395,7 @@ pub fn attention_rows(
             &spec,
             &ps,
             &[q, kv.k, kv.v, part, kv.pages, table],
-            (p.heads, p.tokens, splits),
+            (groups, p.tokens, splits),
         )?;
         // The combine's heads are the (row, head) pairs: its output is `out`'s rows.
         let pairs = DecodeAttnParams {
@@ -389,7 +410,19 @@ pub fn attention_rows(
         &spec,
         &p,
         &[q, kv.k, kv.v, out, kv.pages, table],
-        (p.heads, p.tokens),
+        (groups, p.tokens),
+    )
+}
+
+/// Workgroups the per-row causal pass over a row table aims for when it splits rows' keys:
+/// [`attention::ROW_SPLIT_WORKGROUPS`]; `GPUPORT_ROW_SPLIT_WORKGROUPS` moves it (A/B
+/// measurements on an adapter).
+pub fn row_split_target() -> u32 {
+    static TARGET: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    super::knob(
+        &TARGET,
+        "GPUPORT_ROW_SPLIT_WORKGROUPS",
+        attention::ROW_SPLIT_WORKGROUPS,
     )
 }
 

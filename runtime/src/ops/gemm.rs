@@ -10,7 +10,7 @@ use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::grid_2d;
 use gpuport_kernels::quant::GgmlType;
 
-use super::{elems, matrix, row_chunks, whole};
+use super::{elems, knob, matrix, row_chunks, whole};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
@@ -136,7 +136,7 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
         let nx = q8_pass_width();
         return Ok(GemmPath::FewRowsQ8(FewRowTunables { nx, ..t }));
     }
-    if gpu.has_coop_f16() && call.tokens >= coop_min_tokens() {
+    if takes_coop_rows(gpu, call.tokens) {
         // The chosen tile, or the largest the adapter's limits hold.
         let t = coop_tile(rows, call.tokens);
         let t = if coop_fits(gpu, t) {
@@ -157,6 +157,13 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     }
     let t = FewRowTunables::for_matrix(ty, rows, cols, call.input, subgroups, target);
     Ok(GemmPath::FewRows(t))
+}
+
+/// Whether a GEMM of `tokens` rows on f32 input runs on tensor cores ([`gemm_path`]): where
+/// the device has them, from [`coop_min_tokens`] rows. Its products are then f16: rounding its
+/// rows onto the int8 grid first (as the one-row path's int8 input would be) buys no match.
+pub fn takes_coop_rows(gpu: &Gpu, tokens: usize) -> bool {
+    gpu.has_coop_f16() && tokens >= coop_min_tokens()
 }
 
 /// The tensor-core tile for `rows` weight rows and `tokens` tokens: 128 tokens wide from 65
@@ -230,21 +237,12 @@ pub fn coop_split_target() -> usize {
     knob(&TARGET, "GPUPORT_COOP_SPLIT_TARGET", COOP_SPLIT_TARGET)
 }
 
-/// A tuning knob read once: the environment variable `name` parsed, else `default`.
-fn knob<T: std::str::FromStr + Copy>(cell: &OnceLock<T>, name: &str, default: T) -> T {
-    *cell.get_or_init(|| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    })
-}
-
 /// The default of [`coop_split_target`]: about two workgroups per core of an H200. The GEMM
 /// sweep at 512 rows there (docs/performance.md, "v30") put every shape's best split count
 /// at or below what 256 gives (the Llama-8B shape's attention output 207 µs unsplit against
 /// 254 split 4 ways, as 512 split it; its q|k|v 346 µs split 2 ways against 395 in 3), and
-/// the 1B's down projection at 2 (228 µs; 265 in 8, as 512 split it).
+/// the 1B's down projection at 2 (228 µs; 265 in 8, as 512 split it). At batched decode's
+/// 32–64 rows ("v32") 1,024 and 2,048 were slower end to end on all four layouts.
 pub const COOP_SPLIT_TARGET: usize = 256;
 
 /// Fewest chunks of columns in one split.

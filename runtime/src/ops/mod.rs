@@ -155,6 +155,20 @@ pub(super) fn row_grid(gpu: &Gpu, rows: usize) -> (u32, u32) {
     )
 }
 
+/// A tuning knob read once: the environment variable `name` parsed, else `default`.
+pub(crate) fn knob<T: std::str::FromStr + Copy>(
+    cell: &std::sync::OnceLock<T>,
+    name: &str,
+    default: T,
+) -> T {
+    *cell.get_or_init(|| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::row_chunks;
