@@ -466,7 +466,10 @@ impl Model {
             ops::q8_blocks(gpu, rec, call)?;
             return Ok((GemvInput::Q8Blocks, blocks, words));
         }
-        ops::q8_round(gpu, rec, ops::Q8Round { x, rows: n, cols })?;
+        // On tensor cores the products are f16: the int8 grid would buy no match.
+        if !ops::takes_coop_rows(gpu, n) {
+            ops::q8_round(gpu, rec, ops::Q8Round { x, rows: n, cols })?;
+        }
         Ok((GemvInput::Plain, x.clone(), cols))
     }
 
@@ -527,11 +530,12 @@ impl Model {
                 rows: n,
                 width: cols,
                 gate,
-                round: q8,
+                // On tensor cores the products are f16: the int8 grid would buy no match.
+                round: q8 && !coop,
             };
             ops::gated_rows(gpu, rec, rows)?;
             call.input = GemvInput::Plain;
-        } else if q8 {
+        } else if q8 && !coop {
             ops::q8_round(
                 gpu,
                 rec,
