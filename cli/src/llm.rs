@@ -6,6 +6,7 @@ use std::path::Path;
 
 use gpuport_llm::loader::{self, LoadError, LoadStage, ModelRef, ResolveOptions};
 pub use gpuport_llm::loader::{Loaded, NO_TEMPLATE, Source, context_for};
+use gpuport_runtime::GpuOptions;
 
 use crate::output::Stage;
 
@@ -26,14 +27,20 @@ pub fn load(
     need_template: bool,
 ) -> Result<Loaded, LoadError> {
     let progress = Stage::start("reading the model file", quiet);
-    let loaded = loader::load(source, context, need_template, &|stage| match stage {
-        LoadStage::Reading => progress.set("reading the model file"),
-        LoadStage::OpeningGpu => progress.set("opening the GPU"),
-        LoadStage::Uploading(bytes) => progress.set(&format!(
-            "uploading {:.0} MB of weights",
-            bytes as f64 / 1e6
-        )),
-    })?;
+    let loaded = loader::load(
+        source,
+        &GpuOptions::default(),
+        context,
+        need_template,
+        &|stage| match stage {
+            LoadStage::Reading => progress.set("reading the model file"),
+            LoadStage::OpeningGpu => progress.set("opening the GPU"),
+            LoadStage::Uploading(bytes) => progress.set(&format!(
+                "uploading {:.0} MB of weights",
+                bytes as f64 / 1e6
+            )),
+        },
+    )?;
     progress.done();
     if !quiet {
         let cfg = &loaded.model.cfg;

@@ -56,6 +56,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use gpuport_runtime::GpuOptions;
 use gpuport_scheduler::{
     Engine, EngineFailure, EngineLoader, JobId, LoadFailure, Progress, Refusal,
 };
@@ -734,12 +735,25 @@ impl Engine for LlmEngine {
 pub struct LlmLoader {
     models: Vec<(String, Source)>,
     shape: EngineShape,
+    gpu: GpuOptions,
 }
 
 impl LlmLoader {
     /// A loader for `models` (id, resolved source), each engine of `shape`.
     pub fn new(models: Vec<(String, Source)>, shape: EngineShape) -> LlmLoader {
-        LlmLoader { models, shape }
+        LlmLoader {
+            models,
+            shape,
+            gpu: GpuOptions::default(),
+        }
+    }
+
+    /// Each engine's device opened with `gpu` (the default adapter and paths otherwise; e.g.
+    /// `tensor_cores: Some(false)` for batches whose sequences compute their solo runs'
+    /// numbers, [`GpuOptions::tensor_cores`]).
+    pub fn with_gpu(mut self, gpu: GpuOptions) -> LlmLoader {
+        self.gpu = gpu;
+        self
     }
 
     /// A loader of one GGUF file by the id `id`.
@@ -766,7 +780,7 @@ impl EngineLoader for LlmLoader {
             return Err(LoadFailure::UnknownModel);
         };
         let shape = self.shape;
-        let loaded = loader::load(source, Some(shape.context), false, &|_| {})
+        let loaded = loader::load(source, &self.gpu, Some(shape.context), false, &|_| {})
             .map_err(|e| LoadFailure::Failed(e.to_string()))?;
         let batch_shape = BatchShape {
             slots: shape.slots + shape.retained,

@@ -325,11 +325,13 @@ pub enum LoadStage {
     Uploading(u64),
 }
 
-/// Opens the GPU and loads `source` with a KV cache plan for `context` positions (the user's;
-/// else the bundle's, capped by the model). With `need_template`, a file without a chat
-/// template is refused before the GPU is touched. `stage` hears each stage as it starts.
+/// Opens the GPU (`gpu`: which adapter, and how) and loads `source` with a KV cache plan for
+/// `context` positions (the user's; else the bundle's, capped by the model). With
+/// `need_template`, a file without a chat template is refused before the GPU is touched.
+/// `stage` hears each stage as it starts.
 pub fn load(
     source: &Source,
+    gpu: &GpuOptions,
     context: Option<usize>,
     need_template: bool,
     stage: &dyn Fn(LoadStage),
@@ -341,7 +343,7 @@ pub fn load(
         return Err(LoadError::NoTemplate);
     }
     stage(LoadStage::OpeningGpu);
-    let gpu = Gpu::new(&GpuOptions::default())?;
+    let gpu = Gpu::new(gpu)?;
     let cfg = ModelConfig::from_gguf(&g)?;
     let context = context_for(&cfg, context, source.context);
     let tokenizer = Tokenizer::from_gguf(&g).map_err(|e| LlmError::Tokenizer(e.0))?;

@@ -16,8 +16,8 @@ use gpuport_llm::{
     Batch, BatchShape, EngineShape, Finish, GenJob, GenOutput, LlmEngine, Model, Request, Sampling,
     Session, Tokenizer,
 };
-use gpuport_runtime::Gpu;
 use gpuport_runtime::gguf::Gguf;
+use gpuport_runtime::{Gpu, GpuOptions};
 use gpuport_scheduler::{Engine, JobId, Progress, Refusal};
 
 struct Tiny {
@@ -27,7 +27,15 @@ struct Tiny {
 }
 
 fn tiny() -> Option<Tiny> {
-    let gpu = support::gpu()?;
+    tiny_on(support::gpu()?)
+}
+
+/// [`tiny`] on a device whose every product is f32 (no tensor-core paths).
+fn tiny_f32() -> Option<Tiny> {
+    tiny_on(support::gpu_with(&support::Needs::none().f32_products())?)
+}
+
+fn tiny_on(gpu: Gpu) -> Option<Tiny> {
     let (bytes, _) = build();
     let g = Gguf::parse(bytes).unwrap();
     let model = Model::load(&gpu, &g, 2 * CONTEXT).unwrap();
@@ -297,12 +305,14 @@ fn a_full_pool_makes_jobs_wait_and_bad_jobs_are_refused_by_field() {
 /// The engine under the scheduler, on threads: five streams through three slots each equal
 /// their solo runs; an interactive request preempts a preemptible background job (partial
 /// output, a prefix of its solo run) and itself runs exactly; a newer request of a session
-/// supersedes the older mid-generation; afterwards every KV page is free.
+/// supersedes the older mid-generation; afterwards every KV page is free. Both sides run every
+/// product in f32 (`GpuOptions::tensor_cores` off; nothing changes on adapters without tensor
+/// cores): the sampled streams are held to their solo runs draw for draw.
 #[test]
 fn scheduled_streams_preemption_and_supersession_on_the_engine() {
     use gpuport_llm::LlmLoader;
     use gpuport_scheduler::{Config, End, Priority, Request as Req, Scheduler};
-    let Some(t) = tiny() else { return };
+    let Some(t) = tiny_f32() else { return };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tiny.gguf");
     std::fs::write(&path, build().0).unwrap();
@@ -315,7 +325,14 @@ fn scheduled_streams_preemption_and_supersession_on_the_engine() {
         decode_steps: 4,
         ..Config::default()
     };
-    let s = Scheduler::new(LlmLoader::for_file("tiny", path, shape), config).unwrap();
+    // Every product in f32 on both sides (here and in `tiny_f32`'s solo runs): a row of a
+    // batch of 32 or more takes f16 tensor cores where the adapter has them, and a sampled
+    // stream's draws are then its solo run's only up to f16 rounding.
+    let loader = LlmLoader::for_file("tiny", path, shape).with_gpu(GpuOptions {
+        tensor_cores: Some(false),
+        ..GpuOptions::default()
+    });
+    let s = Scheduler::new(loader, config).unwrap();
     s.load("tiny").unwrap();
 
     let jobs: Vec<GenJob> = (0..5)

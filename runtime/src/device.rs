@@ -20,14 +20,18 @@ pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
 
 /// Whether `adapter` can run the tensor-core GEMM: a 16 × 16 × 16 f16 × f16 → f32
 /// cooperative-matrix configuration, f16 and subgroups among `features`, subgroups of exactly
-/// [`gpuport_kernels::gemm::COOP_SUBGROUP`] lanes; and the user has not turned it off with
-/// `GPUPORT_COOP=0`.
+/// [`gpuport_kernels::gemm::COOP_SUBGROUP`] lanes; and the user has not turned it off
+/// ([`GpuOptions::tensor_cores`], or `GPUPORT_COOP=0`).
 fn coop_f16_usable(
+    options: &GpuOptions,
     adapter: &wgpu::Adapter,
     features: wgpu::Features,
     info: &wgpu::AdapterInfo,
 ) -> bool {
-    if std::env::var("GPUPORT_COOP").is_ok_and(|v| v == "0") {
+    let wanted = options
+        .tensor_cores
+        .unwrap_or_else(|| std::env::var("GPUPORT_COOP").map_or(true, |v| v != "0"));
+    if !wanted {
         return false;
     }
     let lanes = gpuport_kernels::gemm::COOP_SUBGROUP;
@@ -58,6 +62,13 @@ pub struct GpuOptions {
     /// Where compiled pipelines are kept between runs (default: from
     /// [`crate::pipeline::PIPELINE_CACHE_ENV`], else the user's cache folder).
     pub pipeline_cache: Option<std::path::PathBuf>,
+    /// Whether batches of many rows (prompts, batched decode from
+    /// `ops::coop_min_tokens()` rows) run on tensor cores with f16 products where the adapter
+    /// has them (default: yes, unless `GPUPORT_COOP=0`). `Some(false)` keeps every product in
+    /// f32: a sequence's logits in a batch then differ from its solo run's by summation order
+    /// only (about 1e-6 of the largest, not f16's 1e-3), so its sampled draws are its solo
+    /// run's but at near-ties (docs/design/batched-forward.md).
+    pub tensor_cores: Option<bool>,
 }
 
 /// An open device with its queue, caches and health.
@@ -169,7 +180,7 @@ impl Gpu {
         };
         let info = adapter.get_info();
         let mut features = adapter.features() & WANTED_FEATURES;
-        let coop_f16 = coop_f16_usable(&adapter, features, &info);
+        let coop_f16 = coop_f16_usable(options, &adapter, features, &info);
         if coop_f16 {
             features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }

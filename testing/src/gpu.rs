@@ -17,6 +17,7 @@ pub struct Needs {
     subgroups: bool,
     timestamps: bool,
     storage_binding: u64,
+    f32_products: bool,
 }
 
 impl Needs {
@@ -40,6 +41,14 @@ impl Needs {
     /// GPU timestamps inside passes.
     pub fn timestamps(mut self) -> Needs {
         self.timestamps = true;
+        self
+    }
+
+    /// Every product in f32: the device opened without its tensor-core paths
+    /// (`GpuOptions::tensor_cores` off), for tests that hold a batched sequence to its solo
+    /// run draw for draw (on adapters without tensor cores this changes nothing).
+    pub fn f32_products(mut self) -> Needs {
+        self.f32_products = true;
         self
     }
 
@@ -83,6 +92,7 @@ pub fn gpu_with(needs: &Needs) -> Option<Gpu> {
     // Tests keep compiled pipelines in the system's temporary folder, not the user's cache.
     let options = GpuOptions {
         pipeline_cache: Some(std::env::temp_dir().join("gpuport-test-pipelines")),
+        tensor_cores: needs.f32_products.then_some(false),
         ..GpuOptions::default()
     };
     let gpu = match Gpu::new(&options) {
