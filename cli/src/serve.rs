@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use gpuport_llm::loader::{ModelRef, Source, context_for};
 use gpuport_llm::{EngineShape, LlmLoader, ModelConfig};
+use gpuport_runtime::GpuOptions;
 use gpuport_runtime::gguf::Gguf;
 use gpuport_scheduler::{Config, PerBand, Scheduler};
 use gpuport_server::{Gateway, ServedModel, ServerConfig};
@@ -73,6 +74,12 @@ pub struct ServeArgs {
     /// also notices a client that went away while its request is queued).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub keep_alive_ms: u64,
+    /// Keep every product in f32 (no tensor cores): a seeded request then draws the tokens it
+    /// draws alone whatever the engine runs beside it (but at near-ties), at the cost of
+    /// many-stream speed on GPUs with tensor cores. By default a step of 32 rows or more
+    /// computes in f16 there, which moves logits by about 1e-3 of the largest.
+    #[arg(long)]
+    pub f32_products: bool,
 }
 
 /// The id a request's `model` names for MODEL.
@@ -177,7 +184,11 @@ pub fn run(a: ServeArgs) -> u8 {
             .map(|(id, s, _)| (id.clone(), s.clone()))
             .collect(),
         shape,
-    );
+    )
+    .with_gpu(GpuOptions {
+        tensor_cores: a.f32_products.then_some(false),
+        ..GpuOptions::default()
+    });
     let config = Config {
         engines: a.engines,
         decode_steps: a.decode_steps,

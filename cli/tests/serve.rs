@@ -165,6 +165,7 @@ fn openai_client_suite() {
         "--api-key-file",
         key_file.to_str().unwrap(),
         "--always-include-usage",
+        "--f32-products",
         "--cors-origin",
         ORIGIN,
     ]);
@@ -242,6 +243,7 @@ fn help_documents_every_flag() {
         "--prefill-rows",
         "--always-include-usage",
         "--keep-alive-ms",
+        "--f32-products",
         "MODEL",
     ] {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
