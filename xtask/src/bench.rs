@@ -124,6 +124,8 @@ pub struct Options {
     pub types: Vec<String>,
     /// Only the prefill GEMM, at the tuned tiled tile and every tensor-core tile.
     pub gemm_only: bool,
+    /// Only the latency-bound kernels ([`other_kernels`]).
+    pub other_kernels: bool,
     /// Token rows per GEMM measurement ([`GEMM_TOKENS`] when `None`).
     pub gemm_tokens: Option<usize>,
     /// Each GEMV kernel only at the tuning table's tunables for this adapter and type.
@@ -201,7 +203,10 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         "shape", "kernel", "quant", "rows", "cols", "MB", "GB/s", "ratio", "µs"
     );
     let table = gpuport_runtime::tuning::TuningTable::load();
-    for shape in shapes.iter().filter(|_| !opts.gemm_only) {
+    for shape in shapes
+        .iter()
+        .filter(|_| !opts.gemm_only && !opts.other_kernels)
+    {
         let w = shape.random_weights(&gpu, 1)?;
         let x = gpu.upload_f32(&vec![0.5; shape.cols], &[shape.cols], "bench x")?;
         let y = gpu.zeros_f32(&[shape.rows], "bench y")?;
@@ -253,6 +258,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     let gemm_shapes: Vec<&Shape> = shapes
         .iter()
         .filter(|s| !s.name.ends_with("lm_head") && !s.name.starts_with("large"))
+        .filter(|_| !opts.other_kernels)
         .collect();
     let quick_shape = Shape {
         name: "quick".into(),
@@ -698,7 +704,8 @@ struct KernelTime {
 }
 
 /// GPU time per call of the decode-step kernels that are latency-bound rather than
-/// bandwidth-bound (so µs, not a ratio, is their figure), at Gemma 3 270M's sizes.
+/// bandwidth-bound (so µs, not a ratio, is their figure), at Gemma 3 270M's sizes; and the
+/// attention of batched decode's rows ([`rows_attention`]) at the four layouts' shapes.
 fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
     use gpuport_kernels::attention::{DecodeAttnParams, QkNorm};
     use gpuport_kernels::rowops::{ElementOp, NormKind};
@@ -803,6 +810,27 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             &mut |rec| ops::attention_decode(gpu, rec, call, &o),
         )?;
     }
+    // Batched decode's attention: each row its own sequence of 192 keys, as a decode step of
+    // the many-stream figures sees (docs/performance.md, "v32").
+    for (name, heads, kv_heads, head_dim, rows) in [
+        ("Llama-8B", 32, 8, 128, 8),
+        ("Llama-8B", 32, 8, 128, 64),
+        ("Llama-1B", 32, 8, 64, 64),
+        ("Gemma 3 270M", 4, 1, 256, 64),
+        ("SmolLM2", 9, 3, 64, 64),
+    ] {
+        let shape = RowsShape {
+            heads,
+            kv_heads,
+            head_dim,
+            rows,
+            keys: 192,
+        };
+        time(
+            format!("attention rows {name} {rows} x 192 keys"),
+            &mut rows_attention(gpu, shape)?,
+        )?;
+    }
     for vocab in [49_152usize, 262_144] {
         let logits = gpu.upload_f32(
             &(0..vocab)
@@ -861,4 +889,98 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
         })?;
     }
     Ok(out)
+}
+
+/// A batch of decode rows for [`rows_attention`]: `rows` sequences of `keys` keys each (the
+/// new one included), `heads` query heads on `kv_heads` KV heads of `head_dim` values.
+struct RowsShape {
+    heads: u32,
+    kv_heads: u32,
+    head_dim: u32,
+    rows: u32,
+    keys: u32,
+}
+
+/// One launch of batched decode's attention (`ops::attention_rows` over a row table: the
+/// preparation pass, the per-row causal pass split as the engine splits it, the combine) at
+/// `s`, each row its own sequence in pages of its own; the buffers live in the closure.
+fn rows_attention(
+    gpu: &Gpu,
+    s: RowsShape,
+) -> anyhow::Result<
+    impl FnMut(&mut gpuport_runtime::Recorder<'_>) -> Result<(), gpuport_runtime::GpuError> + '_,
+> {
+    use gpuport_kernels::attention::{
+        DecodeAttnParams, PAGE_MULTIPLE, ROW_SPLITS_MAX, part_stride,
+    };
+    let (qn, kvn) = (s.heads * s.head_dim, s.kv_heads * s.head_dim);
+    let stride = qn + 2 * kvn;
+    let page = PAGE_MULTIPLE;
+    let per_seq = s.keys.div_ceil(page);
+    let pool = (s.rows * per_seq * page * kvn) as usize;
+    let k = gpu.upload_f32(&vec![0.1; pool], &[pool], "k")?;
+    let v = gpu.upload_f32(&vec![0.1; pool], &[pool], "v")?;
+    let table: Vec<u8> = (0..s.rows * per_seq).flat_map(u32::to_le_bytes).collect();
+    let pages = gpu.upload(&table, Elem::U32, &[(s.rows * per_seq) as usize], "pages")?;
+    // (position, page-table base, token index, 0) per row.
+    let rows: Vec<u8> = (0..s.rows)
+        .flat_map(|t| [s.keys - 1, t * per_seq, t, 0])
+        .flat_map(u32::to_le_bytes)
+        .collect();
+    let table = gpu.upload(&rows, Elem::U32, &[4 * s.rows as usize], "rows")?;
+    let n = (s.rows * stride) as usize;
+    let qkv = gpu.upload_f32(&vec![0.1; n], &[n], "q, k, v")?;
+    let q = gpu.zeros_f32(&[(s.rows * qn) as usize], "queries")?;
+    let out = gpu.zeros_f32(&[(s.rows * qn) as usize], "out")?;
+    let part_len = (s.rows * s.heads * ROW_SPLITS_MAX) as usize * part_stride(s.head_dim);
+    let part = gpu.zeros_f32(&[part_len], "partials")?;
+    let p = DecodeAttnParams {
+        heads: s.heads,
+        kv_heads: s.kv_heads,
+        head_dim: s.head_dim,
+        n_keys: per_seq * page,
+        max_ctx: per_seq * page,
+        window: 0,
+        scale: 1.0 / (s.head_dim as f32).sqrt(),
+        cap: 0.0,
+        blocks: 0,
+        q_src: 0,
+        k_src: qn,
+        v_src: qn + kvn,
+        rot_dims: s.head_dim,
+        rope_base: 10_000.0,
+        freq_scale: 1.0,
+        norm: 0,
+        eps: 1e-6,
+        tokens: s.rows,
+        qkv_stride: stride,
+        page: 0,
+        row_table: 0,
+        rows_first: 0,
+        split_keys: 0,
+        group: 0,
+    };
+    Ok(move |rec: &mut gpuport_runtime::Recorder<'_>| {
+        let call = ops::RowsAttention {
+            p,
+            neox: false,
+            qkv: &qkv,
+            q: &q,
+            kv: ops::KvLayer {
+                k: &k,
+                v: &v,
+                pages: &pages,
+                page,
+            },
+            rows: Some(ops::RowTable {
+                table: &table,
+                first: 0,
+                keys: s.keys,
+            }),
+            out: Some(&out),
+            qk_norm: None,
+            part: Some(&part),
+        };
+        ops::attention_rows(gpu, rec, call)
+    })
 }

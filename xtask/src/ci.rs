@@ -35,6 +35,7 @@ pub fn run() -> anyhow::Result<()> {
         shapes: Vec::new(),
         types: Vec::new(),
         gemm_only: false,
+        other_kernels: false,
         gemm_tokens: None,
         tuned: false,
         kernel: None,

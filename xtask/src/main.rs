@@ -68,6 +68,10 @@ enum Command {
         /// at every tensor-core tile (where the adapter has them); no GEMV sweep.
         #[arg(long)]
         gemm_only: bool,
+        /// Only the latency-bound kernels (norms, decode and batched-row attention,
+        /// sampling): no GEMV or GEMM sweep.
+        #[arg(long, conflicts_with_all = ["gemm_only", "write_table"])]
+        other_kernels: bool,
         /// Token rows per GEMM measurement (default 256: a prompt; 16–64: batched decode).
         #[arg(long, value_name = "N")]
         gemm_tokens: Option<usize>,
@@ -193,6 +197,7 @@ fn main() -> anyhow::Result<()> {
             shapes,
             types,
             gemm_only,
+            other_kernels,
             gemm_tokens,
             tuned,
             kernel,
@@ -206,6 +211,7 @@ fn main() -> anyhow::Result<()> {
             shapes,
             types,
             gemm_only,
+            other_kernels,
             gemm_tokens,
             tuned,
             kernel,
