@@ -61,14 +61,6 @@ pub const INT8_MIN_STACK_BYTES: u64 = 2 << 20;
 /// workgroup memory holds, `gemv::COMBINE_MAX_PAIRS` (head, block) pairs).
 pub const FOLD_MAX_BLOCKS: u32 = 16;
 
-/// The environment variable `name` parsed, else `default` (unset or unparsable).
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// A model on the GPU.
 pub struct Model {
     /// Hyperparameters and graph options.
@@ -236,8 +228,8 @@ impl Model {
             tunables,
             q8_tunables,
             gemm_tiles,
-            int8_min_bytes: env_or("GPUPORT_INT8_MIN_BYTES", INT8_MIN_STACK_BYTES),
-            fold_max_blocks: env_or("GPUPORT_FOLD_MAX_BLOCKS", FOLD_MAX_BLOCKS),
+            int8_min_bytes: ops::env_or("GPUPORT_INT8_MIN_BYTES", INT8_MIN_STACK_BYTES),
+            fold_max_blocks: ops::env_or("GPUPORT_FOLD_MAX_BLOCKS", FOLD_MAX_BLOCKS),
         })
     }
 

@@ -155,18 +155,22 @@ pub(super) fn row_grid(gpu: &Gpu, rows: usize) -> (u32, u32) {
     )
 }
 
-/// A tuning knob read once: the environment variable `name` parsed, else `default`.
+/// The environment variable `name` parsed, else `default` (unset or unparsable): how a tuning
+/// knob (`GPUPORT_…`) is read.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A tuning knob read once ([`env_or`] into `cell`).
 pub(crate) fn knob<T: std::str::FromStr + Copy>(
     cell: &std::sync::OnceLock<T>,
     name: &str,
     default: T,
 ) -> T {
-    *cell.get_or_init(|| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    })
+    *cell.get_or_init(|| env_or(name, default))
 }
 
 #[cfg(test)]
