@@ -94,6 +94,8 @@ fn file(path: &str) -> Option<&'static str> {
         "quant/q4_k.wgsl" => include_str!("wgsl/quant/q4_k.wgsl"),
         "quant/q5_k.wgsl" => include_str!("wgsl/quant/q5_k.wgsl"),
         "quant/q6_k.wgsl" => include_str!("wgsl/quant/q6_k.wgsl"),
+        "coop_weights/any.wgsl" => include_str!("wgsl/coop_weights/any.wgsl"),
+        "coop_weights/q4_k.wgsl" => include_str!("wgsl/coop_weights/q4_k.wgsl"),
         "q8dot/k_pairs.wgsl" => include_str!("wgsl/q8dot/k_pairs.wgsl"),
         "q8dot/qh5.wgsl" => include_str!("wgsl/q8dot/qh5.wgsl"),
         "q8dot/half_words.wgsl" => include_str!("wgsl/q8dot/half_words.wgsl"),
@@ -138,8 +140,23 @@ pub fn step_elems(ty: GgmlType) -> usize {
     }
 }
 
+fn coop_weights_file(ty: GgmlType) -> &'static str {
+    if coop_reads_heads(ty) {
+        "coop_weights/q4_k.wgsl"
+    } else {
+        "coop_weights/any.wgsl"
+    }
+}
+
+/// Whether the tensor-core GEMM's weight step for `ty` reads block heads as vec4s (its binding
+/// 7, `w4`, which the host then binds: the layout has it only where the shader reads it).
+pub fn coop_reads_heads(ty: GgmlType) -> bool {
+    ty == GgmlType::Q4K
+}
+
 /// Expands `//!include` lines of `path`: `quant` (the type's decoder), `q8dot` (its int8 dot
-/// product, `gemv_q8.wgsl`), `reduce` (row groups) and `wgreduce` (whole workgroup) name the
+/// product, `gemv_q8.wgsl`), `coop_weights` (the tensor-core GEMM's weight step: Q4_K's reads
+/// the block head as one vec4, every other type's is `step_weights`), `reduce` (row groups) and `wgreduce` (whole workgroup) name the
 /// snippet chosen by the arguments, anything else a file. Each file is included once.
 pub fn assemble(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>) -> String {
     let mut out = String::new();
@@ -158,6 +175,7 @@ fn expand(
     let resolved = match (path, quant, reduce) {
         ("quant", Some(ty), _) => quant_file(ty).to_owned(),
         ("q8dot", Some(ty), _) => quant_file(ty).replacen("quant/", "q8dot/", 1),
+        ("coop_weights", Some(ty), _) => coop_weights_file(ty).to_owned(),
         ("reduce", _, Some(r)) => format!("reduce/{}.wgsl", r.name()),
         ("wgreduce", _, Some(r)) => format!("wgreduce/{}.wgsl", r.name()),
         _ => path.to_owned(),
@@ -186,6 +204,17 @@ fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coop_weights_read_heads_where_the_host_binds_them() {
+        for ty in GgmlType::ALL {
+            let src = assemble("gemm_coop.wgsl", Some(ty), None);
+            let reads = src
+                .lines()
+                .any(|l| !l.trim_start().starts_with("//") && l.contains("w4["));
+            assert_eq!(reads, coop_reads_heads(ty), "{}", ty.name());
+        }
+    }
 
     #[test]
     fn step_elems_follow_each_snippets_xb() {

@@ -128,7 +128,8 @@ pub struct Options {
     pub other_kernels: bool,
     /// Token rows per GEMM measurement ([`GEMM_TOKENS`] when `None`).
     pub gemm_tokens: Option<usize>,
-    /// Each GEMV kernel only at the tuning table's tunables for this adapter and type.
+    /// Each GEMV kernel only at the tuning table's tunables for this adapter and type; each
+    /// GEMM only on the path a forward takes.
     pub tuned: bool,
     /// Only this GEMV kernel (both when `None`).
     pub kernel: Option<Kernel>,
@@ -276,7 +277,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         (false, t) => t.unwrap_or(GEMM_TOKENS),
     };
     let (gemm_rows, gemm_best) =
-        gemm_sweep(&gpu, &gemm_shapes, tokens, opts.quick, opts.gemm_only)?;
+        gemm_sweep(&gpu, &gemm_shapes, tokens, opts.quick, opts.gemm_only, opts.tuned)?;
     let others = if opts.quick || opts.gemm_only {
         Vec::new()
     } else {
@@ -503,6 +504,7 @@ fn gemm_sweep(
     tokens: usize,
     quick: bool,
     tuned_only: bool,
+    engine_only: bool,
 ) -> anyhow::Result<(Vec<GemmRow>, BestTiles)> {
     let storage = gpu.limits().max_compute_workgroup_storage_size;
     let table = gpuport_runtime::tuning::TuningTable::load();
@@ -609,6 +611,14 @@ fn gemm_sweep(
                         .collect();
                     paths.extend(wide);
                 }
+            }
+        }
+        // --tuned: only what a forward of `tokens` rows runs here, on f32 input and (where the
+        // type takes it) on int8 blocks.
+        if engine_only {
+            paths = vec![ops::gemm_path(gpu, &call, tuned)?];
+            if few && gemv::takes_q8_input(shape.ty) {
+                paths.push(ops::gemm_path(gpu, &q8_call, tuned)?);
             }
         }
         let mut best: Option<GemmRow> = None;

@@ -97,7 +97,7 @@ fn main(l: Lanes) {
     let key = l.lid / LPK;
     let lane = l.lid % LPK;
     let j = blk * KB + key;
-    let live = j >= first && j < p.n_keys;
+    let live = (j >= first) & (j < p.n_keys);
     var acc = vec4<f32>(0.0);
     if live {
         if j == pos {
@@ -111,7 +111,7 @@ fn main(l: Lanes) {
             }
         }
     }
-    let s = key_score(l, acc, live && lane == 0u);
+    let s = key_score(l, acc, live & (lane == 0u));
     let m = wg_max(l, s);
     var e = 0.0;
     if live && lane == 0u {

@@ -114,7 +114,7 @@ fn put(lid: u32, n: u32, val: vec4<f32>, j0: u32, lo: u32, hi: u32) {
     let i = lid + n * WG;
     let j = j0 + i / HD4;
     if i < KB * HD4 {
-        kvs[(i / HD4) * KP + i % HD4] = select(vec4<f32>(0.0), val, j >= lo && j <= hi);
+        kvs[(i / HD4) * KP + i % HD4] = select(vec4<f32>(0.0), val, (j >= lo) & (j <= hi));
     }
 }
 
@@ -225,7 +225,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 sc = p.cap * tanh(clamp(sc / p.cap, -15.0, 15.0));
             }
             let j = j0 + key;
-            s[i] = select(-3.0e38, sc, j >= lo && j <= hi);
+            s[i] = select(-3.0e38, sc, (j >= lo) & (j <= hi));
         }
         workgroupBarrier();
         publish(lid, 1u, j0, lo, hi);

@@ -24,7 +24,9 @@ enable wgpu_cooperative_matrix;
 // The per-thread shares (NWS weight steps, NXS input vec4s a chunk) are named registers filled
 // by straight-line code, and every load is branch-free (indices clamped, zeros selected past
 // the edges), so every load of a chunk is in flight at once: on NVIDIA a load inside a branch
-// waited out its latency before the next one issued. Tile rows are KS = KC + 8 halves apart (80
+// waited out its latency before the next one issued. The edge tests combine with `&`, not `&&`:
+// naga lowers a runtime `&&` or `||` to an `if` (WGSL's short-circuit), and that branch per
+// step kept the driver from issuing a step's loads before the previous step's were used. Tile rows are KS = KC + 8 halves apart (80
 // bytes): 16-byte aligned fragment rows that do not all start in one bank.
 //
 // Precision: products of f16-rounded weights and inputs, summed in f32 (llama.cpp's f16
@@ -81,6 +83,9 @@ var<workgroup> stage: array<f32, 256u * WM * WN>;
 @group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
 // `x` again, as f16 quadruples (read when XH is 1).
 @group(0) @binding(6) var<storage, read> xh: array<vec4<f16>>;
+// `w` again, as vec4s (16-byte block heads: read by the Q4_K weight steps).
+@group(0) @binding(7) var<storage, read> w4: array<vec4<u32>>;
+//!include coop_weights
 
 // This thread's share of the next chunk, decoded and converted: weight steps in wr0.. (their
 // second halves in wh0.. where XB > 0), input vec4s in xr0... Named, and filled by straight-line
@@ -142,12 +147,12 @@ fn weight_step(c: u32, n0: u32, lid: u32, j: u32) -> StepW {
     let steps = p.cols / UNIT_ELEMS * subs * SUB_STEPS;
     let at = step_at(c, lid, j);
     let row = n0 + at.r;
-    let live = row < p.rows && at.g < steps;
+    let live = (row < p.rows) & (at.g < steps);
     let g = min(at.g, steps - 1u);
     let k = g % SUB_STEPS;
     let u = g / SUB_STEPS / subs;
     let s = g / SUB_STEPS % subs;
-    let sw = step_weights(p.w_offset + min(row, p.rows - 1u) * p.row_bytes + u * UNIT_BYTES, s, k);
+    let sw = coop_step(p.w_offset + min(row, p.rows - 1u) * p.row_bytes + u * UNIT_BYTES, s, k);
     let zero = vec4<f32>(0.0);
     return StepW(select(zero, sw.a, live), select(zero, sw.b, live));
 }
@@ -158,7 +163,7 @@ fn input_vec(c: u32, m0: u32, lid: u32, j: u32) -> vec4<f16> {
     let i = lid + j * WG;
     let t = m0 + i / (KC / 4u);
     let e = c * KC + (i % (KC / 4u)) * 4u;
-    let live = t < p.tokens && e < p.cols;
+    let live = (t < p.tokens) & (e < p.cols);
     if XH == 1u {
         let at = p.x_offset + min(t, p.tokens - 1u) * p.x_stride + min(e, p.cols - 4u);
         return select(vec4<f16>(0.0), xh[at / 4u], live);

@@ -405,16 +405,19 @@ pub fn gemm_on(
             let launch = TiledLaunch {
                 tiles: (tile.tn, tile.tm),
                 x_again: 0,
+                w_again: false,
                 kc: 0,
                 splits: 1,
             };
             tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
         }
         GemmPath::Coop { tile, splits, x16 } => {
-            // X bound again as vec4s (binding 5) and as f16 quadruples (6).
+            // X bound again as vec4s (binding 5) and as f16 quadruples (6), W as vec4s (7)
+            // where the type's weight step reads block heads.
             let launch = TiledLaunch {
                 tiles: (tile.tn(), tile.tm()),
                 x_again: 2,
+                w_again: gpuport_kernels::source::coop_reads_heads(ty),
                 kc: tile.kc,
                 splits,
             };
@@ -563,6 +566,8 @@ fn residual_mode(call: &GemmCall<'_>) -> u32 {
 struct TiledLaunch {
     tiles: (u32, u32),
     x_again: usize,
+    /// The weights bound again after X's extra bindings (the tensor-core kernel's `w4`).
+    w_again: bool,
     kc: u32,
     splits: u32,
 }
@@ -648,6 +653,9 @@ fn tiled(
             whole(call.residual.or(call.bias).unwrap_or(call.x)),
         ];
         bindings.extend(std::iter::repeat_n(whole(call.x), launch.x_again));
+        if launch.w_again {
+            bindings.push((call.w, byte_offset, len));
+        }
         let group = rec.bind_group(pipeline, slot, &bindings);
         let z = if split { launch.splits } else { 1 };
         rec.dispatch(pipeline, &group, (grid.0, grid.1, z));

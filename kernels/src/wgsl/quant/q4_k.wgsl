@@ -20,10 +20,17 @@ fn step_dot(b: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
 // Step k of sub-block s dequantized (d * scale * q - dmin * min, one fma per element as the
 // CPU reference rounds it).
 fn step_weights(b: u32, s: u32, k: u32) -> StepW {
-    let q = w[(b >> 2u) + 4u + 8u * (s >> 1u) + k] >> (4u * (s & 1u));
-    let dd = unpack2x16float(w[b >> 2u]);
-    let sm = k_scale_min(b + 4u, s);
-    let v = fma(vec4<f32>(dd.x * sm.x), vec4<f32>(bytes4(q) & vec4<u32>(0xFu)), vec4<f32>(-(dd.y * sm.y)));
+    let h = vec4<u32>(w[b >> 2u], w[(b >> 2u) + 1u], w[(b >> 2u) + 2u], w[(b >> 2u) + 3u]);
+    return step_weights_head(h, w[(b >> 2u) + 4u + 8u * (s >> 1u) + k], s);
+}
+
+// `step_weights` from the block's head words (d|dmin, then the scale words) and the step's
+// quant word.
+fn step_weights_head(h: vec4<u32>, qword: u32, s: u32) -> StepW {
+    let dd = unpack2x16float(h.x);
+    let sm = k_scale_min_words(h.y, h.z, h.w, s);
+    let q = bytes4(qword >> (4u * (s & 1u))) & vec4<u32>(0xFu);
+    let v = fma(vec4<f32>(dd.x * sm.x), vec4<f32>(q), vec4<f32>(-(dd.y * sm.y)));
     return StepW(v, vec4<f32>(0.0));
 }
 
