@@ -140,3 +140,71 @@ impl Validated {
         Ok((words.len(), msl.len()))
     }
 }
+
+/// A storage or uniform buffer binding of group 0 of a compiled variant ([`spirv`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferBinding {
+    /// The binding number.
+    pub binding: u32,
+    /// A uniform buffer (else a storage buffer).
+    pub uniform: bool,
+}
+
+/// `spec` compiled to SPIR-V as the runtime has wgpu compile it (`runtime/src/pipeline.rs`):
+/// constants applied, no index clamps, naga's loop bounding only where the family does not
+/// drop it ([`KernelSpec::unrolled_loops`]), workgroup memory not zeroed. With the buffer
+/// bindings of group 0, for a tool that builds the pipeline itself (`cargo xtask
+/// kernel-stats`: what a Vulkan driver made of a variant).
+pub fn spirv(spec: &KernelSpec) -> Result<(Vec<u32>, Vec<BufferBinding>), ShaderError> {
+    let validated = Validated::new(spec)?;
+    let label = spec.label();
+    let invalid = |stage: &'static str, message: String| ShaderError::Invalid {
+        label: label.clone(),
+        stage,
+        message,
+    };
+    let mut constants = naga::back::PipelineConstants::default();
+    for (name, value) in &spec.constants {
+        constants.insert((*name).to_owned(), f64::from(*value));
+    }
+    let (module, info) = naga::back::pipeline_constants::process_overrides(
+        &validated.module,
+        &validated.info,
+        Some((ShaderStage::Compute, spec.entry())),
+        &constants,
+    )
+    .map_err(|e| invalid("overrides", e.to_string()))?;
+    let options = naga::back::spv::Options {
+        lang_version: (1, 3),
+        flags: naga::back::spv::WriterFlags::empty(),
+        bounds_check_policies: naga::proc::BoundsCheckPolicies::default(),
+        zero_initialize_workgroup_memory: naga::back::spv::ZeroInitializeWorkgroupMemoryMode::None,
+        force_loop_bounding: !spec.unrolled_loops(),
+        ..Default::default()
+    };
+    let pipeline = naga::back::spv::PipelineOptions {
+        shader_stage: ShaderStage::Compute,
+        entry_point: spec.entry().to_owned(),
+    };
+    let words = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline))
+        .map_err(|e| invalid("spirv", e.to_string()))?;
+    let bindings = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, var)| {
+            let b = var.binding.as_ref().filter(|b| b.group == 0)?;
+            match var.space {
+                naga::AddressSpace::Uniform => Some(BufferBinding {
+                    binding: b.binding,
+                    uniform: true,
+                }),
+                naga::AddressSpace::Storage { .. } => Some(BufferBinding {
+                    binding: b.binding,
+                    uniform: false,
+                }),
+                _ => None,
+            }
+        })
+        .collect();
+    Ok((words, bindings))
+}

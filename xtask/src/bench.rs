@@ -276,8 +276,14 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         (true, _) => 8,
         (false, t) => t.unwrap_or(GEMM_TOKENS),
     };
-    let (gemm_rows, gemm_best) =
-        gemm_sweep(&gpu, &gemm_shapes, tokens, opts.quick, opts.gemm_only, opts.tuned)?;
+    let (gemm_rows, gemm_best) = gemm_sweep(
+        &gpu,
+        &gemm_shapes,
+        tokens,
+        opts.quick,
+        opts.gemm_only,
+        opts.tuned,
+    )?;
     let others = if opts.quick || opts.gemm_only {
         Vec::new()
     } else {

