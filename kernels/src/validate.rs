@@ -94,34 +94,12 @@ impl Validated {
     /// Applies the constants of `spec` (which must have this source) and translates the
     /// result to SPIR-V and MSL: the SPIR-V word count and the MSL length.
     pub fn translate(&self, spec: &KernelSpec) -> Result<(usize, usize), ShaderError> {
-        let label = spec.label();
-        let invalid = |stage: &'static str, message: String| ShaderError::Invalid {
-            label: label.clone(),
-            stage,
-            message,
-        };
-        let mut constants = naga::back::PipelineConstants::default();
-        for (name, value) in &spec.constants {
-            constants.insert((*name).to_owned(), f64::from(*value));
-        }
-        let entry = (ShaderStage::Compute, spec.entry());
-        let (module, info) = naga::back::pipeline_constants::process_overrides(
-            &self.module,
-            &self.info,
-            Some(entry),
-            &constants,
-        )
-        .map_err(|e| invalid("overrides", e.to_string()))?;
+        let (module, info) = self.specialize(spec)?;
         let spv_options = naga::back::spv::Options {
             lang_version: (1, 3),
             ..Default::default()
         };
-        let spv_pipeline = naga::back::spv::PipelineOptions {
-            shader_stage: ShaderStage::Compute,
-            entry_point: spec.entry().to_owned(),
-        };
-        let words = naga::back::spv::write_vec(&module, &info, &spv_options, Some(&spv_pipeline))
-            .map_err(|e| invalid("spirv", e.to_string()))?;
+        let words = write_spirv(spec, &module, &info, &spv_options)?;
         // naga's Metal backend has simdgroup matrices of 8 × 8 only; the 16 × 16 tensor-core
         // GEMM is a Vulkan kernel.
         if spec.needs_cooperative_matrix() {
@@ -136,9 +114,48 @@ impl Validated {
             ..Default::default()
         };
         let (msl, _) = naga::back::msl::write_string(&module, &info, &msl_options, &msl_pipeline)
-            .map_err(|e| invalid("msl", e.to_string()))?;
+            .map_err(|e| invalid(spec, "msl", e.to_string()))?;
         Ok((words.len(), msl.len()))
     }
+
+    /// The module with the constants of `spec` (which must have this source) applied.
+    fn specialize(&self, spec: &KernelSpec) -> Result<(naga::Module, ModuleInfo), ShaderError> {
+        let mut constants = naga::back::PipelineConstants::default();
+        for (name, value) in &spec.constants {
+            constants.insert((*name).to_owned(), f64::from(*value));
+        }
+        let (module, info) = naga::back::pipeline_constants::process_overrides(
+            &self.module,
+            &self.info,
+            Some((ShaderStage::Compute, spec.entry())),
+            &constants,
+        )
+        .map_err(|e| invalid(spec, "overrides", e.to_string()))?;
+        Ok((module.into_owned(), info.into_owned()))
+    }
+}
+
+fn invalid(spec: &KernelSpec, stage: &'static str, message: String) -> ShaderError {
+    ShaderError::Invalid {
+        label: spec.label(),
+        stage,
+        message,
+    }
+}
+
+/// The specialized module of `spec` as SPIR-V words.
+fn write_spirv(
+    spec: &KernelSpec,
+    module: &naga::Module,
+    info: &ModuleInfo,
+    options: &naga::back::spv::Options<'_>,
+) -> Result<Vec<u32>, ShaderError> {
+    let pipeline = naga::back::spv::PipelineOptions {
+        shader_stage: ShaderStage::Compute,
+        entry_point: spec.entry().to_owned(),
+    };
+    naga::back::spv::write_vec(module, info, options, Some(&pipeline))
+        .map_err(|e| invalid(spec, "spirv", e.to_string()))
 }
 
 /// A storage or uniform buffer binding of group 0 of a compiled variant ([`spirv`]).
@@ -156,24 +173,7 @@ pub struct BufferBinding {
 /// bindings of group 0, for a tool that builds the pipeline itself (`cargo xtask
 /// kernel-stats`: what a Vulkan driver made of a variant).
 pub fn spirv(spec: &KernelSpec) -> Result<(Vec<u32>, Vec<BufferBinding>), ShaderError> {
-    let validated = Validated::new(spec)?;
-    let label = spec.label();
-    let invalid = |stage: &'static str, message: String| ShaderError::Invalid {
-        label: label.clone(),
-        stage,
-        message,
-    };
-    let mut constants = naga::back::PipelineConstants::default();
-    for (name, value) in &spec.constants {
-        constants.insert((*name).to_owned(), f64::from(*value));
-    }
-    let (module, info) = naga::back::pipeline_constants::process_overrides(
-        &validated.module,
-        &validated.info,
-        Some((ShaderStage::Compute, spec.entry())),
-        &constants,
-    )
-    .map_err(|e| invalid("overrides", e.to_string()))?;
+    let (module, info) = Validated::new(spec)?.specialize(spec)?;
     let options = naga::back::spv::Options {
         lang_version: (1, 3),
         flags: naga::back::spv::WriterFlags::empty(),
@@ -182,12 +182,7 @@ pub fn spirv(spec: &KernelSpec) -> Result<(Vec<u32>, Vec<BufferBinding>), Shader
         force_loop_bounding: !spec.unrolled_loops(),
         ..Default::default()
     };
-    let pipeline = naga::back::spv::PipelineOptions {
-        shader_stage: ShaderStage::Compute,
-        entry_point: spec.entry().to_owned(),
-    };
-    let words = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline))
-        .map_err(|e| invalid("spirv", e.to_string()))?;
+    let words = write_spirv(spec, &module, &info, &options)?;
     let bindings = module
         .global_variables
         .iter()
