@@ -167,15 +167,16 @@ pub struct BufferBinding {
     pub uniform: bool,
 }
 
-/// `spec` compiled to SPIR-V as the runtime has wgpu compile it (`runtime/src/pipeline.rs`):
-/// constants applied, no index clamps, naga's loop bounding only where the family does not
+/// `spec` compiled to SPIR-V as the runtime has wgpu compile it for a Vulkan 1.3 device
+/// (`runtime/src/pipeline.rs`; SPIR-V 1.6): constants applied, no index clamps, naga's loop bounding only where the family does not
 /// drop it ([`KernelSpec::unrolled_loops`]), workgroup memory not zeroed. With the buffer
 /// bindings of group 0, for a tool that builds the pipeline itself (`cargo xtask
 /// kernel-stats`: what a Vulkan driver made of a variant).
 pub fn spirv(spec: &KernelSpec) -> Result<(Vec<u32>, Vec<BufferBinding>), ShaderError> {
     let (module, info) = Validated::new(spec)?.specialize(spec)?;
     let options = naga::back::spv::Options {
-        lang_version: (1, 3),
+        // wgpu's for a Vulkan 1.3 device (the highest that version takes).
+        lang_version: (1, 6),
         flags: naga::back::spv::WriterFlags::empty(),
         bounds_check_policies: naga::proc::BoundsCheckPolicies::default(),
         zero_initialize_workgroup_memory: naga::back::spv::ZeroInitializeWorkgroupMemoryMode::None,

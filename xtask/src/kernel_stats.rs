@@ -101,6 +101,8 @@ struct Vulkan {
     name: String,
     /// Whether the device has cooperative matrices (the tensor-core variants need them).
     coop: bool,
+    /// Stages created with ALLOW_VARYING_SUBGROUP_SIZE, as wgpu does with subgroups on.
+    varying_subgroups: bool,
 }
 
 impl Drop for Vulkan {
@@ -135,6 +137,7 @@ impl Vulkan {
         .context("creating a Vulkan instance")?;
         let wanted = ash::khr::pipeline_executable_properties::NAME;
         let coop = ash::khr::cooperative_matrix::NAME;
+        let robust2 = ash::ext::robustness2::NAME;
         // SAFETY: `instance` is live.
         let devices = unsafe { instance.enumerate_physical_devices() }?;
         // The first device (of the name asked for) with the extension; else the first of Vulkan
@@ -156,12 +159,13 @@ impl Vulkan {
             };
             let listed = adapter.is_none_or(|a| name.contains(a));
             let v13 = props.api_version >= vk::API_VERSION_1_3;
+            let listed_exts = (has(coop), has(robust2));
             if listed && v13 && has(wanted) {
-                chosen = Some((pd, name, has(coop), true));
+                chosen = Some((pd, name, listed_exts, true));
                 break;
             }
             if listed && v13 && fallback.is_none() {
-                fallback = Some((pd, name.clone(), has(coop), false));
+                fallback = Some((pd, name.clone(), listed_exts, false));
             }
             let api = format!(
                 "{}.{}",
@@ -178,7 +182,7 @@ impl Vulkan {
                 }
             );
         }
-        let Some((pd, name, has_coop, stats)) = chosen.or(fallback) else {
+        let Some((pd, name, (has_coop, has_robust2), has_stats)) = chosen.or(fallback) else {
             // SAFETY: nothing was created from the instance.
             unsafe { instance.destroy_instance(None) };
             bail!(
@@ -186,28 +190,51 @@ impl Vulkan {
                 adapter.map(|a| format!(" named {a}")).unwrap_or_default()
             );
         };
-        if !stats {
-            eprintln!("{name} reports no statistics: building the pipelines only");
-        }
-        // Every feature the device has: the SPIR-V may use f16, 16-bit storage, subgroups,
-        // cooperative matrices; and robustBufferAccess changes code as it does under wgpu.
+        // Every feature the device has (the SPIR-V may use f16, 16-bit storage, subgroups,
+        // cooperative matrices), with robustness as wgpu sets it: robustBufferAccess and
+        // robustBufferAccess2 where the device has them (they change the code a driver
+        // emits), no robust access for cooperative matrices.
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
         let mut fexe = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
         let mut fcoop = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
-        let mut features = vk::PhysicalDeviceFeatures2::default()
-            .push_next(&mut f11)
-            .push_next(&mut f12)
-            .push_next(&mut f13);
-        if stats {
-            features = features.push_next(&mut fexe);
+        let mut frobust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
+        let core = {
+            let mut query = vk::PhysicalDeviceFeatures2::default()
+                .push_next(&mut f11)
+                .push_next(&mut f12)
+                .push_next(&mut f13);
+            if has_stats {
+                query = query.push_next(&mut fexe);
+            }
+            if has_coop {
+                query = query.push_next(&mut fcoop);
+            }
+            if has_robust2 {
+                query = query.push_next(&mut frobust2);
+            }
+            // SAFETY: the chain's structures are live and of the device's API version.
+            unsafe { instance.get_physical_device_features2(pd, &mut query) };
+            query.features
+        };
+        // The query linked the structures to one another: unlink them before the device's
+        // chain links them again.
+        f11.p_next = std::ptr::null_mut();
+        f12.p_next = std::ptr::null_mut();
+        f13.p_next = std::ptr::null_mut();
+        fexe.p_next = std::ptr::null_mut();
+        fcoop.p_next = std::ptr::null_mut();
+        frobust2.p_next = std::ptr::null_mut();
+        // An extension listed but its feature off is no use.
+        let stats = has_stats && fexe.pipeline_executable_info == vk::TRUE;
+        let coop_on = has_coop && fcoop.cooperative_matrix == vk::TRUE;
+        fcoop.cooperative_matrix_robust_buffer_access = vk::FALSE;
+        frobust2.null_descriptor = vk::FALSE;
+        let varying_subgroups = f13.subgroup_size_control == vk::TRUE;
+        if !stats {
+            eprintln!("{name} reports no statistics: building the pipelines only");
         }
-        if has_coop {
-            features = features.push_next(&mut fcoop);
-        }
-        // SAFETY: the chain's structures are live and of the device's API version.
-        unsafe { instance.get_physical_device_features2(pd, &mut features) };
         let priorities = [1.0f32];
         // SAFETY: `pd` comes from `instance`.
         let queues = unsafe { instance.get_physical_device_queue_family_properties(pd) };
@@ -218,12 +245,30 @@ impl Vulkan {
         let queue = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family)
             .queue_priorities(&priorities)];
+        // Extensions whose feature structures are in the chain.
         let mut ext_names = Vec::new();
-        if stats {
+        if has_stats {
             ext_names.push(wanted.as_ptr());
         }
         if has_coop {
             ext_names.push(coop.as_ptr());
+        }
+        if has_robust2 {
+            ext_names.push(robust2.as_ptr());
+        }
+        let mut features = vk::PhysicalDeviceFeatures2::default()
+            .features(core)
+            .push_next(&mut f11)
+            .push_next(&mut f12)
+            .push_next(&mut f13);
+        if has_stats {
+            features = features.push_next(&mut fexe);
+        }
+        if has_coop {
+            features = features.push_next(&mut fcoop);
+        }
+        if has_robust2 {
+            features = features.push_next(&mut frobust2);
         }
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue)
@@ -240,7 +285,8 @@ impl Vulkan {
             device,
             exe,
             name,
-            coop: has_coop,
+            coop: coop_on,
+            varying_subgroups,
         })
     }
 
@@ -273,13 +319,33 @@ impl Vulkan {
                 None,
             )?;
             let sets = [set];
-            let layout = d.create_pipeline_layout(
+            let layout = match d.create_pipeline_layout(
                 &vk::PipelineLayoutCreateInfo::default().set_layouts(&sets),
                 None,
-            )?;
-            let module =
-                d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None)?;
+            ) {
+                Ok(layout) => layout,
+                Err(e) => {
+                    d.destroy_descriptor_set_layout(set, None);
+                    return Err(e.into());
+                }
+            };
+            let module = match d
+                .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None)
+            {
+                Ok(module) => module,
+                Err(e) => {
+                    d.destroy_pipeline_layout(layout, None);
+                    d.destroy_descriptor_set_layout(set, None);
+                    return Err(e.into());
+                }
+            };
+            let stage_flags = if self.varying_subgroups {
+                vk::PipelineShaderStageCreateFlags::ALLOW_VARYING_SUBGROUP_SIZE
+            } else {
+                vk::PipelineShaderStageCreateFlags::empty()
+            };
             let stage = vk::PipelineShaderStageCreateInfo::default()
+                .flags(stage_flags)
                 .stage(vk::ShaderStageFlags::COMPUTE)
                 .module(module)
                 .name(c"main");
@@ -300,7 +366,12 @@ impl Vulkan {
                     d.destroy_pipeline(p[0], None);
                     r
                 }
-                Err((_, e)) => Err(anyhow::anyhow!("vkCreateComputePipelines: {e}")),
+                Err((made, e)) => {
+                    for p in made.into_iter().filter(|p| *p != vk::Pipeline::null()) {
+                        d.destroy_pipeline(p, None);
+                    }
+                    Err(anyhow::anyhow!("vkCreateComputePipelines: {e}"))
+                }
             };
             d.destroy_shader_module(module, None);
             d.destroy_pipeline_layout(layout, None);

@@ -80,9 +80,9 @@ enum Command {
         gemm_tokens: Option<usize>,
         /// Time each GEMV kernel only at the tunables the tuning table gives this adapter (what
         /// decode runs) instead of sweeping every variant: the per-type table at 256 MB in a
-        /// few seconds (`--shapes large --tuned`); with --gemm-only, each GEMM shape only on
-        /// the path a forward of --gemm-tokens rows takes (on f32 input, and on int8 blocks
-        /// where the type takes them). Not with --write-table.
+        /// few seconds (`--shapes large --tuned`); and each GEMM shape only on the path a
+        /// forward of --gemm-tokens rows takes (on f32 input, and on int8 blocks where the
+        /// type takes them; `--gemm-only --tuned`). Not with --write-table.
         #[arg(long, conflicts_with = "write_table")]
         tuned: bool,
         /// Only this GEMV kernel: `gemv` (float input) or `gemv_q8` (int8 input blocks). Not
