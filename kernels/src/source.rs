@@ -156,8 +156,9 @@ pub fn coop_reads_heads(ty: GgmlType) -> bool {
 
 /// Expands `//!include` lines of `path`: `quant` (the type's decoder), `q8dot` (its int8 dot
 /// product, `gemv_q8.wgsl`), `coop_weights` (the tensor-core GEMM's weight step: Q4_K's reads
-/// the block head as one vec4, every other type's is `step_weights`), `reduce` (row groups) and `wgreduce` (whole workgroup) name the
-/// snippet chosen by the arguments, anything else a file. Each file is included once.
+/// the block head as one vec4, every other type's is `step_weights`), `reduce` (row groups)
+/// and `wgreduce` (whole workgroup) name the snippet chosen by the arguments, anything else a
+/// file. Each file is included once.
 pub fn assemble(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>) -> String {
     let mut out = String::new();
     let mut seen = Vec::new();

@@ -158,7 +158,7 @@ fn write_spirv(
         .map_err(|e| invalid(spec, "spirv", e.to_string()))
 }
 
-/// A storage or uniform buffer binding of group 0 of a compiled variant ([`spirv`]).
+/// A storage or uniform buffer binding of group 0 of a compiled variant ([`Validated::spirv`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufferBinding {
     /// The binding number.
@@ -167,40 +167,44 @@ pub struct BufferBinding {
     pub uniform: bool,
 }
 
-/// `spec` compiled to SPIR-V as the runtime has wgpu compile it for a Vulkan 1.3 device
-/// (`runtime/src/pipeline.rs`; SPIR-V 1.6): constants applied, no index clamps, naga's loop bounding only where the family does not
-/// drop it ([`KernelSpec::unrolled_loops`]), workgroup memory not zeroed. With the buffer
-/// bindings of group 0, for a tool that builds the pipeline itself (`cargo xtask
-/// kernel-stats`: what a Vulkan driver made of a variant).
-pub fn spirv(spec: &KernelSpec) -> Result<(Vec<u32>, Vec<BufferBinding>), ShaderError> {
-    let (module, info) = Validated::new(spec)?.specialize(spec)?;
-    let options = naga::back::spv::Options {
-        // wgpu's for a Vulkan 1.3 device (the highest that version takes).
-        lang_version: (1, 6),
-        flags: naga::back::spv::WriterFlags::empty(),
-        bounds_check_policies: naga::proc::BoundsCheckPolicies::default(),
-        zero_initialize_workgroup_memory: naga::back::spv::ZeroInitializeWorkgroupMemoryMode::None,
-        force_loop_bounding: !spec.unrolled_loops(),
-        ..Default::default()
-    };
-    let words = write_spirv(spec, &module, &info, &options)?;
-    let bindings = module
-        .global_variables
-        .iter()
-        .filter_map(|(_, var)| {
-            let b = var.binding.as_ref().filter(|b| b.group == 0)?;
-            match var.space {
-                naga::AddressSpace::Uniform => Some(BufferBinding {
-                    binding: b.binding,
-                    uniform: true,
-                }),
-                naga::AddressSpace::Storage { .. } => Some(BufferBinding {
-                    binding: b.binding,
-                    uniform: false,
-                }),
-                _ => None,
-            }
-        })
-        .collect();
-    Ok((words, bindings))
+impl Validated {
+    /// `spec` (which must have this source) compiled to SPIR-V as the runtime has wgpu
+    /// compile it for a Vulkan 1.3 device (`runtime/src/pipeline.rs`; SPIR-V 1.6): constants
+    /// applied, no index clamps, naga's loop bounding only where the family does not drop it
+    /// ([`KernelSpec::unrolled_loops`]), workgroup memory not zeroed. With the buffer bindings
+    /// of group 0, for a tool that builds the pipeline itself (`cargo xtask kernel-stats`:
+    /// what a Vulkan driver made of a variant).
+    pub fn spirv(&self, spec: &KernelSpec) -> Result<(Vec<u32>, Vec<BufferBinding>), ShaderError> {
+        let (module, info) = self.specialize(spec)?;
+        let options = naga::back::spv::Options {
+            // wgpu's for a Vulkan 1.3 device (the highest that version takes).
+            lang_version: (1, 6),
+            flags: naga::back::spv::WriterFlags::empty(),
+            bounds_check_policies: naga::proc::BoundsCheckPolicies::default(),
+            zero_initialize_workgroup_memory:
+                naga::back::spv::ZeroInitializeWorkgroupMemoryMode::None,
+            force_loop_bounding: !spec.unrolled_loops(),
+            ..Default::default()
+        };
+        let words = write_spirv(spec, &module, &info, &options)?;
+        let bindings = module
+            .global_variables
+            .iter()
+            .filter_map(|(_, var)| {
+                let b = var.binding.as_ref().filter(|b| b.group == 0)?;
+                match var.space {
+                    naga::AddressSpace::Uniform => Some(BufferBinding {
+                        binding: b.binding,
+                        uniform: true,
+                    }),
+                    naga::AddressSpace::Storage { .. } => Some(BufferBinding {
+                        binding: b.binding,
+                        uniform: false,
+                    }),
+                    _ => None,
+                }
+            })
+            .collect();
+        Ok((words, bindings))
+    }
 }

@@ -6,7 +6,8 @@
 //!
 //! wgpu has no way to ask for these, so this opens its own Vulkan device (ash, the bindings
 //! wgpu's Vulkan backend uses), with every feature the adapter has, and builds each variant's
-//! pipeline from the SPIR-V wgpu would build it from (`gpuport_kernels::validate::spirv`).
+//! pipeline from the SPIR-V wgpu would build it from
+//! (`gpuport_kernels::validate::Validated::spirv`).
 
 // Raw Vulkan calls: each `unsafe` block below passes handles this function created and owns,
 // with create-info structures that outlive the call.
@@ -48,13 +49,19 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     }
     let vk = Vulkan::open(opts.adapter.as_deref())?;
     println!("device: {}", vk.name);
+    // Variants come grouped by source: parse and validate each source once.
+    let mut current: Option<validate::Validated> = None;
     for spec in &specs {
         let label = spec.label();
         if spec.needs_cooperative_matrix() && !vk.coop {
             println!("{label}: skipped (no VK_KHR_cooperative_matrix)");
             continue;
         }
-        let (words, bindings) = validate::spirv(spec)?;
+        let validated = match current.take() {
+            Some(v) if v.matches(spec) => current.insert(v),
+            _ => current.insert(validate::Validated::new(spec)?),
+        };
+        let (words, bindings) = validated.spirv(spec)?;
         let report = vk
             .report(&words, &bindings)
             .with_context(|| format!("building {label}"))?;
