@@ -574,6 +574,122 @@ pub fn rows_q8_specs(ty: GgmlType) -> Vec<KernelSpec> {
     out
 }
 
+/// The tunables of the int8 tiled GEMM (`gemm_tiles_q8.wgsl`, [`tiles_q8_spec`]): a
+/// workgroup of `rg × tg` threads owns `rg · rpt` weight rows × `tg · nx` tokens, each thread
+/// `rpt` rows (`rg` apart) × `nx` tokens of the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Q8Tile {
+    /// Threads along the weight rows (a multiple of the subgroup size, so a subgroup's lanes
+    /// share their tokens and each input load is one address): one of [`Q8_TILE_RG`].
+    pub rg: u32,
+    /// Threads along the tokens: one of [`Q8_TILE_TG`].
+    pub tg: u32,
+    /// Rows per thread: one of [`FEW_RPT_VALUES`].
+    pub rpt: u32,
+    /// Tokens per thread: 1 to [`NX_Q8_MAX`].
+    pub nx: u32,
+}
+
+/// Allowed threads along the rows of a [`Q8Tile`].
+pub const Q8_TILE_RG: [u32; 4] = [8, 16, 32, 64];
+
+/// Allowed threads along the tokens of a [`Q8Tile`].
+pub const Q8_TILE_TG: [u32; 4] = [1, 2, 4, 8];
+
+/// Most threads in a workgroup of the int8 tiled GEMM (WebGPU's default limit).
+pub const Q8_TILE_THREADS_MAX: u32 = 256;
+
+impl Q8Tile {
+    /// Weight rows per workgroup.
+    pub fn rows(self) -> u32 {
+        self.rg * self.rpt
+    }
+
+    /// Tokens per workgroup.
+    pub fn tokens(self) -> u32 {
+        self.tg * self.nx
+    }
+
+    /// Threads per workgroup.
+    pub fn threads(self) -> u32 {
+        self.rg * self.tg
+    }
+
+    /// Whether this names a variant of the kernel: values from the allowed lists, at most
+    /// [`Q8_TILE_THREADS_MAX`] threads, 1 to [`NX_Q8_MAX`] tokens per thread.
+    pub fn is_valid(self) -> bool {
+        Q8_TILE_RG.contains(&self.rg)
+            && Q8_TILE_TG.contains(&self.tg)
+            && FEW_RPT_VALUES.contains(&self.rpt)
+            && (1..=NX_Q8_MAX).contains(&self.nx)
+            && self.threads() <= Q8_TILE_THREADS_MAX
+    }
+
+    /// The default for a call of `tokens` rows with `rg` threads along the weight rows (the
+    /// adapter's subgroup size, at least 8, at most 64): 4 rows per thread; token groups
+    /// doubled up to 8 (and [`Q8_TILE_THREADS_MAX`] threads) while a thread would hold more
+    /// than 8 tokens, then `nx` evened out over them (20 tokens: 4 groups of 5; at most
+    /// [`NX_Q8_MAX`]), so that the rows of one workgroup serve every token of a decode batch
+    /// of up to 64 from the cache.
+    pub fn for_tokens(tokens: usize, rg: u32) -> Q8Tile {
+        let rg = rg.clamp(8, 64).next_power_of_two();
+        let tg_max = (Q8_TILE_THREADS_MAX / rg).min(8);
+        let mut tg = 1u32;
+        while tg < tg_max && tokens > (8 * tg) as usize {
+            tg *= 2;
+        }
+        let nx = tokens
+            .div_ceil(tg as usize)
+            .clamp(1, 8 * (8 / tg_max) as usize) as u32;
+        Q8Tile { rg, tg, rpt: 4, nx }
+    }
+}
+
+/// The int8 tiled variant (`gemm_tiles_q8.wgsl`) for weights of `ty` (one of the types
+/// [`crate::gemv::takes_q8_input`] accepts) at tile `t`.
+pub fn tiles_q8_spec(ty: GgmlType, t: Q8Tile) -> KernelSpec {
+    KernelSpec {
+        family: Family::GemmTilesQ8,
+        quant: Some(ty),
+        reduction: None,
+        constants: vec![("RG", t.rg), ("TG", t.tg), ("RPT", t.rpt), ("NX", t.nx)],
+    }
+}
+
+/// The int8 tiled variants [`crate::all_specs`] validates for weights of `ty`: every rows per
+/// thread at the token counts that open and fill each quad (1, 4, 5, 8, 9, 12, 13, 16) at 32
+/// × 1 threads, and every thread layout at 4 rows × 8 tokens.
+pub fn tiles_q8_specs(ty: GgmlType) -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for rpt in FEW_RPT_VALUES {
+        for nx in [1, 4, 5, 8, 9, 12, 13, NX_Q8_MAX] {
+            out.push(tiles_q8_spec(
+                ty,
+                Q8Tile {
+                    rg: 32,
+                    tg: 1,
+                    rpt,
+                    nx,
+                },
+            ));
+        }
+    }
+    for rg in Q8_TILE_RG {
+        for tg in Q8_TILE_TG {
+            let t = Q8Tile {
+                rg,
+                tg,
+                rpt: 4,
+                nx: 8,
+            };
+            if t.is_valid() && (rg, tg) != (32, 1) {
+                out.push(tiles_q8_spec(ty, t));
+            }
+        }
+    }
+    out
+}
+
 /// The few-row variants [`crate::all_specs`] validates for weights of `ty`: every tunable
 /// combination at [`NX_MAX`], every pass width at the defaults of both reductions, and the GLU
 /// inputs and the scalar-input form at the defaults.
@@ -623,6 +739,71 @@ mod tests {
             assert!(spec.needs_cooperative_matrix() && spec.needs_subgroups());
             let (words, _) = crate::validate::validate(&spec).unwrap_or_else(|e| panic!("{e}"));
             assert!(words > 0);
+        }
+    }
+
+    #[test]
+    fn q8_tiles_cover_decode_batches_and_validate() {
+        // (tokens, subgroup size) → (threads along rows, token groups, tokens per thread).
+        let cases = [
+            (1, 32, (32, 1, 1)),
+            (8, 32, (32, 1, 8)),
+            (9, 32, (32, 2, 5)),
+            (20, 32, (32, 4, 5)),
+            (32, 32, (32, 4, 8)),
+            (64, 32, (32, 8, 8)),
+            (512, 32, (32, 8, 8)),
+            (64, 4, (8, 8, 8)),
+            (64, 128, (64, 4, 16)),
+        ];
+        for (tokens, sg, want) in cases {
+            let t = Q8Tile::for_tokens(tokens, sg);
+            assert!(t.is_valid(), "{tokens} {sg}: {t:?}");
+            assert_eq!(
+                (t.rg, t.tg, t.nx),
+                want,
+                "{tokens} tokens, subgroups of {sg}"
+            );
+            // Up to 64 tokens, one workgroup's rows serve every token.
+            assert!(tokens > 64 || t.tokens() as usize >= tokens, "{t:?}");
+        }
+        assert!(
+            !Q8Tile {
+                rg: 64,
+                tg: 8,
+                rpt: 1,
+                nx: 1
+            }
+            .is_valid()
+        );
+        assert!(
+            !Q8Tile {
+                rg: 32,
+                tg: 1,
+                rpt: 3,
+                nx: 1
+            }
+            .is_valid()
+        );
+        assert!(
+            !Q8Tile {
+                rg: 32,
+                tg: 1,
+                rpt: 1,
+                nx: 17
+            }
+            .is_valid()
+        );
+        for ty in GgmlType::ALL
+            .into_iter()
+            .filter(|&t| crate::gemv::takes_q8_input(t))
+        {
+            let specs = tiles_q8_specs(ty);
+            let v = crate::validate::Validated::new(&specs[0]).unwrap_or_else(|e| panic!("{e}"));
+            for spec in &specs {
+                v.translate(spec)
+                    .unwrap_or_else(|e| panic!("{}: {e}", spec.label()));
+            }
         }
     }
 

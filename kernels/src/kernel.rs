@@ -17,6 +17,9 @@ pub enum Family {
     GemmRows,
     /// The few-row product on int8 input blocks (`dot4I8Packed`), shaped like the int8 GEMV.
     GemmRowsQ8,
+    /// The tiled product on int8 input blocks: each thread rows × tokens of the output, a
+    /// subgroup's input loads shared.
+    GemmTilesQ8,
     /// The prefill product on cooperative matrices (tensor cores), f16 operands.
     GemmCoop,
     /// The splits of a tensor-core product split along K, added (bias or residual with them).
@@ -84,6 +87,7 @@ impl Family {
             Family::Gemm => "gemm",
             Family::GemmRows => "gemm_rows",
             Family::GemmRowsQ8 => "gemm_rows_q8",
+            Family::GemmTilesQ8 => "gemm_tiles_q8",
             Family::GemmCoop => "gemm_coop",
             Family::GemmSplits => "gemm_splits",
             Family::GemmInputF16 => "gemm_x16",
@@ -122,6 +126,7 @@ impl Family {
             Family::Gemm => "gemm.wgsl",
             Family::GemmRows => "gemm_rows.wgsl",
             Family::GemmRowsQ8 => "gemm_rows_q8.wgsl",
+            Family::GemmTilesQ8 => "gemm_tiles_q8.wgsl",
             Family::GemmCoop => "gemm_coop.wgsl",
             Family::GemmSplits => "gemm_splits.wgsl",
             Family::GemmInputF16 => "gemm_x16.wgsl",

@@ -82,6 +82,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
         out.extend(gemm::rows_specs(ty));
         if gemv::takes_q8_input(ty) {
             out.extend(gemm::rows_q8_specs(ty));
+            out.extend(gemm::tiles_q8_specs(ty));
         }
         out.extend(gemm::coop_specs(ty));
         out.extend(dequant::WG_VALUES.map(|wg| dequant::spec(ty, wg)));

@@ -1737,6 +1737,126 @@ fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
     ));
 }
 
+/// The int8 tiled GEMM (`gemm_tiles_q8.wgsl`) against the CPU for every type with int8
+/// kernels: tiles of 8 to 64 threads along the rows and 1 to 8 along the tokens, 1, 2 and 4
+/// rows per thread (rows not a multiple of a tile's), 1 to 16 tokens per thread (token counts
+/// that leave the last tile partial, and more tokens than one tile row holds), unsplit and
+/// split 2 or 3 ways along K (splits of unequal length), a residual, a bias and neither, the
+/// weights whole or bound in row chunks of a few rows each. `ops::gemm` takes the kernel from
+/// `GPUPORT_Q8_TILES_MIN_TOKENS` rows; int8 blocks are its only input, its tiles and splits
+/// are checked.
+#[test]
+fn tiled_int8_gemm_matches_cpu_for_every_type() {
+    use gpuport_kernels::gemm::Q8Tile;
+    let Some(gpu) = support::gpu() else { return };
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    let max_wg = gpu.limits().max_compute_invocations_per_workgroup;
+    // (threads along rows, along tokens, rows per thread, tokens per thread, tokens, splits)
+    let tiles: [(u32, u32, u32, u32, usize, u32); 9] = [
+        (32, 1, 4, 8, 8, 1),
+        (8, 4, 2, 5, 20, 2),
+        (16, 2, 1, 16, 37, 3),
+        (64, 4, 4, 3, 13, 1),
+        (32, 8, 2, 8, 64, 2),
+        (8, 1, 1, 1, 3, 1),
+        (32, 2, 4, 12, 100, 3),
+        (16, 8, 4, 9, 64, 1),
+        (64, 2, 2, 13, 26, 2),
+    ];
+    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
+    let q8_types = GgmlType::ALL
+        .into_iter()
+        .filter(|t| gemv::takes_q8_input(*t));
+    let mut c = 0;
+    for ty in q8_types {
+        for _ in 0..3 {
+            let (rg, tg, rpt, nx, tokens, splits) = tiles[c % tiles.len()];
+            let tile = Q8Tile { rg, tg, rpt, nx };
+            assert!(tile.is_valid() && tile.threads() <= max_wg, "{tile:?}");
+            let cols = 512;
+            // Whole weights, or chunks on aligned byte offsets of a few rows each.
+            let row_bytes = ty.row_bytes(cols).unwrap() as u64;
+            let step = align / gcd(align, row_bytes);
+            let rows = (3 * step as usize).max(37) + 5 + 64 * (c % 2);
+            let chunk_bytes = if c % 2 == 0 {
+                limit
+            } else {
+                step * (rows as u64 / step / 3).max(1) * row_bytes
+            };
+            let path = ops::GemmPath::TilesQ8 { tile, splits };
+            let case = GemmCase {
+                ty,
+                rows,
+                cols,
+                tokens,
+                input: gemv::GemvInput::Q8Blocks,
+                add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][c % 3],
+                x_pad: 4 * (1 + c % 2),
+                y_first: c % 4,
+                on: Some((path, chunk_bytes)),
+            };
+            check_gemm_case(&gpu, case);
+            c += 1;
+        }
+    }
+    // Refusals: f32 rows on the int8 tiled kernel, int8 blocks of F16 weights, a tile that is
+    // no variant, more splits than units of columns.
+    let q8_0 = gpu
+        .upload(&[0u8; 2 * 34], Elem::Ggml(GgmlType::Q8_0), &[2, 32], "w")
+        .unwrap();
+    let f16 = gpu
+        .upload(&[0u8; 128], Elem::Ggml(GgmlType::F16), &[2, 32], "w16")
+        .unwrap();
+    let x = gpu.zeros_f32(&[64], "x").unwrap();
+    let y = gpu.zeros_f32(&[64], "y").unwrap();
+    let call = |w, input, x_stride| ops::GemmCall {
+        w,
+        x: &x,
+        y: &y,
+        tokens: 2,
+        x_stride,
+        y_stride: 2,
+        y_first: 0,
+        residual: None,
+        bias: None,
+        input,
+    };
+    let q8 = gemv::GemvInput::Q8Blocks;
+    let tile = Q8Tile::for_tokens(2, 32);
+    let tiles = |tile, splits| ops::GemmPath::TilesQ8 { tile, splits };
+    let bad = [
+        (call(&q8_0, gemv::GemvInput::Plain, 32), tiles(tile, 1)),
+        (call(&f16, q8, 12), tiles(tile, 1)),
+        (call(&q8_0, q8, 12), tiles(Q8Tile { rpt: 3, ..tile }, 1)),
+        (call(&q8_0, q8, 12), tiles(tile, 2)),
+        (call(&q8_0, q8, 12), tiles(tile, 0)),
+    ];
+    for (c, path) in bad {
+        let mut rec = Recorder::new(&gpu);
+        let e = ops::gemm_on(&gpu, &mut rec, c, path, limit);
+        assert!(
+            matches!(e, Err(gpuport_runtime::GpuError::Shape(_))),
+            "{:?} {path:?}: {e:?}",
+            c.input
+        );
+    }
+    // `ops::gemm`'s choice between the int8 kernels.
+    let from = ops::q8_tiles_min_tokens(&gpu);
+    for tokens in [1usize, 16, 40, 64] {
+        let c = ops::GemmCall {
+            tokens,
+            ..call(&q8_0, q8, 12)
+        };
+        let path = ops::gemm_path(&gpu, &c, gpuport_kernels::gemm::GemmTile::DEFAULT).unwrap();
+        assert!(path.reads_q8_blocks(), "{path:?}");
+        assert_eq!(
+            matches!(path, ops::GemmPath::TilesQ8 { .. }),
+            tokens >= from,
+            "{tokens} tokens: {path:?}"
+        );
+    }
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }

@@ -254,11 +254,13 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         gpu.recycle(x);
         gpu.recycle(y);
     }
-    // The prefill GEMM at the model shapes (the output projections never run batched), or
-    // one small shape when quick.
+    // The prefill GEMM at the model shapes, or one small shape when quick. An output
+    // projection runs as a GEMM of one row (the last of a prompt, or a decode step's on the
+    // int8 tiled kernel): only when `--shapes` names it whole.
+    let named = |s: &Shape| opts.shapes.contains(&s.name);
     let gemm_shapes: Vec<&Shape> = shapes
         .iter()
-        .filter(|s| !s.name.ends_with("lm_head") && !s.name.starts_with("large"))
+        .filter(|s| (!s.name.ends_with("lm_head") || named(s)) && !s.name.starts_with("large"))
         .filter(|_| !opts.other_kernels)
         .collect();
     let quick_shape = Shape {
@@ -619,6 +621,36 @@ fn gemm_sweep(
                 }
             }
         }
+        // The int8 tiled kernel (any number of rows) at its default tile for this adapter,
+        // 1, 2 and 4 rows per thread, half and double the token groups, and the splits
+        // `ops::gemm_path` would take, unsplit and 4 ways.
+        if gemv::takes_q8_input(shape.ty) {
+            let dims = (shape.rows, shape.cols, tokens);
+            let base = gemm::Q8Tile::for_tokens(tokens, gpu.info().subgroup_max_size.max(8));
+            let mut tiles = vec![base];
+            for rpt in gemm::FEW_RPT_VALUES {
+                tiles.push(gemm::Q8Tile { rpt, ..base });
+            }
+            for tg in [base.tg / 2, base.tg * 2] {
+                let nx = (tokens.div_ceil(tg.max(1) as usize) as u32).min(gemm::NX_Q8_MAX);
+                tiles.push(gemm::Q8Tile { tg, nx, ..base });
+            }
+            tiles.retain(|t| t.is_valid());
+            tiles.sort_unstable();
+            tiles.dedup();
+            for tile in tiles {
+                let auto = ops::q8_tile_splits(gpu, shape.ty, tile, dims);
+                let mut splits = vec![1, auto, 4];
+                splits.retain(|&s| ops::q8_tile_split_fits(shape.ty, dims, s));
+                splits.sort_unstable();
+                splits.dedup();
+                paths.extend(
+                    splits
+                        .into_iter()
+                        .map(|splits| ops::GemmPath::TilesQ8 { tile, splits }),
+                );
+            }
+        }
         // --tuned: only what a forward of `tokens` rows runs here, on f32 input and (where the
         // type takes it) on int8 blocks.
         if engine_only {
@@ -629,7 +661,7 @@ fn gemm_sweep(
         }
         let mut best: Option<GemmRow> = None;
         for &path in &paths {
-            let this = if matches!(path, ops::GemmPath::FewRowsQ8(_)) {
+            let this = if path.reads_q8_blocks() {
                 q8_call
             } else {
                 call
@@ -658,6 +690,10 @@ fn gemm_sweep(
                 }
                 ops::GemmPath::FewRows(t) => format!("{t:?}"),
                 ops::GemmPath::FewRowsQ8(t) => format!("int8 {t:?}"),
+                ops::GemmPath::TilesQ8 { tile: t, splits } => format!(
+                    "int8 tiles RG={} TG={} RPT={} NX={} splits={splits}",
+                    t.rg, t.tg, t.rpt, t.nx
+                ),
             };
             let flops = 2.0 * (shape.rows * shape.cols * tokens) as f64;
             let row = GemmRow {

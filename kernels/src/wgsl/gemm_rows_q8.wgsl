@@ -42,46 +42,13 @@ override T: u32 = WG * RPT / ROWS;
 //!include reduce
 //!include q8dot/input.wgsl
 //!include q8dot
+//!include q8dot/row_units.wgsl
 //!include gemm_rows_store.wgsl
 
-// One unit of each of the thread's rows (rows past RPT repeat row 0 and are never used).
-struct RowUnits {
-    r0: UnitW,
-    r1: UnitW,
-    r2: UnitW,
-    r3: UnitW,
-}
-
-// Token t's dot products with unit u of the thread's rows, component r for row r (zero past
-// RPT): the token's input blocks loaded once for all of them.
-fn token_dots(q: RowUnits, u: u32, t: u32) -> vec4<f32> {
-    let x = unit_input(u, p.x_offset + min(t, p.tokens - 1u) * p.x_stride);
-    var d = vec4<f32>(unit_apply(q.r0, x), 0.0, 0.0, 0.0);
-    if RPT > 1u {
-        d.y = unit_apply(q.r1, x);
-    }
-    if RPT > 2u {
-        d.z = unit_apply(q.r2, x);
-        d.w = unit_apply(q.r3, x);
-    }
-    return d;
-}
-
-// Tokens t + c .. t + c + 4 of the pass (those past NX zero): column r of the result holds row
-// r's four dot products.
+// Tokens t + c .. t + c + 4 of the pass: column r of the result holds row r's four dot
+// products (the layout the reduction takes).
 fn quad(q: RowUnits, u: u32, t: u32, c: u32) -> mat4x4<f32> {
-    var m = mat4x4<f32>();
-    m[0] = token_dots(q, u, t + c);
-    if NX > c + 1u {
-        m[1] = token_dots(q, u, t + c + 1u);
-    }
-    if NX > c + 2u {
-        m[2] = token_dots(q, u, t + c + 2u);
-    }
-    if NX > c + 3u {
-        m[3] = token_dots(q, u, t + c + 3u);
-    }
-    return transpose(m);
+    return transpose(token_quad(q, u, t, c));
 }
 
 @compute @workgroup_size(WG)
@@ -103,15 +70,7 @@ fn main(l: Lanes) {
         var hi2 = mat4x4<f32>();
         if row0 < p.rows {
             for (var u = lane; u < units; u += T) {
-                let w0 = unit_weights(s0, u);
-                var q = RowUnits(w0, w0, w0, w0);
-                if RPT > 1u {
-                    q.r1 = unit_weights(s1, u);
-                }
-                if RPT > 2u {
-                    q.r2 = unit_weights(s2, u);
-                    q.r3 = unit_weights(s3, u);
-                }
+                let q = row_units(s0, s1, s2, s3, u);
                 lo += quad(q, u, t0, 0u);
                 if NX > 4u {
                     hi += quad(q, u, t0, 4u);

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use gpuport_kernels::gemm::{self, CoopTile, FewRowTunables, GemmParams, GemmTile};
+use gpuport_kernels::gemm::{self, CoopTile, FewRowTunables, GemmParams, GemmTile, Q8Tile};
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::grid_2d;
 use gpuport_kernels::quant::GgmlType;
@@ -46,6 +46,29 @@ pub struct GemmCall<'a> {
     pub input: GemvInput,
 }
 
+impl<'a> GemmCall<'a> {
+    /// A one-row int8-input GEMV ([`GemvInput::Q8Blocks`], without norm or fold) as a GEMM of
+    /// one token, for adapters where the int8 tiled kernel takes one row
+    /// ([`q8_tiles_min_tokens`] ≤ 1); `None` for every other GEMV.
+    pub fn from_q8_gemv(call: &super::GemvCall<'a>) -> Option<GemmCall<'a>> {
+        if call.input != GemvInput::Q8Blocks || call.norm.is_some() || call.fold.is_some() {
+            return None;
+        }
+        Some(GemmCall {
+            w: call.w,
+            x: call.x,
+            y: call.y,
+            tokens: 1,
+            x_stride: elems(call.x),
+            y_stride: elems(call.y),
+            y_first: call.y_first,
+            residual: call.residual,
+            bias: None,
+            input: GemvInput::Q8Blocks,
+        })
+    }
+}
+
 /// Which kernel a GEMM runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GemmPath {
@@ -67,9 +90,25 @@ pub enum GemmPath {
         /// 4: the same bits either way (see [`coop_x16`]).
         x16: bool,
     },
-    /// The few-row GEMM on int8 input blocks (`gemm_rows_q8.wgsl`): the path of every call
-    /// whose input is [`GemvInput::Q8Blocks`].
+    /// The few-row GEMM on int8 input blocks (`gemm_rows_q8.wgsl`): the path of a call whose
+    /// input is [`GemvInput::Q8Blocks`] below [`q8_tiles_min_tokens`] rows.
     FewRowsQ8(FewRowTunables),
+    /// The tiled GEMM on int8 input blocks (`gemm_tiles_q8.wgsl`): the path of a call whose
+    /// input is [`GemvInput::Q8Blocks`] from [`q8_tiles_min_tokens`] rows.
+    TilesQ8 {
+        /// The tile.
+        tile: Q8Tile,
+        /// Splits along K (at least 1; at most one per unit of columns); past 1 each split's
+        /// sums go into scratch and `gemm_splits.wgsl` adds them, as for [`GemmPath::Coop`].
+        splits: u32,
+    },
+}
+
+impl GemmPath {
+    /// Whether the path reads int8 input blocks ([`GemvInput::Q8Blocks`]), and only they.
+    pub fn reads_q8_blocks(self) -> bool {
+        matches!(self, GemmPath::FewRowsQ8(_) | GemmPath::TilesQ8 { .. })
+    }
 }
 
 /// Whether a GEMM of `tokens` rows over `w` should take int8 input blocks: the weights have
@@ -132,6 +171,11 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     };
     let subgroups = gpu.has_subgroups();
     if call.input == GemvInput::Q8Blocks {
+        if call.tokens >= q8_tiles_min_tokens(gpu) {
+            let tile = Q8Tile::for_tokens(call.tokens, subgroup_width(gpu));
+            let splits = q8_tile_splits(gpu, ty, tile, (rows, cols, call.tokens));
+            return Ok(GemmPath::TilesQ8 { tile, splits });
+        }
         let t = FewRowTunables::for_q8_matrix(ty, rows, cols, subgroups, target);
         let nx = q8_pass_width();
         return Ok(GemmPath::FewRowsQ8(FewRowTunables { nx, ..t }));
@@ -157,6 +201,60 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     }
     let t = FewRowTunables::for_matrix(ty, rows, cols, call.input, subgroups, target);
     Ok(GemmPath::FewRows(t))
+}
+
+/// Fewest rows whose int8-input GEMMs take the int8 tiled kernel instead of the few-row one
+/// (1: a caller's one-row int8 GEMVs too, through [`GemmCall::from_q8_gemv`]):
+/// `GPUPORT_Q8_TILES_MIN_TOKENS`, by default never on a GPU (not yet measured against the
+/// few-row kernel on one; `cargo xtask bench --gemm-only` times both) and from
+/// [`Q8_TILES_MIN_TOKENS_CPU`] on a CPU adapter.
+pub fn q8_tiles_min_tokens(gpu: &Gpu) -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    let default = if gpu.info().device_type == wgpu::DeviceType::Cpu {
+        Q8_TILES_MIN_TOKENS_CPU
+    } else {
+        usize::MAX
+    };
+    knob(&MIN, "GPUPORT_Q8_TILES_MIN_TOKENS", default)
+}
+
+/// The default of [`q8_tiles_min_tokens`] on a CPU adapter: every row count. On lavapipe (2
+/// cores, docs/performance.md "v34") SmolLM2's projections took 126–196 µs at one row on the
+/// tiled kernel against 164–799 µs on the int8 GEMV and 62–314 µs on the float one, and at 2,
+/// 8 and 64 rows 3.2×, 3.8× and 2.9× less time than the fastest int8 few-row variant: a CPU
+/// runs a workgroup's lanes as one thread's vector, where each lane owning whole rows beats
+/// lanes that split a row and reduce.
+pub const Q8_TILES_MIN_TOKENS_CPU: usize = 1;
+
+/// Lanes of the adapter's widest subgroup (32 where it does not say): the int8 tiled GEMM's
+/// threads along the weight rows, so that a subgroup's lanes share their tokens.
+fn subgroup_width(gpu: &Gpu) -> u32 {
+    match gpu.info().subgroup_max_size {
+        0 => 32,
+        n => n,
+    }
+}
+
+/// How many ways [`gemm_path`] splits the columns of an int8 tiled GEMM with tile `t` over a
+/// `rows × cols` matrix of `ty` at `tokens` tokens: as [`coop_splits`] splits a tensor-core
+/// GEMM (toward [`coop_split_target`] workgroups, in units of the type's int8 unit), on a GPU;
+/// never on a CPU adapter, which runs a few workgroups at a time.
+pub fn q8_tile_splits(gpu: &Gpu, ty: GgmlType, t: Q8Tile, dims: (usize, usize, usize)) -> u32 {
+    if gpu.info().device_type == wgpu::DeviceType::Cpu {
+        return 1;
+    }
+    let shape = q8_tile_shape(ty, t);
+    splits_for_target(shape, dims, coop_split_target())
+}
+
+/// An int8 tile's (rows, tokens, columns per split chunk).
+fn q8_tile_shape(ty: GgmlType, t: Q8Tile) -> (u32, u32, u32) {
+    (t.rows(), t.tokens(), gemm::q8_unit_cols(ty) as u32)
+}
+
+/// A tensor-core tile's (rows, tokens, columns per split chunk).
+fn coop_shape(t: CoopTile) -> (u32, u32, u32) {
+    (t.tn(), t.tm(), t.kc)
 }
 
 /// Whether a GEMM of `tokens` rows on f32 input runs on tensor cores ([`gemm_path`]): where
@@ -194,17 +292,18 @@ pub const COOP_MIN_TILES: usize = 48;
 /// 4096-row matrix at 32-512 tokens) leaves most of an H200's 132 cores idle or one
 /// workgroup deep, with nothing to hide that latency.
 pub fn coop_splits(t: CoopTile, rows: usize, cols: usize, tokens: usize) -> u32 {
-    splits_for_target(t, (rows, cols, tokens), coop_split_target())
+    splits_for_target(coop_shape(t), (rows, cols, tokens), coop_split_target())
 }
 
-/// [`coop_splits`] toward `target` workgroups.
+/// [`coop_splits`] toward `target` workgroups for a tile of `tn` rows × `tm` tokens walking
+/// chunks of `kc` columns.
 fn splits_for_target(
-    t: CoopTile,
+    (tn, tm, kc): (u32, u32, u32),
     (rows, cols, tokens): (usize, usize, usize),
     target: usize,
 ) -> u32 {
-    let grid = rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
-    let chunks = cols.div_ceil(t.kc as usize);
+    let grid = rows.div_ceil(tn as usize) * tokens.div_ceil(tm as usize);
+    let chunks = cols.div_ceil(kc as usize);
     if chunks == 0 {
         return 1;
     }
@@ -220,12 +319,19 @@ fn splits_for_target(
 /// Whether a tensor-core GEMM with tile `t` over a `rows × cols` matrix at `tokens` tokens
 /// may split its columns `splits` ways: 1 up to one split per chunk of columns (at most
 /// [`COOP_SPLITS_MAX`]), and past 1 at most [`COOP_SPLIT_SCRATCH_MAX`] bytes of partials.
-pub fn coop_split_fits(
-    t: CoopTile,
-    (rows, cols, tokens): (usize, usize, usize),
-    splits: u32,
-) -> bool {
-    let most = cols.div_ceil(t.kc as usize).clamp(1, COOP_SPLITS_MAX);
+pub fn coop_split_fits(t: CoopTile, dims: (usize, usize, usize), splits: u32) -> bool {
+    split_fits(t.kc, dims, splits)
+}
+
+/// [`coop_split_fits`] for an int8 tiled GEMM over weights of `ty` (splits in units of the
+/// type's int8 unit).
+pub fn q8_tile_split_fits(ty: GgmlType, dims: (usize, usize, usize), splits: u32) -> bool {
+    split_fits(gemm::q8_unit_cols(ty) as u32, dims, splits)
+}
+
+/// Whether a GEMM walking chunks of `kc` columns may split them `splits` ways.
+fn split_fits(kc: u32, (rows, cols, tokens): (usize, usize, usize), splits: u32) -> bool {
+    let most = cols.div_ceil(kc as usize).clamp(1, COOP_SPLITS_MAX);
     let partials = 4 * splits as usize * rows * tokens;
     (1..=most).contains(&(splits as usize)) && (splits == 1 || partials <= COOP_SPLIT_SCRATCH_MAX)
 }
@@ -375,12 +481,38 @@ pub fn gemm_on(
             }
         }
         GemmPath::FewRowsQ8(t) => check_few_rows(gpu, t, t.is_valid_q8())?,
+        GemmPath::TilesQ8 { tile, splits } => {
+            if !tile.is_valid()
+                || tile.threads() > gpu.limits().max_compute_invocations_per_workgroup
+            {
+                return Err(GpuError::Shape(format!(
+                    "int8 tiled GEMM tile {tile:?}: not a variant of the kernel or this adapter"
+                )));
+            }
+            let grid_y = (call.tokens as u64).div_ceil(u64::from(tile.tokens()));
+            if grid_y > u64::from(gpu.limits().max_compute_workgroups_per_dimension) {
+                return Err(GpuError::Shape(format!(
+                    "GEMM of {} tokens: more token tiles of {} than the adapter's grid holds",
+                    call.tokens,
+                    tile.tokens()
+                )));
+            }
+            if !q8_tile_split_fits(ty, (rows, cols, call.tokens), splits) {
+                return Err(GpuError::Shape(format!(
+                    "int8 tiled GEMM of {rows} rows × {cols} columns × {} tokens split {splits} \
+                     ways: 1 to the {} units of {} columns (at most {COOP_SPLITS_MAX}), and past \
+                     1 at most {COOP_SPLIT_SCRATCH_MAX} bytes of partials",
+                    call.tokens,
+                    cols.div_ceil(gemm::q8_unit_cols(ty)),
+                    gemm::q8_unit_cols(ty),
+                )));
+            }
+        }
     }
-    let q8_path = matches!(path, GemmPath::FewRowsQ8(_));
+    let q8_path = path.reads_q8_blocks();
     if q8_path != (call.input == GemvInput::Q8Blocks) {
         return Err(GpuError::Shape(format!(
-            "GEMM {path:?}: {:?} input (int8 blocks go with the int8 few-row kernel, and only \
-             they)",
+            "GEMM {path:?}: {:?} input (int8 blocks go with the int8 kernels, and only they)",
             call.input
         )));
     }
@@ -439,6 +571,23 @@ pub fn gemm_on(
         }
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
         GemmPath::FewRowsQ8(t) => few_rows(gpu, rec, &call, m, t, max_binding),
+        GemmPath::TilesQ8 { tile, splits } => {
+            let pipeline = gpu.pipeline(&gemm::tiles_q8_spec(ty, tile))?;
+            let (tn, tm, kc) = q8_tile_shape(ty, tile);
+            let launch = TiledLaunch {
+                tiles: (tn, tm),
+                x_again: 0,
+                w_again: false,
+                kc,
+                splits,
+            };
+            // The int8 kernels count X in vec4s.
+            let call = GemmCall {
+                x_stride: call.x_stride / 4,
+                ..call
+            };
+            tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
+        }
     }
 }
 
@@ -785,8 +934,9 @@ mod tests {
     fn coop_splits_fill_the_grid_without_empty_splits() {
         let t = |wm, wn| CoopTile { wm, wn, kc: 32 };
         // At the default target, whatever the environment says.
-        let splits =
-            |t, rows, cols, tokens| splits_for_target(t, (rows, cols, tokens), COOP_SPLIT_TARGET);
+        let splits = |t, rows, cols, tokens| {
+            splits_for_target(coop_shape(t), (rows, cols, tokens), COOP_SPLIT_TARGET)
+        };
         // The Llama-8B shape's down projection at 32 tokens: 64 tiles of 64 rows, 448 chunks.
         assert_eq!(splits(t(2, 1), 4096, 14_336, 32), 4);
         // Its gate|up at 512 tokens: 896 tiles already.
