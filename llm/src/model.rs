@@ -18,7 +18,7 @@ use super::weights::{self, InputNorm, LoadPlan, Projections, Weights};
 use gpuport_gguf::Gguf;
 use gpuport_runtime::device::Gpu;
 use gpuport_runtime::error::GpuError;
-use gpuport_runtime::ops::{self, GemvCall};
+use gpuport_runtime::ops::{self, GemmCall, GemvCall};
 use gpuport_runtime::recorder::Recorder;
 use gpuport_runtime::tensor::{Elem, Tensor};
 
@@ -61,6 +61,22 @@ pub const INT8_MIN_STACK_BYTES: u64 = 2 << 20;
 /// workgroup memory holds, `gemv::COMBINE_MAX_PAIRS` (head, block) pairs).
 pub const FOLD_MAX_BLOCKS: u32 = 16;
 
+/// The default of [`Model::with_int8_min_bytes`] on `gpu` for the projections of normed rows
+/// and of the gated activation: [`INT8_MIN_STACK_BYTES`], or 0 on a CPU adapter, whose int8
+/// tiled GEMM (`ops::q8_tiles_min_tokens`) beats the float GEMV with its fused norm on those
+/// stacks of SmolLM2 and runs prompts in batches 2.6× faster than token by token (lavapipe,
+/// docs/performance.md "v34"). The attention output keeps [`INT8_MIN_STACK_BYTES`] there:
+/// with its input on int8 blocks too, one of SmolLM2's top-10 logits moved 0.55 from
+/// llama.cpp's (`llm_reference`; the others stay within 0.37), and on lavapipe its float GEMV
+/// is as fast.
+pub fn int8_min_stack_bytes(gpu: &Gpu) -> u64 {
+    if gpu.info().device_type == wgpu::DeviceType::Cpu {
+        0
+    } else {
+        INT8_MIN_STACK_BYTES
+    }
+}
+
 /// A model on the GPU.
 pub struct Model {
     /// Hyperparameters and graph options.
@@ -72,8 +88,11 @@ pub struct Model {
     q8_tunables: HashMap<GgmlType, GemvTunables>,
     /// The prefill GEMM's tile per weight type.
     gemm_tiles: HashMap<GgmlType, GemmTile>,
-    /// [`INT8_MIN_STACK_BYTES`] or its override.
+    /// The normed rows' and gated activation's projections: [`int8_min_stack_bytes`] or the
+    /// override.
     int8_min_bytes: u64,
+    /// The attention output's: [`INT8_MIN_STACK_BYTES`] or the override.
+    int8_min_attn_out: u64,
     /// [`FOLD_MAX_BLOCKS`] or its override.
     fold_max_blocks: u32,
 }
@@ -228,7 +247,8 @@ impl Model {
             tunables,
             q8_tunables,
             gemm_tiles,
-            int8_min_bytes: ops::env_or("GPUPORT_INT8_MIN_BYTES", INT8_MIN_STACK_BYTES),
+            int8_min_bytes: ops::env_or("GPUPORT_INT8_MIN_BYTES", int8_min_stack_bytes(gpu)),
+            int8_min_attn_out: ops::env_or("GPUPORT_INT8_MIN_BYTES", INT8_MIN_STACK_BYTES),
             fold_max_blocks: ops::env_or("GPUPORT_FOLD_MAX_BLOCKS", FOLD_MAX_BLOCKS),
         })
     }
@@ -239,6 +259,7 @@ impl Model {
     pub fn with_int8_min_bytes(self, bytes: u64) -> Model {
         Model {
             int8_min_bytes: bytes,
+            int8_min_attn_out: bytes,
             ..self
         }
     }
@@ -283,13 +304,26 @@ impl Model {
     pub(crate) fn int8_input(&self, stacks: &[Tensor]) -> bool {
         let rows: usize = stacks.iter().map(|w| w.shape[0]).sum();
         let bytes: u64 = stacks.iter().map(|w| w.bytes).sum();
-        let large =
-            rows > SEPARATE_INPUT_ROWS || (!self.cfg.post_norms && bytes >= self.int8_min_bytes);
+        let min = if self.is_attention_output(stacks) {
+            self.int8_min_attn_out
+        } else {
+            self.int8_min_bytes
+        };
+        let large = rows > SEPARATE_INPUT_ROWS || (!self.cfg.post_norms && bytes >= min);
         large
             && self.cfg.norm != NormKind::Layer
             && stacks.iter().all(|w| {
                 w.shape[1].is_multiple_of(32) && ops::ggml_type(w).is_ok_and(gemv::takes_q8_input)
             })
+    }
+
+    /// Whether `stacks` is one layer's attention output projection.
+    fn is_attention_output(&self, stacks: &[Tensor]) -> bool {
+        let [w] = stacks else { return false };
+        self.weights
+            .layers
+            .iter()
+            .any(|l| l.wo.shares_buffer(w) && l.wo.offset == w.offset)
     }
 
     /// The prefill GEMM's tile for weight `w` here.
@@ -301,7 +335,14 @@ impl Model {
             .unwrap_or(GemmTile::DEFAULT)
     }
 
+    /// One GEMV; an int8-input one on the int8 tiled GEMM where the adapter takes it for one
+    /// row (`ops::q8_tiles_min_tokens`: CPU adapters).
     fn gemv(&self, gpu: &Gpu, rec: &mut Recorder<'_>, call: GemvCall<'_>) -> Result<(), GpuError> {
+        if ops::q8_tiles_min_tokens(gpu) <= 1
+            && let Some(one) = GemmCall::from_q8_gemv(&call)
+        {
+            return ops::gemm(gpu, rec, one, self.gemm_tile(call.w));
+        }
         ops::gemv_call(gpu, rec, call, self.tunables_for(gpu, call.w, call.input))
     }
 

@@ -124,13 +124,26 @@ pub(crate) enum BatchRows<'a> {
     },
 }
 
-/// Whether prompts run as batches (tiled GEMMs) on `gpu` unless a session says otherwise, else
-/// one decode step per token. A CPU adapter (lavapipe) runs the GEMM tiles far below its GEMV
-/// speed: a 42-token prompt of SmolLM2 took 32 s batched and 22 s token by token there
-/// (2026-11-30, 2 cores), while on the H200 batches are 5× faster (docs/performance.md, LLM
-/// v11).
-pub fn batched_prefill_default(gpu: &Gpu) -> bool {
-    gpu.info().device_type != wgpu::DeviceType::Cpu
+/// Whether prompts run as batches unless a session says otherwise, else one decode step per
+/// token: yes (`GPUPORT_BATCHED_PREFILL=0` says no, to measure it). On the H200 batches are
+/// 5× faster (docs/performance.md, LLM v11). A CPU adapter once ran them through the tiled
+/// GEMM far below its GEMV speed (a 42-token prompt of SmolLM2: 32 s batched, 22 s token by
+/// token, 2026-11-30); its batches are now [`prefill_batch`] rows, which take the few-row and
+/// int8 tiled kernels: the same prompt in 1.4 s against 3.6–3.9 s token by token on lavapipe
+/// (docs/performance.md, "v34").
+pub fn batched_prefill_default(_gpu: &Gpu) -> bool {
+    ops::env_or("GPUPORT_BATCHED_PREFILL", 1u8) != 0
+}
+
+/// Tokens per prefill batch on `gpu`: [`PREFILL_BATCH`], or on a CPU adapter
+/// [`gpuport_kernels::gemm::FEW_ROWS_MAX`] (batches whose int8-input GEMMs read int8 blocks,
+/// `ops::takes_q8_rows`).
+pub fn prefill_batch(gpu: &Gpu) -> usize {
+    if gpu.info().device_type == wgpu::DeviceType::Cpu {
+        gpuport_kernels::gemm::FEW_ROWS_MAX
+    } else {
+        PREFILL_BATCH
+    }
 }
 
 impl Model {
@@ -171,7 +184,7 @@ impl Model {
                 *batch = Some(BatchScratch::new(
                     gpu,
                     self,
-                    PREFILL_BATCH.min(kv.capacity()),
+                    prefill_batch(gpu).min(kv.capacity()),
                     false,
                 )?);
             }

@@ -9,7 +9,9 @@
 
 use gpuport_testing as support;
 
+use gpuport_llm::model::INT8_MIN_STACK_BYTES;
 use gpuport_llm::{Model, Program, Request, Sampling, Session, StopReason};
+use gpuport_runtime::Gpu;
 use gpuport_runtime::gguf::Gguf;
 
 use gpuport_testing::tiny_llm::{
@@ -143,6 +145,16 @@ fn cpu_logits_of_rows(
     out
 }
 
+/// The model on the float input path that the f64 CPU forward pass checks: the tiny stacks
+/// stay below [`INT8_MIN_STACK_BYTES`] on every adapter (a CPU adapter's default puts every
+/// normed stack on int8 input, the path `int8_projections_give_batched_rows_the_session_ids`
+/// holds to the session's ids).
+fn float_model(gpu: &Gpu, g: &Gguf, ctx: usize) -> Model {
+    Model::load(gpu, g, ctx)
+        .unwrap()
+        .with_int8_min_bytes(INT8_MIN_STACK_BYTES)
+}
+
 /// The logits after every prefix of `prompt`, with the prompt in batches and token by token,
 /// against the CPU forward pass.
 fn assert_every_prefix(
@@ -189,7 +201,7 @@ fn tiny_llama_matches_the_cpu_forward_pass_and_decodes_exactly() {
     let (bytes, values) = build();
     let g = Gguf::parse(bytes).unwrap();
     let ctx = 24;
-    let model = Model::load(&gpu, &g, ctx).unwrap();
+    let model = float_model(&gpu, &g, ctx);
     let mut session = Session::new(&gpu, &model, ctx).unwrap();
     let prompt = [5u32, 77, 123, 9, 250];
 
@@ -317,7 +329,7 @@ fn tiny_qwen2_matches_the_cpu_forward_pass() {
     let Some(gpu) = support::gpu() else { return };
     let (bytes, values) = build_as("qwen2");
     let g = Gguf::parse(bytes).unwrap();
-    let model = Model::load(&gpu, &g, 24).unwrap();
+    let model = float_model(&gpu, &g, 24);
     assert_eq!(model.cfg.arch, gpuport_llm::Arch::Qwen2);
     let mut session = Session::new(&gpu, &model, 24).unwrap();
     let prompt = [5u32, 77, 123, 9, 250];
@@ -346,7 +358,7 @@ fn tiny_llama_long_context_matches_on_both_sides_of_the_fused_combine() {
     let (bytes, values) = build();
     let g = Gguf::parse(bytes).unwrap();
     let ctx = 600;
-    let model = Model::load(&gpu, &g, ctx).unwrap();
+    let model = float_model(&gpu, &g, ctx);
     let mut session = Session::new(&gpu, &model, ctx).unwrap();
     // Token by token whatever the adapter: every position, the last included, takes the
     // decode step (a batched prompt's last token runs in its batch).
@@ -373,7 +385,7 @@ fn tiny_llama_roles_match_the_cpu_forward_pass() {
     let (bytes, values) = build();
     let g = Gguf::parse(bytes).unwrap();
     let ctx = 200;
-    let model = Model::load(&gpu, &g, ctx).unwrap();
+    let model = float_model(&gpu, &g, ctx);
     let mut program = Program::new(&gpu, &model, ctx).unwrap();
     program.batched_prefill = Some(true);
 
@@ -471,7 +483,7 @@ fn oversized_requests_and_device_loss_are_typed_errors() {
 
     // A KV cache past the adapter's limits (lavapipe: 128 MiB per binding): refused before
     // anything is allocated, with the sizes, and the model still serves a small session.
-    let model = Model::load(&gpu, &g, 16).unwrap();
+    let model = float_model(&gpu, &g, 16);
     let huge = 1 << 24;
     let err = Session::new(&gpu, &model, huge).map(drop).unwrap_err();
     assert!(
@@ -563,7 +575,7 @@ fn batched_rows_match_the_cpu_and_the_single_sequence_path() {
     let Some(gpu) = support::gpu() else { return };
     let (bytes, values) = build();
     let g = Gguf::parse(bytes).unwrap();
-    let model = Model::load(&gpu, &g, 32).unwrap();
+    let model = float_model(&gpu, &g, 32);
     let mut session = Session::new(&gpu, &model, 32).unwrap();
     let shape = BatchShape {
         slots: 8,
@@ -733,7 +745,7 @@ fn batched_rows_mix_prefill_and_decode_share_prefixes_and_reuse_pages() {
     let Some(gpu) = support::gpu() else { return };
     let (bytes, values) = build();
     let g = Gguf::parse(bytes).unwrap();
-    let model = Model::load(&gpu, &g, 96).unwrap();
+    let model = float_model(&gpu, &g, 96);
     let shape = BatchShape {
         slots: 4,
         seq_capacity: 96,
