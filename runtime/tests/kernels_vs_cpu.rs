@@ -1690,49 +1690,23 @@ fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
     // Refusals: int8 blocks on the float kernel, f32 rows on the int8 one, F16 weights with
     // int8 blocks, a block stride that is no whole number of vec4s.
     let t = FewRowTunables::default_for(GgmlType::Q8_0, false);
-    let q8_0 = gpu
-        .upload(&[0u8; 2 * 34], Elem::Ggml(GgmlType::Q8_0), &[2, 32], "w")
-        .unwrap();
-    let f16 = gpu
-        .upload(&[0u8; 128], Elem::Ggml(GgmlType::F16), &[2, 32], "w16")
-        .unwrap();
-    let x = gpu.zeros_f32(&[64], "x").unwrap();
-    let y = gpu.zeros_f32(&[64], "y").unwrap();
-    let call = |w, input, x_stride| ops::GemmCall {
-        w,
-        x: &x,
-        y: &y,
-        tokens: 2,
-        x_stride,
-        y_stride: 2,
-        y_first: 0,
-        residual: None,
-        bias: None,
-        input,
-    };
-    let q8 = gemv::GemvInput::Q8Blocks;
-    let plain = gemv::GemvInput::Plain;
-    let bad = [
-        (call(&q8_0, q8, 12), ops::GemmPath::FewRows(t)),
-        (call(&q8_0, plain, 32), ops::GemmPath::FewRowsQ8(t)),
-        (call(&f16, q8, 12), ops::GemmPath::FewRowsQ8(t)),
-        (call(&q8_0, q8, 14), ops::GemmPath::FewRowsQ8(t)),
-    ];
-    for (c, path) in bad {
-        let mut rec = Recorder::new(&gpu);
-        let e = ops::gemm_on(&gpu, &mut rec, c, path, limit);
-        assert!(
-            matches!(e, Err(gpuport_runtime::GpuError::Shape(_))),
-            "{:?} {path:?}: {e:?}",
-            c.input
-        );
-    }
+    let r = Int8Refusals::new(&gpu);
+    let (q8, plain) = (gemv::GemvInput::Q8Blocks, gemv::GemvInput::Plain);
+    r.assert_refused(
+        &gpu,
+        &[
+            (r.call(&r.q8_0, q8, 12), ops::GemmPath::FewRows(t)),
+            (r.call(&r.q8_0, plain, 32), ops::GemmPath::FewRowsQ8(t)),
+            (r.call(&r.f16, q8, 12), ops::GemmPath::FewRowsQ8(t)),
+            (r.call(&r.q8_0, q8, 14), ops::GemmPath::FewRowsQ8(t)),
+        ],
+    );
     // `takes_q8_rows`: the int8 types, few rows.
-    assert!(ops::takes_q8_rows(&gpu, &q8_0, 8));
-    assert!(!ops::takes_q8_rows(&gpu, &f16, 8));
+    assert!(ops::takes_q8_rows(&gpu, &r.q8_0, 8));
+    assert!(!ops::takes_q8_rows(&gpu, &r.f16, 8));
     assert!(!ops::takes_q8_rows(
         &gpu,
-        &q8_0,
+        &r.q8_0,
         gpuport_kernels::gemm::FEW_ROWS_MAX + 1
     ));
 }
@@ -1800,52 +1774,27 @@ fn tiled_int8_gemm_matches_cpu_for_every_type() {
         }
     }
     // Refusals: f32 rows on the int8 tiled kernel, int8 blocks of F16 weights, a tile that is
-    // no variant, more splits than units of columns.
-    let q8_0 = gpu
-        .upload(&[0u8; 2 * 34], Elem::Ggml(GgmlType::Q8_0), &[2, 32], "w")
-        .unwrap();
-    let f16 = gpu
-        .upload(&[0u8; 128], Elem::Ggml(GgmlType::F16), &[2, 32], "w16")
-        .unwrap();
-    let x = gpu.zeros_f32(&[64], "x").unwrap();
-    let y = gpu.zeros_f32(&[64], "y").unwrap();
-    let call = |w, input, x_stride| ops::GemmCall {
-        w,
-        x: &x,
-        y: &y,
-        tokens: 2,
-        x_stride,
-        y_stride: 2,
-        y_first: 0,
-        residual: None,
-        bias: None,
-        input,
-    };
+    // no variant, more splits than units of columns, none.
+    let r = Int8Refusals::new(&gpu);
     let q8 = gemv::GemvInput::Q8Blocks;
     let tile = Q8Tile::for_tokens(2, 32);
     let tiles = |tile, splits| ops::GemmPath::TilesQ8 { tile, splits };
-    let bad = [
-        (call(&q8_0, gemv::GemvInput::Plain, 32), tiles(tile, 1)),
-        (call(&f16, q8, 12), tiles(tile, 1)),
-        (call(&q8_0, q8, 12), tiles(Q8Tile { rpt: 3, ..tile }, 1)),
-        (call(&q8_0, q8, 12), tiles(tile, 2)),
-        (call(&q8_0, q8, 12), tiles(tile, 0)),
-    ];
-    for (c, path) in bad {
-        let mut rec = Recorder::new(&gpu);
-        let e = ops::gemm_on(&gpu, &mut rec, c, path, limit);
-        assert!(
-            matches!(e, Err(gpuport_runtime::GpuError::Shape(_))),
-            "{:?} {path:?}: {e:?}",
-            c.input
-        );
-    }
+    r.assert_refused(
+        &gpu,
+        &[
+            (r.call(&r.q8_0, gemv::GemvInput::Plain, 32), tiles(tile, 1)),
+            (r.call(&r.f16, q8, 12), tiles(tile, 1)),
+            (r.call(&r.q8_0, q8, 12), tiles(Q8Tile { rpt: 3, ..tile }, 1)),
+            (r.call(&r.q8_0, q8, 12), tiles(tile, 2)),
+            (r.call(&r.q8_0, q8, 12), tiles(tile, 0)),
+        ],
+    );
     // `ops::gemm`'s choice between the int8 kernels.
     let from = ops::q8_tiles_min_tokens(&gpu);
     for tokens in [1usize, 16, 40, 64] {
         let c = ops::GemmCall {
             tokens,
-            ..call(&q8_0, q8, 12)
+            ..r.call(&r.q8_0, q8, 12)
         };
         let path = ops::gemm_path(&gpu, &c, gpuport_kernels::gemm::GemmTile::DEFAULT).unwrap();
         assert!(path.reads_q8_blocks(), "{path:?}");
@@ -1854,6 +1803,67 @@ fn tiled_int8_gemm_matches_cpu_for_every_type() {
             tokens >= from,
             "{tokens} tokens: {path:?}"
         );
+    }
+}
+
+/// Tiny operands for the int8 GEMMs' refusals: a 2 × 32 Q8_0 matrix, a 2 × 32 F16 one (no int8
+/// kernels), X and Y of 64 elements.
+struct Int8Refusals {
+    q8_0: gpuport_runtime::Tensor,
+    f16: gpuport_runtime::Tensor,
+    x: gpuport_runtime::Tensor,
+    y: gpuport_runtime::Tensor,
+}
+
+impl Int8Refusals {
+    fn new(gpu: &gpuport_runtime::Gpu) -> Self {
+        let upload =
+            |bytes: &[u8], ty, name| gpu.upload(bytes, Elem::Ggml(ty), &[2, 32], name).unwrap();
+        Int8Refusals {
+            q8_0: upload(&[0u8; 2 * 34], GgmlType::Q8_0, "w"),
+            f16: upload(&[0u8; 128], GgmlType::F16, "w16"),
+            x: gpu.zeros_f32(&[64], "x").unwrap(),
+            y: gpu.zeros_f32(&[64], "y").unwrap(),
+        }
+    }
+
+    /// Two tokens over `w`, `input` rows `x_stride` apart.
+    fn call<'a>(
+        &'a self,
+        w: &'a gpuport_runtime::Tensor,
+        input: gemv::GemvInput,
+        x_stride: usize,
+    ) -> ops::GemmCall<'a> {
+        ops::GemmCall {
+            w,
+            x: &self.x,
+            y: &self.y,
+            tokens: 2,
+            x_stride,
+            y_stride: 2,
+            y_first: 0,
+            residual: None,
+            bias: None,
+            input,
+        }
+    }
+
+    /// Each call on its path is a shape error.
+    fn assert_refused(
+        &self,
+        gpu: &gpuport_runtime::Gpu,
+        bad: &[(ops::GemmCall<'_>, ops::GemmPath)],
+    ) {
+        let limit = gpu.limits().max_storage_buffer_binding_size;
+        for &(c, path) in bad {
+            let mut rec = Recorder::new(gpu);
+            let e = ops::gemm_on(gpu, &mut rec, c, path, limit);
+            assert!(
+                matches!(e, Err(gpuport_runtime::GpuError::Shape(_))),
+                "{:?} {path:?}: {e:?}",
+                c.input
+            );
+        }
     }
 }
 
