@@ -15,9 +15,8 @@
 // one instruction, and the blocks (a quarter of the f32 input's bytes) come from the cache.
 //
 // Tunables (override constants): WG, ROWS, RPT (1, 2 or 4) and NX (tokens per pass, 1-16). A
-// thread's RPT rows' dot products for tokens 0-3 of a pass are the columns of `lo` (column r =
-// row r's four tokens), tokens 4-7 those of `hi`, 8-11 `lo2` and 12-15 `hi2`: named matrices,
-// not indexed arrays (which some compilers keep in memory). Passes of 16 decode each weight
+// thread's RPT rows' dot products for a pass's tokens are a TokenSums (q8dot/row_units.wgsl:
+// named matrices, column j token j), transposed for the reduction. Passes of 16 decode each weight
 // unit once for twice the tokens of 8 (32 rows: two passes instead of four). More tokens than
 // NX: the workgroup loops over passes, a later pass reading its rows' weights again from the
 // cache. Rows past the matrix and tokens past the last read the last row and token (in
@@ -45,12 +44,6 @@ override T: u32 = WG * RPT / ROWS;
 //!include q8dot/row_units.wgsl
 //!include gemm_rows_store.wgsl
 
-// Tokens t + c .. t + c + 4 of the pass: column r of the result holds row r's four dot
-// products (the layout the reduction takes).
-fn quad(q: RowUnits, u: u32, t: u32, c: u32) -> mat4x4<f32> {
-    return transpose(token_quad(q, u, t, c));
-}
-
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let id = linear_id(l);
@@ -64,34 +57,22 @@ fn main(l: Lanes) {
     let s2 = p.w_offset + min(row0 + 2u, last) * p.row_bytes;
     let s3 = p.w_offset + min(row0 + 3u, last) * p.row_bytes;
     for (var t0 = 0u; t0 < p.tokens; t0 += NX) {
-        var lo = mat4x4<f32>();
-        var hi = mat4x4<f32>();
-        var lo2 = mat4x4<f32>();
-        var hi2 = mat4x4<f32>();
+        var acc = TokenSums();
         if row0 < p.rows {
             for (var u = lane; u < units; u += T) {
-                let q = row_units(s0, s1, s2, s3, u);
-                lo += quad(q, u, t0, 0u);
-                if NX > 4u {
-                    hi += quad(q, u, t0, 4u);
-                }
-                if NX > 8u {
-                    lo2 += quad(q, u, t0, 8u);
-                }
-                if NX > 12u {
-                    hi2 += quad(q, u, t0, 12u);
-                }
+                acc = add_unit(acc, row_units(s0, s1, s2, s3, u), u, t0);
             }
         }
-        store_quad(l, lo, id, lane, row0, t0, 0u);
+        // Columns r for rows: the layout the reduction takes.
+        store_quad(l, transpose(acc.q0), id, lane, row0, t0, 0u);
         if NX > 4u {
-            store_quad(l, hi, id, lane, row0, t0, 4u);
+            store_quad(l, transpose(acc.q1), id, lane, row0, t0, 4u);
         }
         if NX > 8u {
-            store_quad(l, lo2, id, lane, row0, t0, 8u);
+            store_quad(l, transpose(acc.q2), id, lane, row0, t0, 8u);
         }
         if NX > 12u {
-            store_quad(l, hi2, id, lane, row0, t0, 12u);
+            store_quad(l, transpose(acc.q3), id, lane, row0, t0, 12u);
         }
     }
 }

@@ -38,9 +38,8 @@
 // additions.
 //
 // Tunables (override constants): RG (threads along the rows), TG (along the tokens), RPT (rows
-// per thread: 1, 2 or 4), NX (tokens per thread, 1-16). A thread's sums for tokens 0-3 are the
-// columns of `a0` (column j = token j's RPT rows), 4-7 of `a1`, 8-11 `a2`, 12-15 `a3`: named
-// matrices, not an indexed array (which some compilers keep in memory).
+// per thread: 1, 2 or 4), NX (tokens per thread, 1-16; the sums in a TokenSums,
+// q8dot/row_units.wgsl).
 
 //!include gemm_params.wgsl
 
@@ -79,33 +78,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) i
     let s1 = p.w_offset + min(row0 + RG, last) * p.row_bytes;
     let s2 = p.w_offset + min(row0 + 2u * RG, last) * p.row_bytes;
     let s3 = p.w_offset + min(row0 + 3u * RG, last) * p.row_bytes;
-    var a0 = mat4x4<f32>();
-    var a1 = mat4x4<f32>();
-    var a2 = mat4x4<f32>();
-    var a3 = mat4x4<f32>();
+    var acc = TokenSums();
     for (var u = u0; u < u1; u++) {
-        let q = row_units(s0, s1, s2, s3, u);
-        a0 += token_quad(q, u, t0, 0u);
-        if NX > 4u {
-            a1 += token_quad(q, u, t0, 4u);
-        }
-        if NX > 8u {
-            a2 += token_quad(q, u, t0, 8u);
-        }
-        if NX > 12u {
-            a3 += token_quad(q, u, t0, 12u);
-        }
+        acc = add_unit(acc, row_units(s0, s1, s2, s3, u), u, t0);
     }
     let z = select(0u, wg.z * p.split_stride, p.split_chunks > 0u);
-    store_quad(a0, row0, t0, 0u, z);
+    store_quad(acc.q0, row0, t0, 0u, z);
     if NX > 4u {
-        store_quad(a1, row0, t0, 4u, z);
+        store_quad(acc.q1, row0, t0, 4u, z);
     }
     if NX > 8u {
-        store_quad(a2, row0, t0, 8u, z);
+        store_quad(acc.q2, row0, t0, 8u, z);
     }
     if NX > 12u {
-        store_quad(a3, row0, t0, 12u, z);
+        store_quad(acc.q3, row0, t0, 12u, z);
     }
 }
 

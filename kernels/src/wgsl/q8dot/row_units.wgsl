@@ -59,3 +59,29 @@ fn row_units(s0: u32, s1: u32, s2: u32, s3: u32, u: u32) -> RowUnits {
     }
     return q;
 }
+
+// A thread's sums for up to 16 tokens: column j of `q0` holds token j's sums (component r: row
+// r), of `q1` token 4 + j's, `q2` 8 + j's, `q3` 12 + j's. Named matrices, not an indexed
+// array (which some compilers keep in memory).
+struct TokenSums {
+    q0: mat4x4<f32>,
+    q1: mat4x4<f32>,
+    q2: mat4x4<f32>,
+    q3: mat4x4<f32>,
+}
+
+// `acc` plus unit u of the thread's rows multiplied into tokens t .. t + NX.
+fn add_unit(acc: TokenSums, q: RowUnits, u: u32, t: u32) -> TokenSums {
+    var s = acc;
+    s.q0 += token_quad(q, u, t, 0u);
+    if NX > 4u {
+        s.q1 += token_quad(q, u, t, 4u);
+    }
+    if NX > 8u {
+        s.q2 += token_quad(q, u, t, 8u);
+    }
+    if NX > 12u {
+        s.q3 += token_quad(q, u, t, 12u);
+    }
+    return s;
+}
