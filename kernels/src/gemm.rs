@@ -767,33 +767,10 @@ mod tests {
             // Up to 64 tokens, one workgroup's rows serve every token.
             assert!(tokens > 64 || t.tokens() as usize >= tokens, "{t:?}");
         }
-        assert!(
-            !Q8Tile {
-                rg: 64,
-                tg: 8,
-                rpt: 1,
-                nx: 1
-            }
-            .is_valid()
-        );
-        assert!(
-            !Q8Tile {
-                rg: 32,
-                tg: 1,
-                rpt: 3,
-                nx: 1
-            }
-            .is_valid()
-        );
-        assert!(
-            !Q8Tile {
-                rg: 32,
-                tg: 1,
-                rpt: 1,
-                nx: 17
-            }
-            .is_valid()
-        );
+        // Too many threads, rows per thread off the list, too many tokens per thread.
+        for (rg, tg, rpt, nx) in [(64, 8, 1, 1), (32, 1, 3, 1), (32, 1, 1, 17)] {
+            assert!(!Q8Tile { rg, tg, rpt, nx }.is_valid());
+        }
         for ty in GgmlType::ALL
             .into_iter()
             .filter(|&t| crate::gemv::takes_q8_input(t))
