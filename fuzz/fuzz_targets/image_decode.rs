@@ -11,11 +11,12 @@ use gpuport_manifest_core::modelport::{
 use libfuzzer_sys::fuzz_target;
 
 /// Most pixels an input may declare and still be decoded here. Decoding is linear in the
-/// declared pixels however few bytes declare them, and under the fuzzer's instrumentation
-/// about 1.4 µs a pixel for a progressive JPEG: a 1.7 KB one declaring 32,928 × 4,984 took
-/// 10–20 s (a slow unit, CI of 2026-12-05), where the target's budget is 20 s an input
-/// (`xtask fuzz`'s `timeout_s`). Larger declarations are linear work, not hangs; the size limit
-/// itself is tested by `preprocess/tests/decode_limits.rs`.
+/// declared pixels however few bytes declare them, and under the fuzzer's instrumentation a
+/// progressive JPEG took 0.1–1.4 µs a pixel: 15 s for one declaring 160 × 65,535, 10–20 s for
+/// a 1.7 KB one declaring 32,928 × 4,984 (a slow unit in CI, 2026-12-05), where the target's
+/// budget is 20 s an input (`xtask fuzz`'s `timeout_s`); 4 Mi pixels stay under 6 s. Larger
+/// declarations are linear work, not hangs; the size limit itself is tested by
+/// `preprocess/tests/decode_limits.rs`.
 const MAX_FUZZ_PIXELS: u64 = 1 << 22;
 
 fuzz_target!(|data: &[u8]| {
