@@ -628,9 +628,13 @@ impl Q8Tile {
     /// The default for a call of `tokens` rows with `rg` threads along the weight rows (the
     /// adapter's subgroup size, at least 8, at most 64): 4 rows per thread; token groups
     /// doubled up to 8 (and [`Q8_TILE_THREADS_MAX`] threads) while a thread would hold more
-    /// than 8 tokens, then `nx` evened out over them (20 tokens: 4 groups of 5; at most
-    /// [`NX_Q8_MAX`]), so that the rows of one workgroup serve every token of a decode batch
-    /// of up to 64 from the cache.
+    /// than 8 tokens, so that the rows of one workgroup serve every token of a decode batch of
+    /// up to 64 from the cache; then the tokens per thread rounded up to a power of two (at
+    /// most 8, or [`NX_Q8_MAX`] where fewer groups fit): 20 tokens run as 4 groups of 8, the
+    /// last 12 clamped. A batched engine's row counts vary from step to step, and every
+    /// distinct tile is a pipeline to compile: seven per type this way, twenty when the tokens
+    /// were evened out exactly (which grew a CPU adapter's server by 61 MiB of compiled code
+    /// over four rounds of 64 streams, `openai_suite.py`'s load test).
     pub fn for_tokens(tokens: usize, rg: u32) -> Q8Tile {
         let rg = rg.clamp(8, 64).next_power_of_two();
         let tg_max = (Q8_TILE_THREADS_MAX / rg).min(8);
@@ -638,9 +642,12 @@ impl Q8Tile {
         while tg < tg_max && tokens > (8 * tg) as usize {
             tg *= 2;
         }
+        let most = 8 * (8 / tg_max) as usize;
         let nx = tokens
             .div_ceil(tg as usize)
-            .clamp(1, 8 * (8 / tg_max) as usize) as u32;
+            .clamp(1, most)
+            .next_power_of_two()
+            .min(most) as u32;
         Q8Tile { rg, tg, rpt: 4, nx }
     }
 }
@@ -748,8 +755,9 @@ mod tests {
         let cases = [
             (1, 32, (32, 1, 1)),
             (8, 32, (32, 1, 8)),
-            (9, 32, (32, 2, 5)),
-            (20, 32, (32, 4, 5)),
+            (3, 32, (32, 1, 4)),
+            (9, 32, (32, 2, 8)),
+            (20, 32, (32, 4, 8)),
             (32, 32, (32, 4, 8)),
             (64, 32, (32, 8, 8)),
             (512, 32, (32, 8, 8)),
@@ -767,6 +775,10 @@ mod tests {
             // Up to 64 tokens, one workgroup's rows serve every token.
             assert!(tokens > 64 || t.tokens() as usize >= tokens, "{t:?}");
         }
+        // Seven tiles for every row count of a batch.
+        let tiles: std::collections::BTreeSet<Q8Tile> =
+            (1..=64).map(|n| Q8Tile::for_tokens(n, 32)).collect();
+        assert_eq!(tiles.len(), 7, "{tiles:?}");
         // Too many threads, rows per thread off the list, too many tokens per thread.
         for (rg, tg, rpt, nx) in [(64, 8, 1, 1), (32, 1, 3, 1), (32, 1, 1, 17)] {
             assert!(!Q8Tile { rg, tg, rpt, nx }.is_valid());
