@@ -64,7 +64,7 @@ pub const FOLD_MAX_BLOCKS: u32 = 16;
 /// The default of [`Model::with_int8_min_bytes`] on `gpu` for the projections of normed rows
 /// and of the gated activation: [`INT8_MIN_STACK_BYTES`], or 0 on a CPU adapter, whose int8
 /// tiled GEMM (`ops::q8_tiles_min_tokens`) beats the float GEMV with its fused norm on those
-/// stacks of SmolLM2 and runs prompts in batches 2.6× faster than token by token (lavapipe,
+/// stacks of SmolLM2 and runs prompts in batches 2.3× faster than token by token (lavapipe,
 /// docs/performance.md "v34"). The attention output keeps [`INT8_MIN_STACK_BYTES`] there:
 /// with its input on int8 blocks too, one of SmolLM2's top-10 logits moved 0.55 from
 /// llama.cpp's (`llm_reference`; the others stay within 0.37), and on lavapipe its float GEMV
