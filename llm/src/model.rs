@@ -27,11 +27,7 @@ use gpuport_runtime::tensor::{Elem, Tensor};
 /// 132-core GPU. A CPU adapter (lavapipe) runs a few workgroups at a time and only pays for
 /// more, so it keeps the table's choice.
 fn min_gemv_groups(gpu: &Gpu) -> usize {
-    if gpu.info().device_type == wgpu::DeviceType::Cpu {
-        1
-    } else {
-        264
-    }
+    if gpu.is_cpu() { 1 } else { 264 }
 }
 
 /// Output rows past which an input norm runs as its own one-workgroup dispatch before the
@@ -70,7 +66,7 @@ pub const FOLD_MAX_BLOCKS: u32 = 16;
 /// llama.cpp's (`llm_reference`; the others stay within 0.37), and on lavapipe its float GEMV
 /// is as fast.
 pub fn int8_min_stack_bytes(gpu: &Gpu) -> u64 {
-    if gpu.info().device_type == wgpu::DeviceType::Cpu {
+    if gpu.is_cpu() {
         0
     } else {
         INT8_MIN_STACK_BYTES

@@ -139,7 +139,7 @@ pub fn batched_prefill_default(_gpu: &Gpu) -> bool {
 /// [`gpuport_kernels::gemm::FEW_ROWS_MAX`] (batches whose int8-input GEMMs read int8 blocks,
 /// `ops::takes_q8_rows`).
 pub fn prefill_batch(gpu: &Gpu) -> usize {
-    if gpu.info().device_type == wgpu::DeviceType::Cpu {
+    if gpu.is_cpu() {
         gpuport_kernels::gemm::FEW_ROWS_MAX
     } else {
         PREFILL_BATCH

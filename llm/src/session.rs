@@ -412,7 +412,7 @@ impl<'m> Session<'m> {
 
     /// Whether this adapter may execute a submit inside `queue.submit` (a CPU adapter).
     fn gpu_runs_in_submit(&self) -> bool {
-        self.gpu.info().device_type == wgpu::DeviceType::Cpu
+        self.gpu.is_cpu()
     }
 
     /// Starts the readback of the ids sampled at positions `first..first + count`.

@@ -40,11 +40,7 @@ fn clock_hold(gpu: &Gpu) -> std::time::Duration {
     let ms = std::env::var("GPUPORT_BENCH_HOLD_MS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if gpu.info().device_type == wgpu::DeviceType::Cpu {
-            0
-        } else {
-            CLOCK_HOLD_MS
-        });
+        .unwrap_or(if gpu.is_cpu() { 0 } else { CLOCK_HOLD_MS });
     std::time::Duration::from_millis(ms)
 }
 

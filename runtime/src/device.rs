@@ -263,6 +263,20 @@ impl Gpu {
         &self.limits
     }
 
+    /// Whether the adapter is a CPU (lavapipe, llvmpipe): it runs a few workgroups at a time,
+    /// each workgroup's lanes as one thread's vector, and several kernel choices differ there.
+    pub fn is_cpu(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// Lanes of the adapter's widest subgroup (32 where it does not say).
+    pub fn subgroup_width(&self) -> u32 {
+        match self.info.subgroup_max_size {
+            0 => 32,
+            n => n,
+        }
+    }
+
     /// Whether subgroup operations are available.
     pub fn has_subgroups(&self) -> bool {
         self.features.contains(wgpu::Features::SUBGROUP)

@@ -626,7 +626,7 @@ fn gemm_sweep(
         // `ops::gemm_path` would take, unsplit and 4 ways.
         if gemv::takes_q8_input(shape.ty) {
             let dims = (shape.rows, shape.cols, tokens);
-            let base = gemm::Q8Tile::for_tokens(tokens, gpu.info().subgroup_max_size.max(8));
+            let base = gemm::Q8Tile::for_tokens(tokens, gpu.subgroup_width());
             let mut tiles = vec![base];
             for rpt in gemm::FEW_RPT_VALUES {
                 tiles.push(gemm::Q8Tile { rpt, ..base });

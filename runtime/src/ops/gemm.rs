@@ -164,7 +164,7 @@ pub fn coop_min_q8_tokens() -> usize {
 /// one with `tile`.
 pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmPath, GpuError> {
     let (ty, rows, cols, _) = matrix(call.w)?;
-    let target = if gpu.info().device_type == wgpu::DeviceType::Cpu {
+    let target = if gpu.is_cpu() {
         1
     } else {
         gemm::TARGET_THREADS
@@ -172,7 +172,7 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     let subgroups = gpu.has_subgroups();
     if call.input == GemvInput::Q8Blocks {
         if call.tokens >= q8_tiles_min_tokens(gpu) {
-            let tile = Q8Tile::for_tokens(call.tokens, subgroup_width(gpu));
+            let tile = Q8Tile::for_tokens(call.tokens, gpu.subgroup_width());
             let splits = q8_tile_splits(gpu, ty, tile, (rows, cols, call.tokens));
             return Ok(GemmPath::TilesQ8 { tile, splits });
         }
@@ -210,7 +210,7 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
 /// [`Q8_TILES_MIN_TOKENS_CPU`] on a CPU adapter.
 pub fn q8_tiles_min_tokens(gpu: &Gpu) -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
-    let default = if gpu.info().device_type == wgpu::DeviceType::Cpu {
+    let default = if gpu.is_cpu() {
         Q8_TILES_MIN_TOKENS_CPU
     } else {
         usize::MAX
@@ -226,21 +226,12 @@ pub fn q8_tiles_min_tokens(gpu: &Gpu) -> usize {
 /// lanes that split a row and reduce.
 pub const Q8_TILES_MIN_TOKENS_CPU: usize = 1;
 
-/// Lanes of the adapter's widest subgroup (32 where it does not say): the int8 tiled GEMM's
-/// threads along the weight rows, so that a subgroup's lanes share their tokens.
-fn subgroup_width(gpu: &Gpu) -> u32 {
-    match gpu.info().subgroup_max_size {
-        0 => 32,
-        n => n,
-    }
-}
-
 /// How many ways [`gemm_path`] splits the columns of an int8 tiled GEMM with tile `t` over a
 /// `rows × cols` matrix of `ty` at `tokens` tokens: as [`coop_splits`] splits a tensor-core
 /// GEMM (toward [`coop_split_target`] workgroups, in units of the type's int8 unit), on a GPU;
 /// never on a CPU adapter, which runs a few workgroups at a time.
 pub fn q8_tile_splits(gpu: &Gpu, ty: GgmlType, t: Q8Tile, dims: (usize, usize, usize)) -> u32 {
-    if gpu.info().device_type == wgpu::DeviceType::Cpu {
+    if gpu.is_cpu() {
         return 1;
     }
     let shape = q8_tile_shape(ty, t);
