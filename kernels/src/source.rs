@@ -41,6 +41,7 @@ fn file(path: &str) -> Option<&'static str> {
         "gemm_tiles_q8.wgsl" => include_str!("wgsl/gemm_tiles_q8.wgsl"),
         "gemm_rows_store.wgsl" => include_str!("wgsl/gemm_rows_store.wgsl"),
         "gemm_params.wgsl" => include_str!("wgsl/gemm_params.wgsl"),
+        "gemm_store.wgsl" => include_str!("wgsl/gemm_store.wgsl"),
         "gemm_coop.wgsl" => include_str!("wgsl/gemm_coop.wgsl"),
         "gemm_splits.wgsl" => include_str!("wgsl/gemm_splits.wgsl"),
         "gemm_x16.wgsl" => include_str!("wgsl/gemm_x16.wgsl"),

@@ -110,14 +110,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         for (var b = 0u; b < rt; b++) {
             let row = n0 + tx + 16u * b;
             if t < p.tokens && row < p.rows {
-                let i = p.y_offset + t * p.y_stride + row;
-                var v = v4[b];
-                if p.residual == 1u {
-                    v += res[i];
-                } else if p.residual == 2u {
-                    v += res[p.y_offset + row];
-                }
-                y[i] = v;
+                store_output(p.y_offset + t * p.y_stride + row, row, v4[b]);
             }
         }
     }

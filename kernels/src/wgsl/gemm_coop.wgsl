@@ -269,13 +269,7 @@ fn store_fragment(z: u32, c: coop_mat16x16<f32, C>, sg: u32, lane: u32, t0: u32,
         let row = r0 + e % 16u;
         if t < p.tokens && row < p.rows {
             let i = p.y_offset + z * p.split_stride + t * p.y_stride + row;
-            var v = stage[so + e];
-            if p.residual == 1u {
-                v += res[i];
-            } else if p.residual == 2u {
-                v += res[p.y_offset + row];
-            }
-            y[i] = v;
+            store_output(i, row, stage[so + e]);
         }
     }
     workgroupBarrier();

@@ -3,6 +3,7 @@
 // bias), W a row-major GGUF matrix, X and Y f32 token-major with their own row strides.
 
 //!include gemm_params.wgsl
+//!include gemm_store.wgsl
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;

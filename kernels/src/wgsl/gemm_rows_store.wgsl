@@ -3,6 +3,8 @@
 // with the residual or bias. The including kernel declares `p` (gemm_params.wgsl), `y`,
 // `res`, NX and T.
 
+//!include gemm_store.wgsl
+
 // Reduces one accumulator (row `row`, tokens t .. t + 4) over the group's lanes and stores it.
 // Called in uniform control flow; the barrier first frees the reduction's workgroup memory
 // from the previous call.
@@ -13,14 +15,7 @@ fn reduce_store(l: Lanes, v: vec4<f32>, id: u32, lane: u32, row: u32, t: u32, c:
         for (var j = 0u; j < 4u; j++) {
             let tok = t + c + j;
             if c + j < NX && tok < p.tokens {
-                let i = p.y_offset + tok * p.y_stride + row;
-                var out = total[j];
-                if p.residual == 1u {
-                    out += res[i];
-                } else if p.residual == 2u {
-                    out += res[p.y_offset + row];
-                }
-                y[i] = out;
+                store_output(p.y_offset + tok * p.y_stride + row, row, total[j]);
             }
         }
     }

@@ -6,6 +6,7 @@
 // so the four share a token and `split_stride` is a multiple of 4).
 
 //!include gemm_params.wgsl
+//!include gemm_store.wgsl
 
 override WG: u32 = 256u;
 override V4: u32 = 0u;
@@ -21,14 +22,7 @@ override V4: u32 = 0u;
 
 fn finish(e: u32, v: f32) {
     let r = e % p.rows;
-    let i = p.y_offset + (e / p.rows) * p.y_stride + r;
-    var out = v;
-    if p.residual == 1u {
-        out += res[i];
-    } else if p.residual == 2u {
-        out += res[p.y_offset + r];
-    }
-    y[i] = out;
+    store_output(p.y_offset + (e / p.rows) * p.y_stride + r, r, v);
 }
 
 @compute @workgroup_size(WG)

@@ -59,6 +59,7 @@ override WG: u32 = RG * TG;
 //!include q8dot/input.wgsl
 //!include q8dot
 //!include q8dot/row_units.wgsl
+//!include gemm_store.wgsl
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) id: u32) {
@@ -121,13 +122,6 @@ fn store_token(v: vec4<f32>, row0: u32, tok: u32, mine: bool, z: u32) {
 
 fn store_one(v: f32, row: u32, tok: u32, z: u32) {
     if row < p.rows {
-        let i = p.y_offset + z + tok * p.y_stride + row;
-        var out = v;
-        if p.residual == 1u {
-            out += res[i];
-        } else if p.residual == 2u {
-            out += res[p.y_offset + row];
-        }
-        y[i] = out;
+        store_output(p.y_offset + z + tok * p.y_stride + row, row, v);
     }
 }
