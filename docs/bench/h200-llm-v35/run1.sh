@@ -9,7 +9,7 @@
 # 3. the full sweep at 32 tokens (the tiled kernel's RPT 1/2/4, token groups, splits) while
 #    llama.cpp builds;
 # 4. the engine's streams (`--parallel 8,32,64 --prompt-tokens 128 --gen-tokens 128`; `--batch
-#    32,64` for a batched step's per-kernel profile) on the
+#    8,32,64` for a batched step's per-kernel profile) on the
 #    1B/8B shapes with and without those knobs, beside llama-batched-bench;
 # 5. Gemma 3 decode with the attention combine folded into the output projection past 16 key
 #    blocks (GPUPORT_FOLD_MAX_BLOCKS=64) against the default, interleaved.
@@ -42,7 +42,7 @@ timeout $(( 300 - $(el) > 30 ? 300 - $(el) : 30 )) $X bench --gemm-only --shapes
 wait $G
 while kill -0 $B 2>/dev/null && [ $(el) -lt 330 ]; do sleep 2; done
 echo "llama built at $(el) s"; tail -1 $R/llama-build.txt
-par() { timeout 80 env $3 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 8,32,64 --batch 32,64 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2.json > $R/$1-par-$2.txt 2>&1; echo "$1 par $2 rc=$? at $(el) s"; grep "S_TG\|one step" $R/$1-par-$2.txt; save; }
+par() { timeout 80 env $3 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 8,32,64 --batch 8,32,64 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2.json > $R/$1-par-$2.txt 2>&1; echo "$1 par $2 rc=$? at $(el) s"; grep "S_TG\|one step" $R/$1-par-$2.txt; save; }
 bb() { timeout 45 /tmp/lc/b/bin/llama-batched-bench -m /tmp/$1.gguf -ngl 99 -fa on -c 20480 -b 2048 -ub 512 -npp 128 -ntg 128 -npl 8,32,64 --output-format jsonl > $R/$1-bb.jsonl 2>$R/$1-bb.err; echo "bb $1 rc=$? at $(el) s"; grep -o '"pl": [0-9]*\|"speed_tg": [0-9.]*' $R/$1-bb.jsonl | tr '\n' ' '; echo; save; }
 for m in e l; do par $m base ""; par $m tiles "$TK"; [ $(el) -lt 500 ] && bb $m; done
 one() { timeout 25 env $2 $X bench-llm /tmp/g.gguf --steps 8 --json $R/g-one-$1.json > $R/g-one-$1.txt 2>&1; echo "g one $1 rc=$? at $(el) s: $(grep -A1 'steps/submit' $R/g-one-$1.txt | tail -1)"; save; }
