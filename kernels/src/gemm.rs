@@ -299,6 +299,20 @@ pub const FEW_ROWS_MAX: usize = 64;
 /// half of what a large GPU holds resident (an H200: 132 cores × 2048 threads).
 pub const TARGET_THREADS: usize = 1 << 17;
 
+/// Rows per thread of the int8 few-row kernel's default variant on a GPU
+/// ([`FewRowTunables::for_q8_matrix`]). On the H200 at 32 tokens (docs/performance.md, "v35")
+/// four rows a thread beat two at the same lanes per row on every Llama-1B/8B projection but
+/// the 1B's q|k|v (8B q|k|v 63.0 against 72.0 µs, attention output 46.2 against 50.7, 1B
+/// gate|up 63.7 against 78.3, down 52.2 against 55.7).
+pub const Q8_ROWS_RPT: u32 = 4;
+
+/// Threads the int8 few-row kernel's default variant aims for on a GPU
+/// ([`FewRowTunables::for_q8_matrix`]): about 20k. In the same sweep (v35) the fastest
+/// four-row variant of each Llama projection had 25–33k threads, the lanes per row that
+/// reach this; the rule before it (two rows a thread, [`TARGET_THREADS`]) gave 49–131k
+/// threads and took 1.1–1.5× as long on the 1B gate|up and the 8B q|k|v and attention output.
+pub const Q8_TARGET_THREADS: usize = 20_480;
+
 /// Most tokens per pass of the few-row kernel (`NX`): two vec4 accumulators per row.
 pub const NX_MAX: u32 = 8;
 
@@ -442,20 +456,24 @@ impl FewRowTunables {
     }
 
     /// The default for a `rows × cols` matrix of `ty` (one of the types
-    /// [`crate::gemv::takes_q8_input`] accepts) on int8 input (`gemm_rows_q8.wgsl`): two rows
-    /// per thread (each token's input blocks, loaded once, serve both) and lanes per row group
-    /// spread as [`FewRowTunables::for_matrix`] spreads them, while every lane keeps at least
-    /// two units (32 or 64 elements each) of a row.
+    /// [`crate::gemv::takes_q8_input`] accepts) on int8 input (`gemm_rows_q8.wgsl`): `rpt`
+    /// rows per thread (each token's input blocks, loaded once, serve them all; on a GPU
+    /// [`Q8_ROWS_RPT`]) and lanes per row group doubled from 8 while the matrix has fewer than
+    /// `target_threads` threads (on a GPU [`Q8_TARGET_THREADS`]; 1 on a CPU adapter) and every
+    /// thread keeps at least 8 (row, unit) pairs, units of 32 or 64 elements.
     pub fn for_q8_matrix(
         ty: GgmlType,
         rows: usize,
         cols: usize,
         subgroups: bool,
-        target_threads: usize,
+        (rpt, target_threads): (u32, usize),
     ) -> Self {
         let base = FewRowTunables::default_for(ty, subgroups);
         let units = cols / q8_unit_cols(ty);
-        base.spread(rows, 2, target_threads, |lanes| 4 * lanes <= units)
+        let rpt = rpt.clamp(1, 4);
+        base.spread(rows, rpt, target_threads, |lanes| {
+            8 * lanes <= units * rpt as usize
+        })
     }
 
     /// `self` with `rpt` rows per thread and lanes per row group from 8, doubled up to 256
@@ -861,5 +879,42 @@ mod tests {
             "gemm_rows.q5_0.subgroup.WG=128.ROWS=8.RPT=2.NX=5.XFORM=4.XV4=0"
         );
         assert!(spec.wgsl().contains("fn step_weights"));
+    }
+
+    /// The int8 few-row default picks, for the Llama-1B/8B projections at 32 tokens, the
+    /// lanes per row of the fastest four-row variant of the v35 sweep on the H200; the rule
+    /// before it (two rows, `TARGET_THREADS`) what it picked then.
+    #[test]
+    fn q8_rows_default_follows_the_sweep() {
+        let shapes = [
+            // (rows, cols, lanes now, lanes before): 1B q|k|v, gate|up, down; 8B q|k|v,
+            // attention output.
+            (3072, 2048, 32, 16),
+            (16_384, 2048, 8, 16),
+            (2048, 8192, 64, 64),
+            (6144, 4096, 16, 32),
+            (4096, 4096, 32, 32),
+        ];
+        for (rows, cols, now, before) in shapes {
+            let rule = (Q8_ROWS_RPT, Q8_TARGET_THREADS);
+            let t = FewRowTunables::for_q8_matrix(GgmlType::Q4K, rows, cols, true, rule);
+            assert!(t.is_valid_q8(), "{t:?}");
+            assert_eq!((t.rpt, t.lanes_per_group()), (4, now), "{rows}x{cols}");
+            let old = (2, TARGET_THREADS);
+            let t = FewRowTunables::for_q8_matrix(GgmlType::Q4K, rows, cols, true, old);
+            assert_eq!((t.rpt, t.lanes_per_group()), (2, before), "{rows}x{cols}");
+        }
+        // Every int8 type, tiny to huge, on a GPU and a CPU adapter: a valid variant.
+        for ty in GgmlType::ALL
+            .into_iter()
+            .filter(|&t| crate::gemv::takes_q8_input(t))
+        {
+            for (rows, cols) in [(1, 256), (3, 256), (1 << 20, 256 * 64)] {
+                for rule in [(Q8_ROWS_RPT, Q8_TARGET_THREADS), (Q8_ROWS_RPT, 1), (1, 1)] {
+                    let t = FewRowTunables::for_q8_matrix(ty, rows, cols, true, rule);
+                    assert!(t.is_valid_q8(), "{ty:?} {rows}x{cols} {t:?}");
+                }
+            }
+        }
     }
 }

@@ -585,9 +585,9 @@ fn gemm_sweep(
             );
             paths.push(ops::GemmPath::FewRows(t));
             if gemv::takes_q8_input(shape.ty) {
-                let t = gemm::FewRowTunables::for_q8_matrix(
-                    shape.ty, shape.rows, shape.cols, sg, target,
-                );
+                let rule = ops::q8_rows_rule(gpu);
+                let t =
+                    gemm::FewRowTunables::for_q8_matrix(shape.ty, shape.rows, shape.cols, sg, rule);
                 paths.push(ops::GemmPath::FewRowsQ8(t));
                 for rpt in gemm::FEW_RPT_VALUES {
                     for lanes in [8, 16, 32, 64] {

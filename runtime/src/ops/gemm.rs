@@ -155,6 +155,24 @@ pub fn coop_min_q8_tokens() -> usize {
     knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", gemm::FEW_ROWS_MAX)
 }
 
+/// The rows per thread and target threads of the int8 few-row kernel's default variant
+/// ([`FewRowTunables::for_q8_matrix`]): [`gemm::Q8_ROWS_RPT`] and, on a GPU,
+/// [`gemm::Q8_TARGET_THREADS`] (1 on a CPU adapter); `GPUPORT_Q8_ROWS_RPT` (1-4) and
+/// `GPUPORT_Q8_ROWS_THREADS` move them (2 and 131072: the rule before v35, to compare).
+pub fn q8_rows_rule(gpu: &Gpu) -> (u32, usize) {
+    static RPT: OnceLock<u32> = OnceLock::new();
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    let threads = if gpu.is_cpu() {
+        1
+    } else {
+        gemm::Q8_TARGET_THREADS
+    };
+    (
+        knob(&RPT, "GPUPORT_Q8_ROWS_RPT", gemm::Q8_ROWS_RPT).clamp(1, 4),
+        knob(&THREADS, "GPUPORT_Q8_ROWS_THREADS", threads).max(1),
+    )
+}
+
 /// The path [`gemm()`] takes for `call` with `tile`: for int8 input blocks
 /// ([`GemvInput::Q8Blocks`]) the int8 few-row kernel ([`FewRowTunables::for_q8_matrix`]);
 /// otherwise from [`coop_min_tokens`] tokens the
@@ -176,7 +194,7 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
             let splits = q8_tile_splits(gpu, ty, tile, (rows, cols, call.tokens));
             return Ok(GemmPath::TilesQ8 { tile, splits });
         }
-        let t = FewRowTunables::for_q8_matrix(ty, rows, cols, subgroups, target);
+        let t = FewRowTunables::for_q8_matrix(ty, rows, cols, subgroups, q8_rows_rule(gpu));
         let nx = q8_pass_width();
         return Ok(GemmPath::FewRowsQ8(FewRowTunables { nx, ..t }));
     }
