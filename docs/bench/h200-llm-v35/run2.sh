@@ -2,8 +2,9 @@
 # H200 call 2 (v35): the int8 few-row kernel's default variant, four rows a thread at ~20k
 # threads (gemm::Q8_ROWS_RPT, Q8_TARGET_THREADS; the fastest variants of call 1's sweep at 32
 # tokens) against the rule before it (GPUPORT_Q8_ROWS_RPT=2 GPUPORT_Q8_ROWS_THREADS=131072),
-# interleaved: `bench --gemm-only --tuned --shapes llama` at 8, 16 and 32 tokens, then the
-# 8B/1B engines at 8, 16 and 32 streams, then llama-batched-bench built in this call.
+# interleaved: `bench --gemm-only --tuned --shapes llama` at 32 and 8 tokens, then the 8B/1B
+# engines at 8 and 32 streams. No llama.cpp in this call (the session's device time was
+# nearly spent): its figures are call 1's.
 # Build here: cargo build --release -p gpuport-xtask; strip -o .devbin/xtask-t
 # target/release/xtask; xz -T2 .devbin/xtask-t. Carry .gl and .devbin.
 set -u
@@ -11,8 +12,6 @@ T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 R=$OUT/r; mkdir -p $R
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-(bash .devbin/build_llama_cpp.sh $PWD/.devbin/llama-src.tar.xz /tmp/lc > $R/llama-build.txt 2>&1) &
-B=$!
 xz -d .devbin/xtask-t.xz; chmod +x .devbin/xtask-t
 X=./.devbin/xtask-t
 (cd .devbin && for m in l:llama1b-q4_k_m e:llama8b-q4_k_m; do
@@ -24,16 +23,12 @@ export GPUPORT_REQUIRE_GPU=1
 save() { (cd $OUT && tar czf r.tgz r); }
 OLD="GPUPORT_Q8_ROWS_RPT=2 GPUPORT_Q8_ROWS_THREADS=131072"
 t() { timeout 60 env $3 $X bench --gemm-only --tuned --shapes llama --gemm-tokens $2 --json $R/t$2-$1.json > $R/t$2-$1.txt 2>&1; echo "t$2 $1 rc=$? at $(el) s: $(grep -v best $R/t$2-$1.txt | grep -o '[0-9.]* µs .*int8' | awk '{print $1}' | paste -sd' ')"; save; }
-t warm 32 ""; t new 32 ""; t old 32 "$OLD"; t new2 32 ""; t old2 32 "$OLD"
-t new 16 ""; t old 16 "$OLD"; t new 8 ""; t old 8 "$OLD"
+t warm 32 ""; t new 32 ""; t old 32 "$OLD"
+t new 8 ""; t old 8 "$OLD"
 wait $G
-par() { timeout 60 env $3 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 8,16,32 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2.json > $R/$1-par-$2.txt 2>&1; echo "$1 par $2 rc=$? at $(el) s"; grep "S_TG" $R/$1-par-$2.txt; save; }
+par() { timeout 60 env $3 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 8,32 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2.json > $R/$1-par-$2.txt 2>&1; echo "$1 par $2 rc=$? at $(el) s"; grep "S_TG" $R/$1-par-$2.txt; save; }
 for m in e l; do par $m new ""; par $m old "$OLD"; done
-for m in e l; do [ $(el) -lt 300 ] && par $m new2 ""; [ $(el) -lt 320 ] && par $m old2 "$OLD"; done
-while kill -0 $B 2>/dev/null && [ $(el) -lt 340 ]; do sleep 2; done
-echo "llama built at $(el) s"; tail -1 $R/llama-build.txt
-bb() { timeout 40 /tmp/lc/b/bin/llama-batched-bench -m /tmp/$1.gguf -ngl 99 -fa on -c 20480 -b 2048 -ub 512 -npp 128 -ntg 128 -npl 8,16,32 --output-format jsonl > $R/$1-bb.jsonl 2>$R/$1-bb.err; echo "bb $1 rc=$? at $(el) s"; grep -o '"pl": [0-9]*\|"speed_tg": [0-9.]*' $R/$1-bb.jsonl | tr '\n' ' '; echo; save; }
-for m in e l; do [ $(el) -lt 370 ] && bb $m; done
+for m in e l; do [ $(el) -lt 220 ] && par $m new2 ""; [ $(el) -lt 240 ] && par $m old2 "$OLD"; done
 kill $CLK
 awk -F, '{print $2}' $R/clocks.txt | sort | uniq -c
 save; rm -rf $R
