@@ -299,15 +299,15 @@ pub const FEW_ROWS_MAX: usize = 64;
 /// half of what a large GPU holds resident (an H200: 132 cores × 2048 threads).
 pub const TARGET_THREADS: usize = 1 << 17;
 
-/// Rows per thread of the int8 few-row kernel's default variant on a GPU
-/// ([`FewRowTunables::for_q8_matrix`]). On the H200 at 32 tokens (docs/performance.md, "v35")
+/// Rows per thread of the int8 few-row kernel's default variant from 32 rows (`runtime`'s
+/// `ops::q8_rows_rule`; [`FewRowTunables::for_q8_matrix`]). On the H200 at 32 tokens (docs/performance.md, "v35")
 /// four rows a thread beat two at the same lanes per row on every Llama-1B/8B projection but
 /// the 1B's q|k|v (8B q|k|v 63.0 against 72.0 µs, attention output 46.2 against 50.7, 1B
 /// gate|up 63.7 against 78.3, down 52.2 against 55.7).
 pub const Q8_ROWS_RPT: u32 = 4;
 
-/// Threads the int8 few-row kernel's default variant aims for on a GPU
-/// ([`FewRowTunables::for_q8_matrix`]): about 20k. In the same sweep (v35) the fastest
+/// Threads the int8 few-row kernel's default variant aims for on a GPU from 32 rows
+/// (`ops::q8_rows_rule`; [`FewRowTunables::for_q8_matrix`]): about 20k. In the same sweep (v35) the fastest
 /// four-row variant of each Llama projection had 25–33k threads, the lanes per row that
 /// reach this; the rule before it (two rows a thread, [`TARGET_THREADS`]) gave 49–131k
 /// threads and took 1.1–1.5× as long on the 1B gate|up and the 8B q|k|v and attention output.
@@ -457,9 +457,9 @@ impl FewRowTunables {
 
     /// The default for a `rows × cols` matrix of `ty` (one of the types
     /// [`crate::gemv::takes_q8_input`] accepts) on int8 input (`gemm_rows_q8.wgsl`): `rpt`
-    /// rows per thread (each token's input blocks, loaded once, serve them all; on a GPU
-    /// [`Q8_ROWS_RPT`]) and lanes per row group doubled from 8 while the matrix has fewer than
-    /// `target_threads` threads (on a GPU [`Q8_TARGET_THREADS`]; 1 on a CPU adapter) and every
+    /// rows per thread (each token's input blocks, loaded once, serve them all) and lanes per
+    /// row group doubled from 8 while the matrix has fewer than `target_threads` threads (1 on
+    /// a CPU adapter; the runtime's `ops::q8_rows_rule` gives both per call) and every
     /// thread keeps at least 8 (row, unit) pairs, units of 32 or 64 elements.
     pub fn for_q8_matrix(
         ty: GgmlType,

@@ -10,7 +10,7 @@ use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::grid_2d;
 use gpuport_kernels::quant::GgmlType;
 
-use super::{elems, knob, matrix, row_chunks, whole};
+use super::{elems, knob, knob_set, matrix, row_chunks, whole};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
@@ -156,22 +156,30 @@ pub fn coop_min_q8_tokens() -> usize {
 }
 
 /// The rows per thread and target threads of the int8 few-row kernel's default variant
-/// ([`FewRowTunables::for_q8_matrix`]): [`gemm::Q8_ROWS_RPT`] and, on a GPU,
-/// [`gemm::Q8_TARGET_THREADS`] (1 on a CPU adapter); `GPUPORT_Q8_ROWS_RPT` (1-4) and
-/// `GPUPORT_Q8_ROWS_THREADS` move them (2 and 131072: the rule before v35, to compare).
-pub fn q8_rows_rule(gpu: &Gpu) -> (u32, usize) {
-    static RPT: OnceLock<u32> = OnceLock::new();
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    let threads = if gpu.is_cpu() {
-        1
-    } else {
-        gemm::Q8_TARGET_THREADS
+/// ([`FewRowTunables::for_q8_matrix`]) for a call of `tokens` rows: from
+/// [`Q8_ROWS_RULE_MIN_TOKENS`] rows [`gemm::Q8_ROWS_RPT`] and, on a GPU,
+/// [`gemm::Q8_TARGET_THREADS`]; below, two rows a thread and [`gemm::TARGET_THREADS`] (the
+/// rule measured at 8 rows before v35); a CPU adapter aims for 1 thread (8 lanes a row).
+/// `GPUPORT_Q8_ROWS_RPT` (1-4) and `GPUPORT_Q8_ROWS_THREADS` set both for every row count.
+pub fn q8_rows_rule(gpu: &Gpu, tokens: usize) -> (u32, usize) {
+    static RPT: OnceLock<Option<u32>> = OnceLock::new();
+    static THREADS: OnceLock<Option<usize>> = OnceLock::new();
+    let wide = tokens >= Q8_ROWS_RULE_MIN_TOKENS;
+    let rpt = if wide { gemm::Q8_ROWS_RPT } else { 2 };
+    let threads = match (gpu.is_cpu(), wide) {
+        (true, _) => 1,
+        (false, true) => gemm::Q8_TARGET_THREADS,
+        (false, false) => gemm::TARGET_THREADS,
     };
-    (
-        knob(&RPT, "GPUPORT_Q8_ROWS_RPT", gemm::Q8_ROWS_RPT).clamp(1, 4),
-        knob(&THREADS, "GPUPORT_Q8_ROWS_THREADS", threads).max(1),
-    )
+    let rpt = knob_set(&RPT, "GPUPORT_Q8_ROWS_RPT").unwrap_or(rpt);
+    let threads = knob_set(&THREADS, "GPUPORT_Q8_ROWS_THREADS").unwrap_or(threads);
+    (rpt.clamp(1, 4), threads.max(1))
 }
+
+/// Fewest rows whose int8 few-row GEMMs take [`gemm::Q8_ROWS_RPT`] rows a thread
+/// ([`q8_rows_rule`]): 32, the row count the v35 sweep measured the rule at (docs/performance.md);
+/// 8-31 rows keep the rule before it until measured.
+pub const Q8_ROWS_RULE_MIN_TOKENS: usize = 32;
 
 /// The path [`gemm()`] takes for `call` with `tile`: for int8 input blocks
 /// ([`GemvInput::Q8Blocks`]) the int8 few-row kernel ([`FewRowTunables::for_q8_matrix`]);
@@ -194,7 +202,13 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
             let splits = q8_tile_splits(gpu, ty, tile, (rows, cols, call.tokens));
             return Ok(GemmPath::TilesQ8 { tile, splits });
         }
-        let t = FewRowTunables::for_q8_matrix(ty, rows, cols, subgroups, q8_rows_rule(gpu));
+        let t = FewRowTunables::for_q8_matrix(
+            ty,
+            rows,
+            cols,
+            subgroups,
+            q8_rows_rule(gpu, call.tokens),
+        );
         let nx = q8_pass_width();
         return Ok(GemmPath::FewRowsQ8(FewRowTunables { nx, ..t }));
     }

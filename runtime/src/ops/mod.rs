@@ -164,6 +164,15 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// A tuning knob read once into `cell`: its value when the variable is set and parses, else
+/// `None` (the caller's default may then depend on the call).
+pub(crate) fn knob_set<T: std::str::FromStr + Copy>(
+    cell: &std::sync::OnceLock<Option<T>>,
+    name: &str,
+) -> Option<T> {
+    *cell.get_or_init(|| std::env::var(name).ok()?.parse().ok())
+}
+
 /// A tuning knob read once ([`env_or`] into `cell`).
 pub(crate) fn knob<T: std::str::FromStr + Copy>(
     cell: &std::sync::OnceLock<T>,
