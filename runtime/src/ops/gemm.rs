@@ -156,15 +156,16 @@ pub fn coop_min_q8_tokens() -> usize {
 }
 
 /// The rows per thread and target threads of the int8 few-row kernel's default variant
-/// ([`FewRowTunables::for_q8_matrix`]) for a call of `tokens` rows: from
-/// [`Q8_ROWS_RULE_MIN_TOKENS`] rows [`gemm::Q8_ROWS_RPT`] and, on a GPU,
-/// [`gemm::Q8_TARGET_THREADS`]; below, two rows a thread and [`gemm::TARGET_THREADS`] (the
-/// rule measured at 8 rows before v35); a CPU adapter aims for 1 thread (8 lanes a row).
-/// `GPUPORT_Q8_ROWS_RPT` (1-4) and `GPUPORT_Q8_ROWS_THREADS` set both for every row count.
-pub fn q8_rows_rule(gpu: &Gpu, tokens: usize) -> (u32, usize) {
+/// ([`FewRowTunables::for_q8_matrix`]) for a call of `tokens` rows over a matrix of `rows`
+/// weight rows: from [`Q8_ROWS_RULE_MIN_TOKENS`] rows, on matrices of at most
+/// [`Q8_ROWS_RULE_MAX_ROWS`] weight rows, [`gemm::Q8_ROWS_RPT`] and, on a GPU,
+/// [`gemm::Q8_TARGET_THREADS`]; otherwise two rows a thread and [`gemm::TARGET_THREADS`] (the
+/// rule before v35); a CPU adapter aims for 1 thread (8 lanes a row). `GPUPORT_Q8_ROWS_RPT`
+/// (1-4) and `GPUPORT_Q8_ROWS_THREADS` set both for every call.
+pub fn q8_rows_rule(gpu: &Gpu, tokens: usize, rows: usize) -> (u32, usize) {
     static RPT: OnceLock<Option<u32>> = OnceLock::new();
     static THREADS: OnceLock<Option<usize>> = OnceLock::new();
-    let wide = tokens >= Q8_ROWS_RULE_MIN_TOKENS;
+    let wide = tokens >= Q8_ROWS_RULE_MIN_TOKENS && rows <= Q8_ROWS_RULE_MAX_ROWS;
     let rpt = if wide { gemm::Q8_ROWS_RPT } else { 2 };
     let threads = match (gpu.is_cpu(), wide) {
         (true, _) => 1,
@@ -177,9 +178,19 @@ pub fn q8_rows_rule(gpu: &Gpu, tokens: usize) -> (u32, usize) {
 }
 
 /// Fewest rows whose int8 few-row GEMMs take [`gemm::Q8_ROWS_RPT`] rows a thread
-/// ([`q8_rows_rule`]): 32, the row count the v35 sweep measured the rule at (docs/performance.md);
-/// 8-31 rows keep the rule before it until measured.
+/// ([`q8_rows_rule`]): 32. On the H200 (docs/performance.md, "v35") the Llama shapes' seven
+/// projections took 630 µs at 32 rows against 846 on the rule before it, and 8B 32-stream
+/// decode rose from 1,167–1,169 to 1,443–1,446 tok/s; at 8 rows the new rule was slower on
+/// the 8B gate|up (106 against 78 µs) and no faster in sum.
 pub const Q8_ROWS_RULE_MIN_TOKENS: usize = 32;
+
+/// Most weight rows of a matrix whose int8 few-row GEMMs take [`gemm::Q8_ROWS_RPT`] rows a
+/// thread ([`q8_rows_rule`]): the tallest projection the v35 sweep measured (the Llama-8B
+/// gate|up, 28,672 rows) rounded up. Output projections (49k-262k rows) keep the rule before
+/// it: unmeasured, and the Llama-1B shape's 32 streams ran 4% slower on the new rule in that
+/// call's one round (5,225 against 5,436 tok/s) while every projection below this size was
+/// faster.
+pub const Q8_ROWS_RULE_MAX_ROWS: usize = 32_768;
 
 /// The path [`gemm()`] takes for `call` with `tile`: for int8 input blocks
 /// ([`GemvInput::Q8Blocks`]) the int8 few-row kernel ([`FewRowTunables::for_q8_matrix`]);
@@ -207,7 +218,7 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
             rows,
             cols,
             subgroups,
-            q8_rows_rule(gpu, call.tokens),
+            q8_rows_rule(gpu, call.tokens, rows),
         );
         let nx = q8_pass_width();
         return Ok(GemmPath::FewRowsQ8(FewRowTunables { nx, ..t }));
