@@ -72,6 +72,9 @@ fn model_shapes() -> Vec<Shape> {
         s("llama8b.attn_output", GgmlType::Q4K, 4096, 4096),
         s("llama8b.ffn_gate_up", GgmlType::Q4K, 28672, 4096),
         s("llama8b.ffn_down", GgmlType::Q6K, 4096, 14336),
+        // Their output projections (the kit's layouts carry SmolLM2's 49,152-token vocabulary).
+        s("llama1b.lm_head", GgmlType::Q6K, 49152, 2048),
+        s("llama8b.lm_head", GgmlType::Q6K, 49152, 4096),
     ]
 }
 
