@@ -300,16 +300,16 @@ pub const FEW_ROWS_MAX: usize = 64;
 pub const TARGET_THREADS: usize = 1 << 17;
 
 /// Rows per thread of the int8 few-row kernel's default variant from 32 rows (`runtime`'s
-/// `ops::q8_rows_rule`; [`FewRowTunables::for_q8_matrix`]). On the H200 at 32 tokens (docs/performance.md, "v35")
-/// four rows a thread beat two at the same lanes per row on every Llama-1B/8B projection but
-/// the 1B's q|k|v (8B q|k|v 63.0 against 72.0 µs, attention output 46.2 against 50.7, 1B
+/// `ops::q8_rows_rule`; [`FewRowTunables::for_q8_matrix`]). On the H200 at 32 tokens
+/// (docs/performance.md, "v35") four rows a thread beat two at the same lanes per row on every
+/// Llama-1B/8B projection but the 1B's q|k|v (8B q|k|v 63.0 against 72.0 µs, attention output 46.2 against 50.7, 1B
 /// gate|up 63.7 against 78.3, down 52.2 against 55.7).
 pub const Q8_ROWS_RPT: u32 = 4;
 
 /// Threads the int8 few-row kernel's default variant aims for on a GPU from 32 rows
-/// (`ops::q8_rows_rule`; [`FewRowTunables::for_q8_matrix`]): about 20k. In the same sweep (v35) the fastest
-/// four-row variant of each Llama projection had 25–33k threads, the lanes per row that
-/// reach this; the rule before it (two rows a thread, [`TARGET_THREADS`]) gave 49–131k
+/// (`ops::q8_rows_rule`; [`FewRowTunables::for_q8_matrix`]): about 20k. In the same sweep
+/// (v35) the fastest four-row variant of each Llama projection had 25–33k threads, the lanes
+/// per row that reach this; the rule before it (two rows a thread, [`TARGET_THREADS`]) gave 49–131k
 /// threads and took 1.1–1.5× as long on the 1B gate|up and the 8B q|k|v and attention output.
 pub const Q8_TARGET_THREADS: usize = 20_480;
 
