@@ -187,9 +187,9 @@ pub const Q8_ROWS_RULE_MIN_TOKENS: usize = 32;
 /// Most weight rows of a matrix whose int8 few-row GEMMs take [`gemm::Q8_ROWS_RPT`] rows a
 /// thread ([`q8_rows_rule`]): the tallest projection the v35 sweep measured (the Llama-8B
 /// gate|up, 28,672 rows) rounded up. Output projections (49k-262k rows) keep the rule before
-/// it, on no measurement of their own: the Llama-1B shape's 32 streams ran 4% slower on the new rule in that
-/// call's one round (5,225 against 5,436 tok/s) while every projection below this size was
-/// faster.
+/// it, not measured on the new one alone: the Llama-1B shape's 32 streams ran 4% slower on it
+/// in that call's one round (5,225 against 5,436 tok/s) while every projection below this
+/// size was faster.
 pub const Q8_ROWS_RULE_MAX_ROWS: usize = 32_768;
 
 /// The path [`gemm()`] takes for `call` with `tile`: for int8 input blocks
