@@ -4,15 +4,16 @@
 use std::path::Path;
 
 use gpuport_llm::{Model, ModelConfig};
-use gpuport_runtime::gguf::Gguf;
+use gpuport_runtime::gguf::{GgmlType, Gguf};
 use gpuport_runtime::{Gpu, GpuOptions};
 use serde_json::json;
 
 use crate::llm;
 use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
-/// Runs `gpuport can-run`.
-pub fn run(model: &Path, ctx: Option<usize>, as_json: bool) -> u8 {
+/// Runs `gpuport can-run` for a KV cache of `ctx` positions of `kv` values (the defaults where
+/// `None`).
+pub fn run(model: &Path, (ctx, kv): (Option<usize>, Option<GgmlType>), as_json: bool) -> u8 {
     let source = match llm::resolve(model) {
         Ok(s) => s,
         Err(e) => {
@@ -25,10 +26,14 @@ pub fn run(model: &Path, ctx: Option<usize>, as_json: bool) -> u8 {
         let g = Gguf::open(&source.gguf)?;
         let cfg = ModelConfig::from_gguf(&g)?;
         let context = llm::context_for(&cfg, ctx, source.context);
-        let plan = Model::plan(&gpu, &g, &cfg, context);
-        Ok((gpu.info().name.clone(), cfg, context, plan))
+        let kv = match kv {
+            Some(kv) => kv,
+            None => gpuport_llm::kv_cache::default_kv_type()?,
+        };
+        let plan = Model::plan(&gpu, &g, &cfg, (context, kv));
+        Ok((gpu.info().name.clone(), cfg, (context, kv), plan))
     })();
-    let (adapter, cfg, context, plan) = match checked {
+    let (adapter, cfg, (context, kv), plan) = match checked {
         Ok(v) => v,
         Err(e) => {
             eprintln!("error [{}]: {e}", e.code());
@@ -43,6 +48,7 @@ pub fn run(model: &Path, ctx: Option<usize>, as_json: bool) -> u8 {
             "context": context,
             "weight_bytes": plan.weight_bytes,
             "kv_cache_bytes": plan.kv_bytes,
+            "kv_cache_type": kv.name(),
             "largest_tensor_bytes": plan.largest_tensor,
             "can_run": plan.blockers.is_empty(),
             "blockers": plan.blockers,
@@ -53,9 +59,10 @@ pub fn run(model: &Path, ctx: Option<usize>, as_json: bool) -> u8 {
         println!("model        {}", source.gguf.display());
         println!("adapter      {adapter}");
         println!(
-            "needs        {:.1} MB weights + {:.1} MB KV cache ({context} positions)",
+            "needs        {:.1} MB weights + {:.1} MB KV cache ({context} positions of {})",
             plan.weight_bytes as f64 / 1e6,
-            plan.kv_bytes as f64 / 1e6
+            plan.kv_bytes as f64 / 1e6,
+            kv.name()
         );
         for b in &plan.blockers {
             println!("blocker      {b}");

@@ -22,7 +22,7 @@ pub fn run(model: PathBuf, system: Option<String>, args: SamplingArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let loaded = match llm::load(&source, args.ctx, false, true) {
+    let loaded = match llm::load(&source, (args.ctx, args.kv_type), false, true) {
         Ok(l) => l,
         Err(e) => {
             return llm::report(

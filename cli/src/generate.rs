@@ -36,6 +36,10 @@ pub struct SamplingArgs {
     /// KV cache positions (default: the bundle's, else min(4096, the model's)).
     #[arg(long)]
     pub ctx: Option<usize>,
+    /// KV cache element type: f32, or f16 for half the cache memory (default: f32, or
+    /// `GPUPORT_KV_TYPE`).
+    #[arg(long, value_name = "TYPE", value_parser = crate::llm::parse_kv_type)]
+    pub kv_type: Option<gpuport_runtime::gguf::GgmlType>,
     /// Decode steps recorded per GPU submit.
     #[arg(long, default_value_t = gpuport_llm::session::DEFAULT_STEPS_PER_SUBMIT)]
     pub steps_per_submit: usize,
@@ -138,7 +142,7 @@ pub fn run(a: GenerateArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let loaded = match llm::load(&source, a.sampling.ctx, false, !a.raw) {
+    let loaded = match llm::load(&source, (a.sampling.ctx, a.sampling.kv_type), false, !a.raw) {
         Ok(l) => l,
         Err(e) => return llm::report(&e, "use `generate --raw` to send the text as-is"),
     };

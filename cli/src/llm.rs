@@ -7,6 +7,7 @@ use std::path::Path;
 use gpuport_llm::loader::{self, LoadError, LoadStage, ModelRef, ResolveOptions};
 pub use gpuport_llm::loader::{Loaded, NO_TEMPLATE, Source, context_for};
 use gpuport_runtime::GpuOptions;
+use gpuport_runtime::gguf::GgmlType;
 
 use crate::output::Stage;
 
@@ -19,10 +20,16 @@ pub fn resolve(model: &Path) -> Result<Source, LoadError> {
     loader::resolve(&ModelRef::parse(model), &options)
 }
 
-/// Loads `source`, showing each stage on a terminal and, unless `quiet`, one line when done.
+/// `--kv-type`: a KV cache element type by name (`f32` or `f16`).
+pub fn parse_kv_type(name: &str) -> Result<GgmlType, String> {
+    gpuport_llm::kv_cache::parse_kv_type(name).map_err(|e| e.to_string())
+}
+
+/// Loads `source` with a KV cache of `context` positions of `kv` values (the defaults where
+/// `None`), showing each stage on a terminal and, unless `quiet`, one line when done.
 pub fn load(
     source: &Source,
-    context: Option<usize>,
+    (context, kv): (Option<usize>, Option<GgmlType>),
     quiet: bool,
     need_template: bool,
 ) -> Result<Loaded, LoadError> {
@@ -30,7 +37,7 @@ pub fn load(
     let loaded = loader::load(
         source,
         &GpuOptions::default(),
-        context,
+        (context, kv),
         need_template,
         &|stage| match stage {
             LoadStage::Reading => progress.set("reading the model file"),
@@ -45,7 +52,8 @@ pub fn load(
     if !quiet {
         let cfg = &loaded.model.cfg;
         eprintln!(
-            "loaded {} ({}, {} layers, {:.1} MB) on {} ({:?}) in {:.2} s, context {}",
+            "loaded {} ({}, {} layers, {:.1} MB) on {} ({:?}) in {:.2} s, context {} ({} KV \
+             cache)",
             source.gguf.display(),
             cfg.arch.name(),
             cfg.layers,
@@ -53,7 +61,8 @@ pub fn load(
             loaded.gpu.info().name,
             loaded.gpu.info().backend,
             loaded.seconds,
-            loaded.context
+            loaded.context,
+            loaded.model.kv_type().name()
         );
     }
     Ok(loaded)

@@ -149,6 +149,9 @@ enum Command {
         /// KV cache positions to plan for.
         #[arg(long)]
         ctx: Option<usize>,
+        /// KV cache element type to plan for: f32 or f16 (default: f32, or `GPUPORT_KV_TYPE`).
+        #[arg(long, value_name = "TYPE", value_parser = llm::parse_kv_type)]
+        kv_type: Option<gpuport_runtime::gguf::GgmlType>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -392,7 +395,12 @@ fn main() -> ExitCode {
             system,
             sampling,
         } => chat::run(model, system, sampling),
-        Command::CanRun { model, ctx, json } => can_run::run(&model, ctx, json),
+        Command::CanRun {
+            model,
+            ctx,
+            kv_type,
+            json,
+        } => can_run::run(&model, (ctx, kv_type), json),
         Command::Recommend { max_vram_mb, json } => recommend::run(max_vram_mb, json),
         Command::Preprocess {
             path,

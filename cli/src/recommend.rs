@@ -3,6 +3,7 @@
 //! and decode speed — projected from the streaming ceiling measured now, or measured here by
 //! an earlier `generate`.
 
+use gpuport_llm::kv_cache::DEFAULT_KV_TYPE;
 use gpuport_llm::recommend::{Candidate, DeviceBudget, SpeedRecord, adapter_key, rank, speed_key};
 use gpuport_llm::{Model, ModelConfig};
 use gpuport_runtime::bench::stream_ceiling;
@@ -117,7 +118,8 @@ fn candidate(gpu: &Gpu, store: Option<&Store>, name: &str, manifest: &Value) -> 
             .as_u64()
             .map(|c| c as usize);
         let context = crate::llm::context_for(&cfg, None, wanted);
-        let plan = Model::plan(gpu, &g, &cfg, context);
+        let kv = gpuport_llm::kv_cache::default_kv_type().unwrap_or(DEFAULT_KV_TYPE);
+        let plan = Model::plan(gpu, &g, &cfg, (context, kv));
         c.weight_bytes = plan.weight_bytes;
         c.kv_bytes = Some(plan.kv_bytes);
         c.blockers = plan.blockers;

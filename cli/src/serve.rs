@@ -51,6 +51,10 @@ pub struct ServeArgs {
     /// backed by the KV pool.
     #[arg(long, value_name = "N")]
     pub ctx: Option<usize>,
+    /// KV cache element type: f32, or f16 for half the pool's memory (default: f32, or
+    /// `GPUPORT_KV_TYPE`).
+    #[arg(long, value_name = "TYPE", value_parser = crate::llm::parse_kv_type)]
+    pub kv_type: Option<gpuport_runtime::gguf::GgmlType>,
     /// The most requests waiting per priority band; past it a request gets 429 with
     /// Retry-After.
     #[arg(long, value_name = "N", default_value_t = 1024)]
@@ -176,6 +180,7 @@ pub fn run(a: ServeArgs) -> u8 {
     }
     let shape = EngineShape {
         prefill_rows: a.prefill_rows,
+        kv_type: a.kv_type,
         ..EngineShape::new(a.max_seqs, context)
     };
     let loader = LlmLoader::new(

@@ -7,6 +7,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::kernel::{Family, KernelSpec};
+use crate::quant::GgmlType;
 use crate::rowops::{NormKind, RopeParams, norm_reference, rope_reference};
 use crate::source::Reduction;
 
@@ -196,12 +197,18 @@ pub const COMBINE_COLUMNS: u32 = 32;
 /// Allowed keys per block (each must divide the workgroup size).
 pub const KB_VALUES: [u32; 4] = [8, 16, 32, 64];
 
+/// The element types a KV cache may hold (the `kv` snippet of every kernel that reads or
+/// writes one, named by its spec's `quant`): f32, and f16 (half the memory and the bytes each
+/// attention step reads, as llama.cpp's default cache; packed by hand, so no adapter feature
+/// is needed).
+pub const KV_TYPES: [GgmlType; 2] = [GgmlType::F32, GgmlType::F16];
+
 /// The decode-attention variant: `wg` threads, `kb` keys per block (`kb` divides `wg`),
-/// `neox` the RoPE pair layout.
-pub fn decode_spec(wg: u32, kb: u32, reduction: Reduction, neox: bool) -> KernelSpec {
+/// `neox` the RoPE pair layout, over a cache of `kv` values (one of [`KV_TYPES`]).
+pub fn decode_spec(wg: u32, kb: u32, reduction: Reduction, neox: bool, kv: GgmlType) -> KernelSpec {
     KernelSpec {
         family: Family::AttnDecode,
-        quant: None,
+        quant: Some(kv),
         reduction: Some(reduction),
         constants: vec![("WG", wg), ("KB", kb), ("NEOX", u32::from(neox))],
     }
@@ -280,22 +287,23 @@ pub fn combine_reference(part: &[f32], heads: usize, head_dim: u32, blocks: u32)
     out
 }
 
-/// The prefill preparation pass (`attn_prep.wgsl`): `neox` the RoPE pair layout.
-pub fn prep_spec(wg: u32, reduction: Reduction, neox: bool) -> KernelSpec {
+/// The prefill preparation pass (`attn_prep.wgsl`): `neox` the RoPE pair layout, a cache of
+/// `kv` values.
+pub fn prep_spec(wg: u32, reduction: Reduction, neox: bool, kv: GgmlType) -> KernelSpec {
     KernelSpec {
         family: Family::AttnPrep,
-        quant: None,
+        quant: Some(kv),
         reduction: Some(reduction),
         constants: vec![("WG", wg), ("NEOX", u32::from(neox))],
     }
 }
 
 /// The per-row causal pass (`attn_prefill.wgsl`) for heads of `head_dim` values (a multiple of
-/// 4) in blocks of `keys` keys ([`row_keys`]).
-pub fn prefill_spec(head_dim: u32, keys: u32) -> KernelSpec {
+/// 4) in blocks of `keys` keys ([`row_keys`]), over a cache of `kv` values.
+pub fn prefill_spec(head_dim: u32, keys: u32, kv: GgmlType) -> KernelSpec {
     KernelSpec {
         family: Family::AttnPrefill,
-        quant: None,
+        quant: Some(kv),
         reduction: None,
         constants: vec![("HD", head_dim), ("KB", keys)],
     }
@@ -307,11 +315,11 @@ pub const TILE_HEAD_DIMS: [u32; 3] = [64, 128, 256];
 
 /// The tiled prefill pass for `head_dim` (one of [`TILE_HEAD_DIMS`]) with `keys` keys per
 /// block (one of [`TILE_KEYS`]): tiles of [`tile_rows`] rows of one sequence at consecutive
-/// positions.
-pub fn tiles_spec(head_dim: u32, keys: u32) -> KernelSpec {
+/// positions, over a cache of `kv` values.
+pub fn tiles_spec(head_dim: u32, keys: u32, kv: GgmlType) -> KernelSpec {
     KernelSpec {
         family: Family::AttnTiles,
-        quant: None,
+        quant: Some(kv),
         reduction: None,
         constants: vec![("HD", head_dim), ("BK", keys)],
     }
@@ -319,11 +327,11 @@ pub fn tiles_spec(head_dim: u32, keys: u32) -> KernelSpec {
 
 /// The tiled prefill pass on cooperative matrices (`attn_coop.wgsl`: tensor cores, f16
 /// operands, f32 sums) for `head_dim` (one of [`TILE_HEAD_DIMS`]): tiles of [`tile_rows`]
-/// rows, blocks of [`coop_tile_keys`] keys.
-pub fn coop_tiles_spec(head_dim: u32) -> KernelSpec {
+/// rows, blocks of [`coop_tile_keys`] keys, over a cache of `kv` values.
+pub fn coop_tiles_spec(head_dim: u32, kv: GgmlType) -> KernelSpec {
     KernelSpec {
         family: Family::AttnCoop,
-        quant: None,
+        quant: Some(kv),
         reduction: None,
         constants: vec![("HD", head_dim), ("BK", coop_tile_keys(head_dim))],
     }

@@ -89,7 +89,9 @@ pub fn all_specs() -> Vec<KernelSpec> {
         out.extend(dequant::WG_VALUES.map(|wg| dequant::embed_spec(ty, wg)));
     }
     out.extend([false, true].map(gemm::splits_spec));
-    out.extend(attention::TILE_HEAD_DIMS.map(attention::coop_tiles_spec));
+    for kv in attention::KV_TYPES {
+        out.extend(attention::TILE_HEAD_DIMS.map(|hd| attention::coop_tiles_spec(hd, kv)));
+    }
     for input in gemm::INPUTS {
         out.extend([false, true].map(|v4| gemm::x16_spec(input, v4)));
     }
@@ -98,31 +100,35 @@ pub fn all_specs() -> Vec<KernelSpec> {
     out.extend(vision::all_specs());
     out.extend(sample::Stage::ALL.map(sample::spec));
     for wg in attention::WG_VALUES {
-        for kb in attention::KB_VALUES.into_iter().filter(|kb| wg % kb == 0) {
-            for neox in [false, true] {
-                out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, kb, r, neox)));
-            }
-        }
         for blocks in [false, true] {
             out.extend(Reduction::ALL.map(|r| attention::combine_spec(wg, r, blocks)));
         }
-        for neox in [false, true] {
-            out.extend(Reduction::ALL.map(|r| attention::prep_spec(wg, r, neox)));
-        }
     }
-    // The per-row causal pass at the head dims of the layouts served, at 48 and 16 KiB of
-    // workgroup memory.
-    for hd in [64, 80, 128, 256] {
-        for limit in [48 << 10, 16 << 10] {
-            if let Some(kb) = attention::row_keys(hd, limit) {
-                out.push(attention::prefill_spec(hd, kb));
+    for kv in attention::KV_TYPES {
+        for wg in attention::WG_VALUES {
+            for kb in attention::KB_VALUES.into_iter().filter(|kb| wg % kb == 0) {
+                for neox in [false, true] {
+                    out.extend(Reduction::ALL.map(|r| attention::decode_spec(wg, kb, r, neox, kv)));
+                }
+            }
+            for neox in [false, true] {
+                out.extend(Reduction::ALL.map(|r| attention::prep_spec(wg, r, neox, kv)));
             }
         }
-    }
-    for hd in attention::TILE_HEAD_DIMS {
-        for k in attention::TILE_KEYS {
-            if attention::tiles_variant(hd, k) {
-                out.push(attention::tiles_spec(hd, k));
+        // The per-row causal pass at the head dims of the layouts served, at 48 and 16 KiB of
+        // workgroup memory.
+        for hd in [64, 80, 128, 256] {
+            for limit in [48 << 10, 16 << 10] {
+                if let Some(kb) = attention::row_keys(hd, limit) {
+                    out.push(attention::prefill_spec(hd, kb, kv));
+                }
+            }
+        }
+        for hd in attention::TILE_HEAD_DIMS {
+            for k in attention::TILE_KEYS {
+                if attention::tiles_variant(hd, k) {
+                    out.push(attention::tiles_spec(hd, k, kv));
+                }
             }
         }
     }

@@ -97,6 +97,8 @@ fn file(path: &str) -> Option<&'static str> {
         "quant/q5_k.wgsl" => include_str!("wgsl/quant/q5_k.wgsl"),
         "quant/q6_k.wgsl" => include_str!("wgsl/quant/q6_k.wgsl"),
         "coop_weights/any.wgsl" => include_str!("wgsl/coop_weights/any.wgsl"),
+        "kv/f32.wgsl" => include_str!("wgsl/kv/f32.wgsl"),
+        "kv/f16.wgsl" => include_str!("wgsl/kv/f16.wgsl"),
         "coop_weights/q4_k.wgsl" => include_str!("wgsl/coop_weights/q4_k.wgsl"),
         "q8dot/k_pairs.wgsl" => include_str!("wgsl/q8dot/k_pairs.wgsl"),
         "q8dot/qh5.wgsl" => include_str!("wgsl/q8dot/qh5.wgsl"),
@@ -157,9 +159,19 @@ pub fn coop_reads_heads(ty: GgmlType) -> bool {
     ty == GgmlType::Q4K
 }
 
+/// The KV cache element snippet of the attention kernels (`kv`): the cache's type, F32 or F16
+/// ([`crate::attention::KV_TYPES`]); `None` is F32.
+fn kv_file(ty: Option<GgmlType>) -> &'static str {
+    match ty {
+        Some(GgmlType::F16) => "kv/f16.wgsl",
+        _ => "kv/f32.wgsl",
+    }
+}
+
 /// Expands `//!include` lines of `path`: `quant` (the type's decoder), `q8dot` (its int8 dot
 /// product, `gemv_q8.wgsl`), `coop_weights` (the tensor-core GEMM's weight step: Q4_K's reads
-/// the block head as one vec4, every other type's is `step_weights`), `reduce` (row groups)
+/// the block head as one vec4, every other type's is `step_weights`), `kv` (the attention
+/// kernels' KV cache element, `quant` naming it), `reduce` (row groups)
 /// and `wgreduce` (whole workgroup) name the snippet chosen by the arguments, anything else a
 /// file. Each file is included once.
 pub fn assemble(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>) -> String {
@@ -180,6 +192,7 @@ fn expand(
         ("quant", Some(ty), _) => quant_file(ty).to_owned(),
         ("q8dot", Some(ty), _) => quant_file(ty).replacen("quant/", "q8dot/", 1),
         ("coop_weights", Some(ty), _) => coop_weights_file(ty).to_owned(),
+        ("kv", ty, _) => kv_file(ty).to_owned(),
         ("reduce", _, Some(r)) => format!("reduce/{}.wgsl", r.name()),
         ("wgreduce", _, Some(r)) => format!("wgreduce/{}.wgsl", r.name()),
         _ => path.to_owned(),

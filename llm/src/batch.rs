@@ -245,7 +245,7 @@ impl<'m> Batch<'m> {
             c,
             (shape.slots, shape.seq_capacity),
             shape.pages,
-            page,
+            (page, model.kv_type()),
         )?;
         let token_stride = (shape.seq_capacity + 1).div_ceil(LOGITS_ALIGN) * LOGITS_ALIGN;
         let u32s = |n: usize, what: &str| gpu.upload(&vec![0u8; 4 * n], Elem::U32, &[n], what);

@@ -56,6 +56,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use gpuport_kernels::quant::GgmlType;
 use gpuport_runtime::GpuOptions;
 use gpuport_scheduler::{
     Engine, EngineFailure, EngineLoader, JobId, LoadFailure, Progress, Refusal,
@@ -143,6 +144,9 @@ pub struct EngineShape {
     pub prefill_rows: usize,
     /// Finished sequences kept open for prefix sharing.
     pub retained: usize,
+    /// The KV pool's element type (f32 or f16); `None`: the loader's default
+    /// ([`crate::kv_cache::default_kv_type`]).
+    pub kv_type: Option<GgmlType>,
 }
 
 impl EngineShape {
@@ -155,6 +159,7 @@ impl EngineShape {
             pages: slots * context.div_ceil(DEFAULT_PAGE),
             prefill_rows: 256,
             retained: slots,
+            kv_type: None,
         }
     }
 }
@@ -780,7 +785,8 @@ impl EngineLoader for LlmLoader {
             return Err(LoadFailure::UnknownModel);
         };
         let shape = self.shape;
-        let loaded = loader::load(source, &self.gpu, Some(shape.context), false, &|_| {})
+        let sizes = (Some(shape.context), shape.kv_type);
+        let loaded = loader::load(source, &self.gpu, sizes, false, &|_| {})
             .map_err(|e| LoadFailure::Failed(e.to_string()))?;
         let batch_shape = BatchShape {
             slots: shape.slots + shape.retained,

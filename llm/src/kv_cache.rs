@@ -1,5 +1,7 @@
 //! The paged KV cache (the MLC `create_kv_cache` role). A [`KvPool`] holds, per layer, a pool of
-//! key pages and a pool of value pages (`[pages, page, kv_heads, head_dim]` f32) shared by every
+//! key pages and a pool of value pages (`[pages, page, kv_heads, head_dim]`, f32 or f16:
+//! [`gpuport_kernels::attention::KV_TYPES`]; f16 halves the memory and what attention reads,
+//! and rounds each key and value once, as llama.cpp's default cache does) shared by every
 //! sequence of a model, one free list of pages, and one page-table buffer in which each sequence
 //! slot owns a stretch (logical page → pool page; on the GPU and mirrored here). The attention
 //! kernels resolve positions through the tables (`attn_pages.wgsl`), so a sequence's pages need
@@ -19,9 +21,11 @@
 //! The pools are allocated when the pool is made (WebGPU buffers do not grow in place, and a
 //! pool is one binding per layer and kind).
 
-use gpuport_kernels::attention::PAGE_MULTIPLE;
+use gpuport_kernels::attention::{KV_TYPES, PAGE_MULTIPLE};
+use gpuport_kernels::quant::GgmlType;
 
 use super::arch::ModelConfig;
+use super::error::LlmError;
 use gpuport_runtime::device::Gpu;
 use gpuport_runtime::error::GpuError;
 use gpuport_runtime::ops::KvLayer;
@@ -31,10 +35,66 @@ use gpuport_runtime::tensor::{Elem, Tensor};
 /// whole key blocks of up to 64 keys).
 pub const DEFAULT_PAGE: usize = PAGE_MULTIPLE as usize;
 
-/// Bytes of the key and value pools of a cache of `capacity` positions in pages of `page`.
-pub fn pool_bytes(cfg: &ModelConfig, capacity: usize, page: usize) -> u64 {
+/// The KV cache element type unless asked otherwise: f32 (the llama.cpp fixtures of
+/// `llm_reference` are taken with an f32 cache, and every speed figure in docs/performance.md
+/// before v36 is on one). f16 ([`Model::load_with_kv`](crate::Model::load_with_kv),
+/// `--kv-type f16`, [`KV_TYPE_ENV`]) halves the cache.
+pub const DEFAULT_KV_TYPE: GgmlType = GgmlType::F32;
+
+/// The environment variable that sets the KV cache type of the models loaded
+/// ([`default_kv_type`]): `f32` or `f16`.
+pub const KV_TYPE_ENV: &str = "GPUPORT_KV_TYPE";
+
+/// A KV cache type by name: `f32` or `f16` (case-insensitive).
+pub fn parse_kv_type(name: &str) -> Result<GgmlType, LlmError> {
+    KV_TYPES
+        .into_iter()
+        .find(|t| t.name().eq_ignore_ascii_case(name.trim()))
+        .ok_or_else(|| {
+            LlmError::Request(format!(
+                "KV cache type {name:?} (one of {})",
+                KV_TYPES.map(|t| t.name()).join(", ")
+            ))
+        })
+}
+
+/// `kv` when a cache can hold it (one of [`KV_TYPES`]), else the error naming those.
+pub fn check_kv_type(kv: GgmlType) -> Result<GgmlType, LlmError> {
+    parse_kv_type(kv.name())
+}
+
+/// The KV cache type a model loads with: [`KV_TYPE_ENV`] when set (an error naming it when it
+/// is not a type [`parse_kv_type`] takes), else [`DEFAULT_KV_TYPE`].
+pub fn default_kv_type() -> Result<GgmlType, LlmError> {
+    match std::env::var(KV_TYPE_ENV) {
+        Ok(v) => parse_kv_type(&v).map_err(|e| LlmError::Request(format!("{KV_TYPE_ENV}: {e}"))),
+        Err(_) => Ok(DEFAULT_KV_TYPE),
+    }
+}
+
+/// Bytes of the key and value pools of a cache of `capacity` positions in pages of `page`
+/// holding `kv` values (f32 or f16).
+pub fn pool_bytes(cfg: &ModelConfig, capacity: usize, page: usize, kv: GgmlType) -> u64 {
     let positions = capacity.div_ceil(page.max(1)) * page;
-    2 * (cfg.layers * positions * cfg.kv_dim() * 4) as u64
+    2 * (cfg.layers * positions * cfg.kv_dim() * kv_value_bytes(kv)) as u64
+}
+
+/// Bytes of one cached value of type `kv`: 2 for F16, else 4.
+fn kv_value_bytes(kv: GgmlType) -> usize {
+    if kv == GgmlType::F16 { 2 } else { 4 }
+}
+
+/// The tensor element of a cache of `kv` values, or the error naming the types a cache takes.
+fn kv_elem(kv: GgmlType) -> Result<Elem, GpuError> {
+    match kv {
+        GgmlType::F32 => Ok(Elem::F32),
+        GgmlType::F16 => Ok(Elem::F16),
+        _ => Err(shape(format!(
+            "a KV cache of {} values (it holds {})",
+            kv.name(),
+            KV_TYPES.map(|t| t.name()).join(" or ")
+        ))),
+    }
 }
 
 /// Page-table entries a slot's stretch is rounded up to: 64 entries are 256 bytes, the largest
@@ -72,6 +132,8 @@ pub struct KvPool {
     seq_capacity: usize,
     /// Elements of one position's keys (all KV heads).
     kv_dim: usize,
+    /// The element type of the pools.
+    kv: GgmlType,
 }
 
 /// What went wrong with a pool request.
@@ -80,15 +142,17 @@ fn shape(what: String) -> GpuError {
 }
 
 impl KvPool {
-    /// A pool of `pages` pages of `page` positions (a positive multiple of 64) for model `cfg`,
-    /// with `slots` sequence slots of up to `seq_capacity` positions each.
+    /// A pool of `pages` pages of `page` positions (a positive multiple of 64) of `kv` values
+    /// (one of [`KV_TYPES`]) for model `cfg`, with `slots` sequence slots of up to
+    /// `seq_capacity` positions each.
     pub fn new(
         gpu: &Gpu,
         cfg: &ModelConfig,
         (slots, seq_capacity): (usize, usize),
         pages: usize,
-        page: usize,
+        (page, kv): (usize, GgmlType),
     ) -> Result<KvPool, GpuError> {
+        let elem = kv_elem(kv)?;
         if seq_capacity == 0 || slots == 0 || page == 0 || !page.is_multiple_of(DEFAULT_PAGE) {
             return Err(shape(format!(
                 "a KV pool of {slots} sequences of {seq_capacity} positions in pages of {page} \
@@ -107,8 +171,8 @@ impl KvPool {
         let layers = (0..cfg.layers)
             .map(|i| {
                 Ok((
-                    gpu.zeros_f32(&[n], &format!("key pages {i}"))?,
-                    gpu.zeros_f32(&[n], &format!("value pages {i}"))?,
+                    gpu.zeros(elem, &[n], &format!("key pages {i}"))?,
+                    gpu.zeros(elem, &[n], &format!("value pages {i}"))?,
                 ))
             })
             .collect::<Result<_, GpuError>>()?;
@@ -130,7 +194,13 @@ impl KvPool {
             page,
             seq_capacity,
             kv_dim: cfg.kv_dim(),
+            kv,
         })
+    }
+
+    /// The element type the pools hold.
+    pub fn kv_type(&self) -> GgmlType {
+        self.kv
     }
 
     /// Whether this pool has the layers and KV width of model `cfg`.
@@ -329,7 +399,7 @@ impl KvPool {
 
     /// Copies the first `rows` positions of pool page `from` to page `to` in every layer.
     fn copy_page(&self, gpu: &Gpu, from: u32, to: u32, rows: usize) {
-        let row_bytes = (self.kv_dim * 4) as u64;
+        let row_bytes = (self.kv_dim * kv_value_bytes(self.kv)) as u64;
         let page_bytes = self.page as u64 * row_bytes;
         let bytes = rows as u64 * row_bytes;
         if bytes == 0 {
@@ -416,12 +486,12 @@ pub struct KvCache {
 
 impl KvCache {
     /// A cache of `capacity` positions in pages of `page` positions (a positive multiple of
-    /// 64) for the model `cfg`.
+    /// 64) of `kv` values (one of [`KV_TYPES`]) for the model `cfg`.
     pub fn new(
         gpu: &Gpu,
         cfg: &ModelConfig,
         capacity: usize,
-        page: usize,
+        (page, kv): (usize, GgmlType),
     ) -> Result<KvCache, GpuError> {
         if capacity == 0 || page == 0 || !page.is_multiple_of(DEFAULT_PAGE) {
             return Err(shape(format!(
@@ -429,7 +499,8 @@ impl KvCache {
                  {DEFAULT_PAGE})"
             )));
         }
-        let mut pool = KvPool::new(gpu, cfg, (1, capacity), capacity.div_ceil(page), page)?;
+        let pages = capacity.div_ceil(page);
+        let mut pool = KvPool::new(gpu, cfg, (1, capacity), pages, (page, kv))?;
         let seq = pool.open()?;
         let table = pool.seq_table(seq);
         Ok(KvCache { pool, seq, table })
@@ -458,6 +529,11 @@ impl KvCache {
     /// Positions per page.
     pub fn page(&self) -> usize {
         self.pool.page()
+    }
+
+    /// The element type the cache holds.
+    pub fn kv_type(&self) -> GgmlType {
+        self.pool.kv_type()
     }
 
     /// Pool page of each backed logical page, in order.

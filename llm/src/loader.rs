@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use gpuport_kernels::quant::GgmlType;
 use gpuport_manifest_core::bundle::resolve_inside;
 use gpuport_manifest_core::document::{self, Opened};
 use gpuport_manifest_core::fileref::FileLocation;
@@ -326,16 +327,21 @@ pub enum LoadStage {
 }
 
 /// Opens the GPU (`gpu`: which adapter, and how) and loads `source` with a KV cache plan for
-/// `context` positions (the user's; else the bundle's, capped by the model). With
+/// `context` positions (the user's; else the bundle's, capped by the model) of `kv` values (the
+/// user's; else [`crate::kv_cache::default_kv_type`]). With
 /// `need_template`, a file without a chat template is refused before the GPU is touched.
 /// `stage` hears each stage as it starts.
 pub fn load(
     source: &Source,
     gpu: &GpuOptions,
-    context: Option<usize>,
+    (context, kv): (Option<usize>, Option<GgmlType>),
     need_template: bool,
     stage: &dyn Fn(LoadStage),
 ) -> Result<Loaded, LoadError> {
+    let kv = match kv {
+        Some(kv) => kv,
+        None => crate::kv_cache::default_kv_type()?,
+    };
     let started = Instant::now();
     stage(LoadStage::Reading);
     let g = Gguf::open(&source.gguf)?;
@@ -349,7 +355,7 @@ pub fn load(
     let tokenizer = Tokenizer::from_gguf(&g).map_err(|e| LlmError::Tokenizer(e.0))?;
     let template = ChatTemplate::from_gguf(&g, &tokenizer)?;
     stage(LoadStage::Uploading(g.file_bytes()));
-    let model = Model::load(&gpu, &g, context)?;
+    let model = Model::load_with_kv(&gpu, &g, context, kv)?;
     let stop = stop_tokens(&tokenizer);
     Ok(Loaded {
         gpu,

@@ -13,7 +13,7 @@ use gpuport_kernels::sample;
 
 use super::arch::ModelConfig;
 use super::error::LlmError;
-use super::kv_cache::SeqKv;
+use super::kv_cache::{self, SeqKv};
 use super::weights::{self, InputNorm, LoadPlan, Projections, Weights};
 use gpuport_gguf::Gguf;
 use gpuport_runtime::device::Gpu;
@@ -91,6 +91,8 @@ pub struct Model {
     int8_min_attn_out: u64,
     /// [`FOLD_MAX_BLOCKS`] or its override.
     fold_max_blocks: u32,
+    /// The element type of the KV caches its sessions and batches make.
+    kv_type: GgmlType,
 }
 
 /// How decode attention's combining pass hands the heads to the output projection.
@@ -215,10 +217,16 @@ impl Model {
     }
 
     /// Reads the configuration, checks the plan against the adapter (every blocker reported),
-    /// and uploads the weights.
+    /// and uploads the weights. Its KV caches hold [`kv_cache::default_kv_type`] values.
     pub fn load(gpu: &Gpu, g: &Gguf, ctx: usize) -> Result<Model, LlmError> {
+        Model::load_with_kv(gpu, g, ctx, kv_cache::default_kv_type()?)
+    }
+
+    /// [`Model::load`] with KV caches of `kv` values (one of
+    /// [`gpuport_kernels::attention::KV_TYPES`]: f32, or f16 for half the cache memory).
+    pub fn load_with_kv(gpu: &Gpu, g: &Gguf, ctx: usize, kv: GgmlType) -> Result<Model, LlmError> {
         let cfg = ModelConfig::from_gguf(g)?;
-        let plan = Model::plan(gpu, g, &cfg, ctx);
+        let plan = Model::plan(gpu, g, &cfg, (ctx, kv));
         if !plan.blockers.is_empty() {
             return Err(LlmError::CannotRun(plan.blockers));
         }
@@ -246,7 +254,13 @@ impl Model {
             int8_min_bytes: ops::env_or("GPUPORT_INT8_MIN_BYTES", int8_min_stack_bytes(gpu)),
             int8_min_attn_out: ops::env_or("GPUPORT_INT8_MIN_BYTES", INT8_MIN_STACK_BYTES),
             fold_max_blocks: ops::env_or("GPUPORT_FOLD_MAX_BLOCKS", FOLD_MAX_BLOCKS),
+            kv_type: kv_cache::check_kv_type(kv)?,
         })
+    }
+
+    /// The element type of the KV caches this model's sessions and batches make.
+    pub fn kv_type(&self) -> GgmlType {
+        self.kv_type
     }
 
     /// The model with its projections taking int8 input from `bytes` of weights on (see
@@ -260,9 +274,10 @@ impl Model {
         }
     }
 
-    /// What loading would take here, with blockers and warnings (`gpuport can-run`).
-    pub fn plan(gpu: &Gpu, g: &Gguf, cfg: &ModelConfig, ctx: usize) -> LoadPlan {
-        let mut p = weights::plan(cfg, g, gpu, ctx);
+    /// What loading with a KV cache of `ctx` positions of `kv` values would take here, with
+    /// blockers and warnings (`gpuport can-run`).
+    pub fn plan(gpu: &Gpu, g: &Gguf, cfg: &ModelConfig, (ctx, kv): (usize, GgmlType)) -> LoadPlan {
+        let mut p = weights::plan(cfg, g, gpu, (ctx, kv));
         if cfg.final_cap != 0.0 {
             p.blockers
                 .push("final logit soft-capping is not implemented".to_string());

@@ -115,7 +115,7 @@ impl<'m> Program<'m> {
             self.gpu,
             &self.model.cfg,
             capacity,
-            DEFAULT_PAGE,
+            (DEFAULT_PAGE, self.model.kv_type()),
         )?)
     }
 

@@ -237,7 +237,7 @@ impl<'m> Session<'m> {
         Ok(Session {
             gpu,
             model,
-            kv: KvCache::new(gpu, &model.cfg, ctx, DEFAULT_PAGE)?,
+            kv: KvCache::new(gpu, &model.cfg, ctx, (DEFAULT_PAGE, model.kv_type()))?,
             scratch: Scratch::new(gpu, &model.cfg, ctx)?,
             batch: None,
             cached: Vec::new(),

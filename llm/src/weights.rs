@@ -159,11 +159,13 @@ fn check(g: &Gguf, n: &Need) -> Result<(), GgufError> {
     }
 }
 
-/// What loading `g` with a KV cache of `ctx` positions would take on `gpu`, with every blocker.
-pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, ctx: usize) -> LoadPlan {
+/// What loading `g` with a KV cache of `ctx` positions of `kv` values would take on `gpu`, with
+/// every blocker.
+pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, (ctx, kv): (usize, GgmlType)) -> LoadPlan {
     let limits = gpu.limits();
+    let kv_bytes = super::kv_cache::pool_bytes(cfg, ctx, super::kv_cache::DEFAULT_PAGE, kv);
     let mut p = LoadPlan {
-        kv_bytes: super::kv_cache::pool_bytes(cfg, ctx, super::kv_cache::DEFAULT_PAGE),
+        kv_bytes,
         ..LoadPlan::default()
     };
     for n in needs(cfg, g) {
@@ -186,8 +188,7 @@ pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, ctx: usize) -> LoadPlan {
             ));
         }
     }
-    let kv_layer = super::kv_cache::pool_bytes(cfg, ctx, super::kv_cache::DEFAULT_PAGE)
-        / (2 * cfg.layers.max(1) as u64);
+    let kv_layer = kv_bytes / (2 * cfg.layers.max(1) as u64);
     if kv_layer > limits.max_storage_buffer_binding_size {
         p.blockers.push(format!(
             "a KV cache of {ctx} positions needs {kv_layer}-byte bindings per layer, the adapter \

@@ -9,6 +9,7 @@
 
 use gpuport_testing as support;
 
+use gpuport_kernels::quant::GgmlType;
 use gpuport_llm::model::INT8_MIN_STACK_BYTES;
 use gpuport_llm::{Model, Program, Request, Sampling, Session, StopReason};
 use gpuport_runtime::Gpu;
@@ -61,19 +62,39 @@ fn rope(x: &mut [f64], heads: usize, pos: usize, neox: bool) {
 
 /// The CPU forward pass over `tokens`: the logits after each position.
 fn cpu_logits(v: &std::collections::HashMap<String, Vec<f32>>, tokens: &[u32]) -> Vec<Vec<f64>> {
+    cpu_logits_cached(v, tokens, GgmlType::F32)
+}
+
+/// [`cpu_logits`] with a KV cache of `kv` values: each key and value rounded to f16 as an f16
+/// cache stores it, or kept exact.
+fn cpu_logits_cached(
+    v: &std::collections::HashMap<String, Vec<f32>>,
+    tokens: &[u32],
+    kv: GgmlType,
+) -> Vec<Vec<f64>> {
     let table = &v["token_embd.weight"];
     let rows: Vec<Vec<f32>> = tokens
         .iter()
         .map(|&t| table[t as usize * EMBD..(t as usize + 1) * EMBD].to_vec())
         .collect();
-    cpu_logits_of_rows(v, &rows)
+    cpu_logits_of_rows(v, &rows, kv)
 }
 
-/// The CPU forward pass from embedding rows (one per position).
+/// The CPU forward pass from embedding rows (one per position), over a KV cache of `kv` values.
 fn cpu_logits_of_rows(
     v: &std::collections::HashMap<String, Vec<f32>>,
     rows: &[Vec<f32>],
+    kv: GgmlType,
 ) -> Vec<Vec<f64>> {
+    let cached = |x: Vec<f64>| -> Vec<f64> {
+        match kv {
+            GgmlType::F16 => x
+                .into_iter()
+                .map(|v| half::f16::from_f64(v).to_f64())
+                .collect(),
+            _ => x,
+        }
+    };
     let g = |n: &str| &v[n];
     // The qwen2 build: biases on q, k, v and NEOX RoPE.
     let qwen2 = v.contains_key("blk.0.attn_q.bias");
@@ -101,8 +122,8 @@ fn cpu_logits_of_rows(
             add_bias(&mut vv, l, "attn_v");
             rope(&mut q, HEADS, pos, qwen2);
             rope(&mut k, KV_HEADS, pos, qwen2);
-            keys[l].push(k);
-            vals[l].push(vv);
+            keys[l].push(cached(k));
+            vals[l].push(cached(vv));
             let mut attn = vec![0.0; HEADS * HD];
             for hq in 0..HEADS {
                 let kvh = hq / (HEADS / KV_HEADS);
@@ -348,6 +369,89 @@ fn tiny_qwen2_matches_the_cpu_forward_pass() {
     assert_eq!(got.tokens, cpu_greedy(&values, &prompt, 6));
 }
 
+/// A KV cache of f16 values (`Model::load_with_kv`): the logits after every prefix (prompts in
+/// batches and token by token) match the f64 CPU forward pass whose keys and values are
+/// rounded to f16 as the cache stores them; greedy decoding equals that pass's argmax chain;
+/// and sequences of different lengths decoded in shared forwards (the per-row causal pass over
+/// the pool) give each the session's ids (the one-row decode kernel, which scores the new key
+/// as the cache will hold it), their pages back in the pool after.
+#[test]
+fn tiny_llama_on_an_f16_cache_matches_the_cpu_forward_pass() {
+    use gpuport_llm::{Batch, BatchShape, DecodeItem, PrefillItem};
+    let Some(gpu) = support::gpu() else { return };
+    let (bytes, values) = build();
+    let g = Gguf::parse(bytes).unwrap();
+    let ctx = 32;
+    let model = Model::load_with_kv(&gpu, &g, ctx, GgmlType::F16)
+        .unwrap()
+        .with_int8_min_bytes(INT8_MIN_STACK_BYTES);
+    assert_eq!(model.kv_type(), GgmlType::F16);
+    let mut session = Session::new(&gpu, &model, ctx).unwrap();
+    let prompt = [5u32, 77, 123, 9, 250];
+    let cpu = cpu_logits_cached(&values, &prompt, GgmlType::F16);
+    for batched in [true, false] {
+        session.batched_prefill = Some(batched);
+        for n in 1..=prompt.len() {
+            session.reset();
+            let got = session.logits(&prompt[..n]).unwrap();
+            let what = format!("f16 cache, prefix {n}, batched {batched}");
+            assert_logits_close(&got, &cpu[n - 1], &what);
+        }
+    }
+    session.batched_prefill = None;
+    let greedy = |session: &mut Session<'_>, prompt: &[u32], n: usize| {
+        session.reset();
+        let request = Request {
+            prompt,
+            max_tokens: n,
+            stop: &[],
+            sampling: Sampling::GREEDY,
+        };
+        session.generate(&request, |_| true).unwrap().tokens
+    };
+    let want = cpu_greedy_cached(&values, &prompt, 8, GgmlType::F16);
+    assert_eq!(greedy(&mut session, &prompt, 8), want, "f16 cache, greedy");
+
+    let shape = BatchShape {
+        slots: 4,
+        seq_capacity: ctx,
+        pages: 4,
+        max_rows: 16,
+    };
+    let mut batch = Batch::new(&gpu, &model, shape).unwrap();
+    assert_eq!(batch.pool().kv_type(), GgmlType::F16);
+    let ps = prompts(3, 19);
+    let seqs: Vec<_> = ps.iter().map(|_| batch.open().unwrap()).collect();
+    let items: Vec<PrefillItem<'_>> = seqs
+        .iter()
+        .zip(&ps)
+        .map(|(s, p)| PrefillItem {
+            seq: *s,
+            tokens: p,
+            sample: Some(Sampling::GREEDY),
+        })
+        .collect();
+    let first = batch.prefill(&items).unwrap();
+    let steps: Vec<DecodeItem<'_>> = seqs
+        .iter()
+        .map(|s| DecodeItem {
+            seq: *s,
+            sample: Sampling::GREEDY,
+            stop: &[],
+        })
+        .collect();
+    let decoded = batch.decode(&steps, 5).unwrap();
+    for (i, p) in ps.iter().enumerate() {
+        let mut got = vec![first[i].unwrap()];
+        got.extend(&decoded[i].ids);
+        assert_eq!(got, greedy(&mut session, p, 6), "f16 cache, sequence {i}");
+    }
+    for s in seqs {
+        batch.close(s).unwrap();
+    }
+    assert_eq!(batch.pool().free_pages(), shape.pages, "pages returned");
+}
+
 /// Past `FOLD_MAX_BLOCKS` (16) key blocks per head (512 keys of 64-element heads) decode
 /// attention's combining pass runs on its own instead of inside the output projection: logits
 /// at a context on each side of that switch (the cache carried across, so the second call
@@ -426,7 +530,7 @@ fn tiny_llama_roles_match_the_cpu_forward_pass() {
         .map(|i| got[i * EMBD..(i + 1) * EMBD].to_vec())
         .collect();
     rows.extend(mixed.iter().cloned());
-    let cpu = cpu_logits_of_rows(&values, &rows);
+    let cpu = cpu_logits_of_rows(&values, &rows, GgmlType::F32);
     kv.truncate(0);
     // Token by token this time (the embeddings rows are views either way).
     program.batched_prefill = Some(false);
@@ -542,9 +646,19 @@ fn cpu_greedy(
     seq: &[u32],
     n: usize,
 ) -> Vec<u32> {
+    cpu_greedy_cached(values, seq, n, GgmlType::F32)
+}
+
+/// [`cpu_greedy`] over a KV cache of `kv` values.
+fn cpu_greedy_cached(
+    values: &std::collections::HashMap<String, Vec<f32>>,
+    seq: &[u32],
+    n: usize,
+    kv: GgmlType,
+) -> Vec<u32> {
     let mut s = seq.to_vec();
     for _ in 0..n {
-        let l = cpu_logits(values, &s);
+        let l = cpu_logits_cached(values, &s, kv);
         s.push(argmax(l.last().unwrap()));
     }
     s[seq.len()..].to_vec()

@@ -211,13 +211,30 @@ impl Gpu {
 
     /// A zero-filled f32 tensor.
     pub fn zeros_f32(&self, shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
+        self.zeros(Elem::F32, shape, what)
+    }
+
+    /// A zero-filled tensor of f32, f16, i32 or u32 elements (GGUF blocks have no element
+    /// size: refused).
+    pub fn zeros(&self, elem: Elem, shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
+        let size = match elem {
+            Elem::F32 | Elem::I32 | Elem::U32 => 4,
+            Elem::F16 => 2,
+            Elem::Ggml(ty) => {
+                return Err(GpuError::Shape(format!(
+                    "a zero-filled {what} of {} blocks (zeros are f32, f16, i32 or u32)",
+                    ty.name()
+                )));
+            }
+        };
         let elems: usize = shape.iter().product();
-        let buffer = self.storage_buffer(4 * elems as u64, what)?;
+        let bytes = size * elems as u64;
+        let buffer = self.storage_buffer(bytes, what)?;
         let t = Tensor {
             buffer,
             offset: 0,
-            bytes: 4 * elems as u64,
-            elem: Elem::F32,
+            bytes,
+            elem,
             shape: shape.to_vec(),
         };
         let mut enc = self.device.create_command_encoder(&Default::default());

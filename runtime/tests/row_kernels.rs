@@ -6,7 +6,8 @@
 
 use gpuport_testing as support;
 
-use gpuport_kernels::attention;
+use gpuport_kernels::attention::{self, KV_TYPES};
+use gpuport_kernels::quant::GgmlType;
 use gpuport_kernels::rowops::{self, ElementOp, NormKind, RopeParams};
 use gpuport_runtime::{Elem, Gpu, Recorder, ops};
 
@@ -17,6 +18,54 @@ fn close(got: &[f32], want: &[f32], rel: f32, what: &str) {
             (g - w).abs() <= rel * w.abs().max(1.0),
             "{what}: element {i}: GPU {g} CPU {w}"
         );
+    }
+}
+
+/// `x` as a cache of `kv` values holds it: f32 unchanged, f16 rounded to nearest even (WGSL's
+/// `pack2x16float` may take either neighbour: the tests compare rounded values within an ulp).
+fn as_cached(x: &[f32], kv: GgmlType) -> Vec<f32> {
+    match kv {
+        GgmlType::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
+        _ => x.to_vec(),
+    }
+}
+
+/// A pool of f32 values uploaded as a cache of `kv` values.
+fn upload_cache(gpu: &Gpu, pool: &[f32], kv: GgmlType, what: &str) -> gpuport_runtime::Tensor {
+    match kv {
+        GgmlType::F16 => {
+            let bits: Vec<u16> = pool
+                .iter()
+                .map(|v| half::f16::from_f32(*v).to_bits())
+                .collect();
+            gpu.upload(bytemuck::cast_slice(&bits), Elem::F16, &[bits.len()], what)
+                .unwrap()
+        }
+        _ => gpu.upload_f32(pool, &[pool.len()], what).unwrap(),
+    }
+}
+
+/// A cache's values read back as f32.
+fn readback_cache(gpu: &Gpu, t: &gpuport_runtime::Tensor) -> Vec<f32> {
+    match t.elem {
+        Elem::F16 => gpu
+            .readback(t)
+            .unwrap()
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        _ => gpu.readback_f32(t).unwrap(),
+    }
+}
+
+/// The relative bound between a cache's values and the CPU's: `f32` for an f32 cache, at least
+/// one f16 ulp (2⁻¹⁰) for an f16 one (a value the GPU computed a little differently may round
+/// to the next half).
+fn cache_bound(f32: f32, kv: GgmlType) -> f32 {
+    if kv == GgmlType::F16 {
+        f32.max(1e-3)
+    } else {
+        f32
     }
 }
 
@@ -57,9 +106,14 @@ impl PagedCache {
             .collect()
     }
 
-    fn upload(&self, gpu: &Gpu, logical: &[f32], what: &str) -> gpuport_runtime::Tensor {
-        let pool = self.to_pool(logical);
-        gpu.upload_f32(&pool, &[pool.len()], what).unwrap()
+    fn upload(
+        &self,
+        gpu: &Gpu,
+        logical: &[f32],
+        kv: GgmlType,
+        what: &str,
+    ) -> gpuport_runtime::Tensor {
+        upload_cache(gpu, &self.to_pool(logical), kv, what)
     }
 
     fn table(&self, gpu: &Gpu) -> gpuport_runtime::Tensor {
@@ -258,7 +312,8 @@ fn decode_attention_matches() {
     // (heads, kv_heads, head_dim, n_keys, max_ctx, window, cap, norm, neox, rot): MHA, GQA 4:1
     // with a sliding window and QK-norm, a single key, a soft cap, many key blocks, a window
     // starting mid-block, partial rotation.
-    for (heads, kv_heads, head_dim, n_keys, max_ctx, window, cap, norm, neox, rot) in [
+    // Each over a cache of every element type.
+    let cases = [
         (4, 4, 64, 37, 64, 0, 0.0, QkNorm::None, false, 64),
         (8, 2, 256, 300, 512, 128, 0.0, QkNorm::Rms, true, 256),
         (3, 1, 64, 1, 8, 0, 0.0, QkNorm::None, false, 64),
@@ -266,7 +321,9 @@ fn decode_attention_matches() {
         (4, 1, 256, 1000, 1024, 0, 0.0, QkNorm::Rms, true, 256),
         (2, 2, 64, 700, 800, 301, 0.0, QkNorm::None, false, 32),
         (9, 3, 64, 129, 200, 0, 0.0, QkNorm::None, true, 48),
-    ] {
+    ];
+    for (kv_type, case) in KV_TYPES.into_iter().flat_map(|t| cases.map(|c| (t, c))) {
+        let (heads, kv_heads, head_dim, n_keys, max_ctx, window, cap, norm, neox, rot) = case;
         let (qn, kvn) = ((heads * head_dim) as usize, (kv_heads * head_dim) as usize);
         let lead = 5;
         let p = DecodeAttnParams {
@@ -301,13 +358,13 @@ fn decode_attention_matches() {
             .collect();
         let nw = support::random_f32(2 * head_dim as usize, 4);
         let cache = (max_ctx as usize) * kvn;
-        let mut k = support::random_f32(cache, 2);
-        let mut v = support::random_f32(cache, 3);
+        let mut k = as_cached(&support::random_f32(cache, 2), kv_type);
+        let mut v = as_cached(&support::random_f32(cache, 3), kv_type);
         let qkvt = gpu.upload_f32(&qkv, &[qkv.len()], "qkv").unwrap();
         let nwt = gpu.upload_f32(&nw, &[nw.len()], "qk norms").unwrap();
         let paged = PagedCache::new(max_ctx as usize, kvn);
-        let kt = paged.upload(&gpu, &k, "k");
-        let vt = paged.upload(&gpu, &v, "v");
+        let kt = paged.upload(&gpu, &k, kv_type, "k");
+        let vt = paged.upload(&gpu, &v, kv_type, "v");
         let pages = paged.table(&gpu);
         let st = gpu
             .zeros_f32(
@@ -336,20 +393,22 @@ fn decode_attention_matches() {
         });
         let (q, k_row, v_row) = prepare_reference(&p, &qkv, &nw, neox);
         let at = (n_keys as usize - 1) * kvn;
-        k[at..at + kvn].copy_from_slice(&k_row);
-        v[at..at + kvn].copy_from_slice(&v_row);
-        let what = format!("{p:?} neox {neox}");
+        k[at..at + kvn].copy_from_slice(&as_cached(&k_row, kv_type));
+        v[at..at + kvn].copy_from_slice(&as_cached(&v_row, kv_type));
+        let what = format!("{p:?} neox {neox} {} cache", kv_type.name());
         // RoPE angles are f32 on the GPU (as in llama.cpp): ~1e-7 relative error times the
         // position, and a driver's sin/cos of a large angle adds its own (Vulkan bounds them
         // only on [-pi, pi]; NVIDIA's 580 driver: 1.9e-4 at position 999).
         let rope = 1e-4 + 4e-7 * n_keys as f32;
         let positions = max_ctx as usize;
-        let got_k = paged.logical(&gpu.readback_f32(&kt).unwrap(), positions);
-        close(&got_k, &k, rope, &what);
-        let got_v = paged.logical(&gpu.readback_f32(&vt).unwrap(), positions);
-        assert_eq!(got_v, v, "{what}");
+        let got_k = paged.logical(&readback_cache(&gpu, &kt), positions);
+        close(&got_k, &k, cache_bound(rope, kv_type), &what);
+        let got_v = paged.logical(&readback_cache(&gpu, &vt), positions);
+        close(&got_v, &v, cache_bound(0.0, kv_type), &what);
+        // Against the keys and values the cache holds: the new token's enter its own scores
+        // and sums as the cache holds them.
         let got = gpu.readback_f32(&out).unwrap();
-        close(&got, &decode_reference(&p, &q, &k, &v), rope, &what);
+        close(&got, &decode_reference(&p, &q, &got_k, &got_v), rope, &what);
         combined_blocks_equal_rounded_output(&gpu, &p, &st, &got, &what);
         // Refused: a page that is not a multiple of 64, and a pool with fewer pages than
         // the table has entries.
@@ -454,7 +513,8 @@ fn prefill_attention_matches() {
             "the tiled pass runs here at {hd}"
         );
     }
-    for (heads, kv_heads, head_dim, tokens, cached, max_ctx, window, cap, norm, neox, rot) in [
+    // Each over a cache of every element type.
+    let cases = [
         (4, 4, 64, 37, 0, 64, 0, 0.0, QkNorm::None, false, 64),
         (4, 2, 64, 150, 3, 200, 0, 0.0, QkNorm::None, false, 64),
         (8, 2, 128, 70, 40, 128, 48, 0.0, QkNorm::Rms, true, 128),
@@ -487,7 +547,10 @@ fn prefill_attention_matches() {
             true,
             256,
         ),
-    ] {
+    ];
+    for (kv_type, case) in KV_TYPES.into_iter().flat_map(|t| cases.map(|c| (t, c))) {
+        let (heads, kv_heads, head_dim, tokens, cached, max_ctx, window, cap, norm, neox, rot) =
+            case;
         let (qn, kvn) = ((heads * head_dim) as usize, (kv_heads * head_dim) as usize);
         let (lead, stride) = (3usize, qn + 2 * kvn + 5);
         let p = DecodeAttnParams {
@@ -522,13 +585,13 @@ fn prefill_attention_matches() {
             .collect();
         let nw = support::random_f32(2 * head_dim as usize, 12);
         let cache = max_ctx as usize * kvn;
-        let mut k = support::random_f32(cache, 13);
-        let mut v = support::random_f32(cache, 14);
+        let mut k = as_cached(&support::random_f32(cache, 13), kv_type);
+        let mut v = as_cached(&support::random_f32(cache, 14), kv_type);
         let qkvt = gpu.upload_f32(&qkv, &[qkv.len()], "qkv").unwrap();
         let nwt = gpu.upload_f32(&nw, &[nw.len()], "qk norms").unwrap();
         let paged = PagedCache::new(max_ctx as usize, kvn);
-        let kt = paged.upload(&gpu, &k, "k");
-        let vt = paged.upload(&gpu, &v, "v");
+        let kt = paged.upload(&gpu, &k, kv_type, "k");
+        let vt = paged.upload(&gpu, &v, kv_type, "v");
         let pages = paged.table(&gpu);
         let qt = gpu.zeros_f32(&[tokens as usize * qn], "queries").unwrap();
         let out = gpu.zeros_f32(&[tokens as usize * qn], "out").unwrap();
@@ -563,19 +626,21 @@ fn prefill_attention_matches() {
             };
             let (qt_row, k_row, v_row) = prepare_reference(&step, &qkv, &nw, neox);
             let at = (cached as usize + t) * kvn;
-            k[at..at + kvn].copy_from_slice(&k_row);
-            v[at..at + kvn].copy_from_slice(&v_row);
+            k[at..at + kvn].copy_from_slice(&as_cached(&k_row, kv_type));
+            v[at..at + kvn].copy_from_slice(&as_cached(&v_row, kv_type));
             q.extend(qt_row);
         }
-        let what = format!("{p:?} neox {neox}");
+        let what = format!("{p:?} neox {neox} {} cache", kv_type.name());
         // f32 RoPE angles (as in llama.cpp): ~1e-7 relative error times positions up to 524,
         // on normed heads of magnitude up to ~3.
         let positions = max_ctx as usize;
-        let got_k = paged.logical(&gpu.readback_f32(&kt).unwrap(), positions);
-        close(&got_k, &k, 5e-4, &what);
-        let got_v = paged.logical(&gpu.readback_f32(&vt).unwrap(), positions);
-        assert_eq!(got_v, v, "{what}");
+        let got_k = paged.logical(&readback_cache(&gpu, &kt), positions);
+        close(&got_k, &k, cache_bound(5e-4, kv_type), &what);
+        let got_v = paged.logical(&readback_cache(&gpu, &vt), positions);
+        close(&got_v, &v, cache_bound(0.0, kv_type), &what);
         close(&gpu.readback_f32(&qt).unwrap(), &q, 5e-4, &what);
+        // The causal pass against the keys and values the cache holds.
+        let (k, v) = (got_k, got_v);
         // On tensor cores (`attn_coop.wgsl`) the queries, keys and values are f16: the
         // reference takes them rounded the same way, and the bound covers the f16 weights and
         // the sums' order.
@@ -634,7 +699,8 @@ fn row_table_attention_splits_match_the_cpu() {
         (2, 1, 64, 0, QkNorm::None, &[63, 64, 200], 3),
         (4, 4, 64, 0, QkNorm::None, &[1, 2, 3, 150], 2),
     ];
-    for (heads, kv_heads, head_dim, window, norm, positions, splits) in cases {
+    for (kv_type, case) in KV_TYPES.into_iter().flat_map(|t| cases.map(|c| (t, c))) {
+        let (heads, kv_heads, head_dim, window, norm, positions, splits) = case;
         let tokens = positions.len();
         let (qn, kvn) = ((heads * head_dim) as usize, (kv_heads * head_dim) as usize);
         let stride = qn + 2 * kvn;
@@ -669,10 +735,10 @@ fn row_table_attention_splits_match_the_cpu() {
             .flat_map(|i| (0..per_seq).map(move |j| (j * seqs + seqs - 1 - i) as u32))
             .collect();
         let mut k: Vec<Vec<f32>> = (0..seqs)
-            .map(|i| support::random_f32(cap * kvn, 20 + i as u64))
+            .map(|i| as_cached(&support::random_f32(cap * kvn, 20 + i as u64), kv_type))
             .collect();
         let mut v: Vec<Vec<f32>> = (0..seqs)
-            .map(|i| support::random_f32(cap * kvn, 30 + i as u64))
+            .map(|i| as_cached(&support::random_f32(cap * kvn, 30 + i as u64), kv_type))
             .collect();
         let to_pool = |logical: &[Vec<f32>]| {
             let mut pool = vec![0.0f32; seqs * cap * kvn];
@@ -685,9 +751,22 @@ fn row_table_attention_splits_match_the_cpu() {
             }
             pool
         };
+        let from_pool = |pool: &[f32]| -> Vec<Vec<f32>> {
+            (0..seqs)
+                .map(|i| {
+                    let own = &table[i * per_seq..(i + 1) * per_seq];
+                    (0..cap)
+                        .flat_map(|j| {
+                            let at = attention::cache_row(own, PAGE, j) * kvn;
+                            pool[at..at + kvn].to_vec()
+                        })
+                        .collect()
+                })
+                .collect()
+        };
         let (kp, vp) = (to_pool(&k), to_pool(&v));
-        let kt = gpu.upload_f32(&kp, &[kp.len()], "k").unwrap();
-        let vt = gpu.upload_f32(&vp, &[vp.len()], "v").unwrap();
+        let kt = upload_cache(&gpu, &kp, kv_type, "k");
+        let vt = upload_cache(&gpu, &vp, kv_type, "v");
         let pages = upload_u32(&gpu, &table, "pages");
         // The row table: (position, page-table base, token index, 0), after one unused row.
         let mut rows = vec![0u32; 4];
@@ -740,10 +819,24 @@ fn row_table_attention_splits_match_the_cpu() {
             };
             let (q_row, k_row, v_row) = prepare_reference(&step, &qkv, &nw, true);
             let s = t % seqs;
-            k[s][pos * kvn..(pos + 1) * kvn].copy_from_slice(&k_row);
-            v[s][pos * kvn..(pos + 1) * kvn].copy_from_slice(&v_row);
+            k[s][pos * kvn..(pos + 1) * kvn].copy_from_slice(&as_cached(&k_row, kv_type));
+            v[s][pos * kvn..(pos + 1) * kvn].copy_from_slice(&as_cached(&v_row, kv_type));
             q.push(q_row);
         }
+        // The caches as the preparation left them, then the rows against what they hold.
+        let what = format!(
+            "{p:?} positions {positions:?} splits {splits} {} cache",
+            kv_type.name()
+        );
+        let (got_k, got_v) = (
+            from_pool(&readback_cache(&gpu, &kt)),
+            from_pool(&readback_cache(&gpu, &vt)),
+        );
+        for s in 0..seqs {
+            close(&got_k[s], &k[s], cache_bound(5e-4, kv_type), &what);
+            close(&got_v[s], &v[s], cache_bound(0.0, kv_type), &what);
+        }
+        let (k, v) = (got_k, got_v);
         let want: Vec<f32> = positions
             .iter()
             .enumerate()
@@ -756,7 +849,6 @@ fn row_table_attention_splits_match_the_cpu() {
                 decode_reference(&step, &q[t], &k[t % seqs], &v[t % seqs])
             })
             .collect();
-        let what = format!("{p:?} positions {positions:?} splits {splits}");
         close(&gpu.readback_f32(&out).unwrap(), &want, 1e-4, &what);
     }
     // The split policy: about `ROW_SPLIT_WORKGROUPS` workgroups, whole blocks, the scratch's

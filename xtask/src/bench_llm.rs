@@ -90,6 +90,8 @@ struct Report {
     adapter: String,
     driver: String,
     weight_bytes: u64,
+    /// The KV cache's element type (`GPUPORT_KV_TYPE`: f32 or f16).
+    kv_type: String,
     ceiling_gbps: f64,
     prompt_tokens: usize,
     /// Sampling of the decode runs (temperature, top_k, top_p).
@@ -128,7 +130,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     let g = Gguf::open(&o.model)?;
     let ctx = (o.prompt_tokens + o.gen_tokens + 8).next_power_of_two();
     let model = Model::load(&gpu, &g, ctx)?;
-    let plan = Model::plan(&gpu, &g, &model.cfg, ctx);
+    let plan = Model::plan(&gpu, &g, &model.cfg, (ctx, model.kv_type()));
     let vocab = model.cfg.vocab;
     let mut session = Session::new(&gpu, &model, ctx)?;
     // Prefill: the prompt, then one sampled token (time to first token); warm once first.
@@ -224,6 +226,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         adapter: gpu.info().name.clone(),
         driver: gpu.info().driver_info.clone(),
         weight_bytes: plan.weight_bytes,
+        kv_type: model.kv_type().name().to_owned(),
         ceiling_gbps: ceiling.gbps,
         prompt_tokens: o.prompt_tokens,
         sampling: (o.sampling.temperature, o.sampling.top_k, o.sampling.top_p),
@@ -236,11 +239,12 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         prefill_profile,
     };
     println!(
-        "{} on {} ({}): weights {:.1} MB, ceiling {:.0} GB/s",
+        "{} on {} ({}): weights {:.1} MB, {} KV cache, ceiling {:.0} GB/s",
         report.model,
         report.adapter,
         report.driver,
         report.weight_bytes as f64 / 1e6,
+        report.kv_type,
         report.ceiling_gbps
     );
     println!(

@@ -68,9 +68,9 @@ fn load_block(j0: u32, kvh: u32, lid: u32, which: u32) {
         let at = (base + min(key, p.n_keys - 1u - j0)) * p.kv_heads * HD4 + kvh * HD4 + i % HD4;
         var val: vec4<f32>;
         if which == 0u {
-            val = k[at];
+            val = kv_load(k[at]);
         } else {
-            val = v[at];
+            val = kv_load(v[at]);
         }
         let h = half4(select(vec4<f32>(0.0), val, live));
         let o = key * QP + (i % HD4) * 4u;

@@ -16,9 +16,12 @@
 // workgroups of the last block of each KV group's first query head append the prepared key
 // and the value to the caches (row pos is read by no one in this dispatch).
 //
-// Layouts (f32; head_dim a multiple of 4, at most 256): k, v caches paged (attn_pages.wgsl),
-// each position's row [kv_heads, head_dim] read as vec4 (a key block lies in one page, so its
-// rows are contiguous); part [heads, blocks, head_dim + 4] (o, then m and l, then two unused).
+// Layouts (head_dim a multiple of 4, at most 256): k, v caches paged (attn_pages.wgsl), each
+// position's row [kv_heads, head_dim] read four values a word (`KvWord`, the `kv` snippet: f32
+// or f16; a key block lies in one page, so its rows are contiguous); part [heads, blocks,
+// head_dim + 4] f32 (o, then m and l, then two unused). The new token's key and value enter
+// the scores and sums as the cache holds them (`kv_round`, `kv_word`), so a later step that
+// reads them from the cache sees the same numbers.
 //
 // Scores: LPK = WG / KB lanes per key, each a strided share of the key row's vec4 loads
 // against q in workgroup memory, their partial dots added in workgroup memory. Small blocks
@@ -28,6 +31,7 @@
 // 16-byte loads; the key groups' sums are added in workgroup memory.
 
 //!include attn_params.wgsl
+//!include kv
 
 override WG: u32 = 128u;
 // Keys per block (a power of two dividing WG).
@@ -37,8 +41,8 @@ override NEOX: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
-@group(0) @binding(2) var<storage, read_write> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> v: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> k: array<KvWord>;
+@group(0) @binding(3) var<storage, read_write> v: array<KvWord>;
 @group(0) @binding(4) var<storage, read_write> part: array<f32>;
 // Query norm then key norm weights (head_dim each); bound to qkv, and unread, when norm is 0.
 @group(0) @binding(5) var<storage, read> nw: array<f32>;
@@ -82,15 +86,15 @@ fn main(l: Lanes) {
     if last {
         load_head(l, p.k_src + kvh * p.head_dim, p.head_dim);
         for (var d = l.lid; d < p.head_dim; d += WG) {
-            knew[d / 4u][d % 4u] = rotated(d, pos);
+            knew[d / 4u][d % 4u] = kv_round(rotated(d, pos));
         }
         workgroupBarrier();
         if h % group == 0u {
             let at = (base + pos % KB) * row4 + kb4;
             for (var c = l.lid; c < hd4; c += WG) {
-                k[at + c] = knew[c];
+                k[at + c] = kv_word(knew[c]);
                 let vb = p.v_src + kvh * p.head_dim + 4u * c;
-                v[at + c] = vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
+                v[at + c] = kv_word(vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]));
             }
         }
     }
@@ -107,7 +111,7 @@ fn main(l: Lanes) {
         } else {
             let kr = (base + key) * row4 + kb4;
             for (var d = lane; d < hd4; d += LPK) {
-                acc += qs[d] * k[kr + d];
+                acc += qs[d] * kv_load(k[kr + d]);
             }
         }
     }
@@ -130,9 +134,10 @@ fn main(l: Lanes) {
             let jj = j0 + i;
             if jj == pos {
                 let vb = p.v_src + kvh * p.head_dim + 4u * c;
-                o += weights[i] * vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
+                let vnew = vec4<f32>(qkv[vb], qkv[vb + 1u], qkv[vb + 2u], qkv[vb + 3u]);
+                o += weights[i] * kv_load(kv_word(vnew));
             } else if jj >= first && jj < p.n_keys {
-                o += weights[i] * v[(base + i) * row4 + kb4 + c];
+                o += weights[i] * kv_load(v[(base + i) * row4 + kb4 + c]);
             }
         }
     }

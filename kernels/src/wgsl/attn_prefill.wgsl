@@ -85,27 +85,27 @@ fn share_at(lid: u32, n: u32, base: u32, row4: u32, kb4: u32) -> vec2<u32> {
 
 // The block from pool row `base` into the registers.
 fn fetch(lid: u32, base: u32, row4: u32, kb4: u32) {
-    k0 = k[share_at(lid, 0u, base, row4, kb4).x];
-    v0 = v[share_at(lid, 0u, base, row4, kb4).x];
+    k0 = kv_load(k[share_at(lid, 0u, base, row4, kb4).x]);
+    v0 = kv_load(v[share_at(lid, 0u, base, row4, kb4).x]);
     if NL > 1u {
-        k1 = k[share_at(lid, 1u, base, row4, kb4).x];
-        v1 = v[share_at(lid, 1u, base, row4, kb4).x];
+        k1 = kv_load(k[share_at(lid, 1u, base, row4, kb4).x]);
+        v1 = kv_load(v[share_at(lid, 1u, base, row4, kb4).x]);
     }
     if NL > 2u {
-        k2 = k[share_at(lid, 2u, base, row4, kb4).x];
-        v2 = v[share_at(lid, 2u, base, row4, kb4).x];
-        k3 = k[share_at(lid, 3u, base, row4, kb4).x];
-        v3 = v[share_at(lid, 3u, base, row4, kb4).x];
+        k2 = kv_load(k[share_at(lid, 2u, base, row4, kb4).x]);
+        v2 = kv_load(v[share_at(lid, 2u, base, row4, kb4).x]);
+        k3 = kv_load(k[share_at(lid, 3u, base, row4, kb4).x]);
+        v3 = kv_load(v[share_at(lid, 3u, base, row4, kb4).x]);
     }
     if NL > 4u {
-        k4 = k[share_at(lid, 4u, base, row4, kb4).x];
-        v4 = v[share_at(lid, 4u, base, row4, kb4).x];
-        k5 = k[share_at(lid, 5u, base, row4, kb4).x];
-        v5 = v[share_at(lid, 5u, base, row4, kb4).x];
-        k6 = k[share_at(lid, 6u, base, row4, kb4).x];
-        v6 = v[share_at(lid, 6u, base, row4, kb4).x];
-        k7 = k[share_at(lid, 7u, base, row4, kb4).x];
-        v7 = v[share_at(lid, 7u, base, row4, kb4).x];
+        k4 = kv_load(k[share_at(lid, 4u, base, row4, kb4).x]);
+        v4 = kv_load(v[share_at(lid, 4u, base, row4, kb4).x]);
+        k5 = kv_load(k[share_at(lid, 5u, base, row4, kb4).x]);
+        v5 = kv_load(v[share_at(lid, 5u, base, row4, kb4).x]);
+        k6 = kv_load(k[share_at(lid, 6u, base, row4, kb4).x]);
+        v6 = kv_load(v[share_at(lid, 6u, base, row4, kb4).x]);
+        k7 = kv_load(k[share_at(lid, 7u, base, row4, kb4).x]);
+        v7 = kv_load(v[share_at(lid, 7u, base, row4, kb4).x]);
     }
 }
 

@@ -9,14 +9,15 @@
 // every key it needs in the cache.
 
 //!include attn_params.wgsl
+//!include kv
 
 override WG: u32 = 128u;
 override NEOX: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
-@group(0) @binding(2) var<storage, read_write> k: array<f32>;
-@group(0) @binding(3) var<storage, read_write> v: array<f32>;
+@group(0) @binding(2) var<storage, read_write> k: array<KvWord>;
+@group(0) @binding(3) var<storage, read_write> v: array<KvWord>;
 @group(0) @binding(4) var<storage, read_write> q: array<f32>;
 // Query norm then key norm weights (head_dim each); bound to qkv, and unread, when norm is 0.
 @group(0) @binding(5) var<storage, read> nw: array<f32>;
@@ -48,9 +49,14 @@ fn main(l: Lanes) {
     }
     let g = slot - p.heads;
     load_head(l, row + p.k_src + g * hd, hd);
-    let out = (cache_row_in(at.y, pos) * p.kv_heads + g) * hd;
-    for (var d = l.lid; d < hd; d += WG) {
-        k[out + d] = rotated(d, pos);
-        v[out + d] = qkv[row + p.v_src + g * hd + d];
+    // Four values a cache word (`KvWord`: f32 or f16, the `kv` snippet); head_dim is a
+    // multiple of 4.
+    let out = (cache_row_in(at.y, pos) * p.kv_heads + g) * (hd / 4u);
+    let vr = row + p.v_src + g * hd;
+    for (var c = l.lid; c < hd / 4u; c += WG) {
+        let d = 4u * c;
+        let kr = vec4<f32>(rotated(d, pos), rotated(d + 1u, pos), rotated(d + 2u, pos), rotated(d + 3u, pos));
+        k[out + c] = kv_word(kr);
+        v[out + c] = kv_word(vec4<f32>(qkv[vr + d], qkv[vr + d + 1u], qkv[vr + d + 2u], qkv[vr + d + 3u]));
     }
 }

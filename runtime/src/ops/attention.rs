@@ -3,19 +3,20 @@
 //! attention), all over paged KV caches.
 
 use gpuport_kernels::attention::{self, DecodeAttnParams};
+use gpuport_kernels::quant::GgmlType;
 
 use super::{elems, launch, launch_3d, reduction};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
-use crate::tensor::Tensor;
+use crate::tensor::{Elem, Tensor};
 
 /// Threads per workgroup of both decode-attention passes.
 const ATTENTION_WG: u32 = 128;
 
 /// One layer of a paged KV cache as the attention kernels see it: pools of keys and values
-/// (`[pages, page, kv_heads, head_dim]` f32) and the sequence's page table (u32, logical page
-/// → pool page; `attn_pages.wgsl`).
+/// (`[pages, page, kv_heads, head_dim]`, both f32 or both f16: [`KvLayer::cache_type`]) and the
+/// sequence's page table (u32, logical page → pool page; `attn_pages.wgsl`).
 #[derive(Clone, Copy)]
 pub struct KvLayer<'a> {
     /// The key pool.
@@ -26,6 +27,29 @@ pub struct KvLayer<'a> {
     pub pages: &'a Tensor,
     /// Positions per page (a multiple of [`attention::PAGE_MULTIPLE`]).
     pub page: u32,
+}
+
+impl KvLayer<'_> {
+    /// The element type both pools hold, one of [`attention::KV_TYPES`] (the kernels' `kv`
+    /// variant); `None` when they differ or hold anything else.
+    pub fn cache_type(&self) -> Option<GgmlType> {
+        let ty = match self.k.elem {
+            Elem::F32 => GgmlType::F32,
+            Elem::F16 => GgmlType::F16,
+            _ => return None,
+        };
+        (self.v.elem == self.k.elem).then_some(ty)
+    }
+}
+
+/// [`KvLayer::cache_type`], or the error naming the pools.
+fn cache_type(kv: KvLayer<'_>) -> Result<GgmlType, GpuError> {
+    kv.cache_type().ok_or_else(|| {
+        GpuError::Shape(format!(
+            "KV caches of {:?} keys and {:?} values (both f32 or both f16)",
+            kv.k.elem, kv.v.elem
+        ))
+    })
 }
 
 /// Decode attention for a new token: its queries, keys and values are read from `qkv` at
@@ -138,6 +162,7 @@ pub fn attention_split(
         qk_norm,
     } = call;
     let kb = attention::keys_per_block(p.head_dim);
+    let kv_type = cache_type(kv)?;
     let (heads, hd) = (p.heads as usize, p.head_dim as usize);
     p.blocks = p.n_keys.div_ceil(kb).max(1);
     p.page = kv.page;
@@ -160,7 +185,7 @@ pub fn attention_split(
     launch(
         gpu,
         rec,
-        &attention::decode_spec(ATTENTION_WG, kb, reduction(gpu), neox),
+        &attention::decode_spec(ATTENTION_WG, kb, reduction(gpu), neox, kv_type),
         &p,
         &[qkv, kv.k, kv.v, part, qk_norm.unwrap_or(qkv), kv.pages],
         (p.heads, p.blocks),
@@ -289,6 +314,7 @@ pub fn attention_rows(
         part,
     } = call;
     let (heads, hd, tokens) = (p.heads as usize, p.head_dim as usize, p.tokens as usize);
+    let kv_type = cache_type(kv)?;
     p.page = kv.page;
     p.row_table = u32::from(rows.is_some());
     p.rows_first = rows.map_or(0, |r| r.first);
@@ -326,7 +352,7 @@ pub fn attention_rows(
     launch(
         gpu,
         rec,
-        &attention::prep_spec(WG, reduction(gpu), neox),
+        &attention::prep_spec(WG, reduction(gpu), neox, kv_type),
         &p,
         &[qkv, kv.k, kv.v, q, qk_norm.unwrap_or(qkv), kv.pages, table],
         (p.heads + p.kv_heads, p.tokens),
@@ -338,7 +364,7 @@ pub fn attention_rows(
         return launch(
             gpu,
             rec,
-            &attention::coop_tiles_spec(p.head_dim),
+            &attention::coop_tiles_spec(p.head_dim, kv_type),
             &p,
             &[q, kv.k, kv.v, out, kv.pages],
             (p.heads, p.tokens.div_ceil(attention::tile_rows(p.head_dim))),
@@ -348,7 +374,7 @@ pub fn attention_rows(
         return launch(
             gpu,
             rec,
-            &attention::tiles_spec(p.head_dim, keys),
+            &attention::tiles_spec(p.head_dim, keys, kv_type),
             &p,
             &[q, kv.k, kv.v, out, kv.pages],
             (p.heads, p.tokens.div_ceil(attention::tile_rows(p.head_dim))),
@@ -368,7 +394,7 @@ pub fn attention_rows(
     };
     p.group = group;
     let groups = p.heads / group;
-    let spec = attention::prefill_spec(p.head_dim, kb);
+    let spec = attention::prefill_spec(p.head_dim, kb, kv_type);
     let stride = attention::part_stride(p.head_dim);
     // Rows of several sequences, few enough for the partials' scratch: each row's keys split
     // across workgroups, then combined per (row, head).
