@@ -22,7 +22,7 @@ pub fn resolve(model: &Path) -> Result<Source, LoadError> {
 
 /// `--kv-type`: a KV cache element type by name (`f32` or `f16`).
 pub fn parse_kv_type(name: &str) -> Result<GgmlType, String> {
-    gpuport_llm::kv_cache::parse_kv_type(name).map_err(|e| e.to_string())
+    gpuport_llm::kv_cache::parse_kv_type(name)
 }
 
 /// Loads `source` with a KV cache of `context` positions of `kv` values (the defaults where

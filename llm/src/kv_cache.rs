@@ -45,26 +45,27 @@ pub const DEFAULT_KV_TYPE: GgmlType = GgmlType::F32;
 /// ([`default_kv_type`]): `f32` or `f16`.
 pub const KV_TYPE_ENV: &str = "GPUPORT_KV_TYPE";
 
-/// A KV cache type by name: `f32` or `f16` (case-insensitive).
-pub fn parse_kv_type(name: &str) -> Result<GgmlType, LlmError> {
+/// A KV cache type by name: `f32` or `f16` (case-insensitive); the error names the types a
+/// cache takes.
+pub fn parse_kv_type(name: &str) -> Result<GgmlType, String> {
     KV_TYPES
         .into_iter()
         .find(|t| t.name().eq_ignore_ascii_case(name.trim()))
         .ok_or_else(|| {
-            LlmError::Request(format!(
-                "KV cache type {name:?} (one of {})",
-                KV_TYPES.map(|t| t.name()).join(", ")
-            ))
+            format!(
+                "KV cache type {name:?}: a cache holds {}",
+                KV_TYPES.map(|t| t.name()).join(" or ")
+            )
         })
 }
 
-/// `kv` when a cache can hold it (one of [`KV_TYPES`]), else the error naming those.
+/// `kv` when a cache can hold it (one of [`KV_TYPES`]), else the request error naming those.
 pub fn check_kv_type(kv: GgmlType) -> Result<GgmlType, LlmError> {
-    parse_kv_type(kv.name())
+    parse_kv_type(kv.name()).map_err(LlmError::Request)
 }
 
-/// The KV cache type a model loads with: [`KV_TYPE_ENV`] when set (an error naming it when it
-/// is not a type [`parse_kv_type`] takes), else [`DEFAULT_KV_TYPE`].
+/// The KV cache type a model loads with: [`KV_TYPE_ENV`] when set (a request error naming it
+/// when it is not a type [`parse_kv_type`] takes), else [`DEFAULT_KV_TYPE`].
 pub fn default_kv_type() -> Result<GgmlType, LlmError> {
     match std::env::var(KV_TYPE_ENV) {
         Ok(v) => parse_kv_type(&v).map_err(|e| LlmError::Request(format!("{KV_TYPE_ENV}: {e}"))),
@@ -568,5 +569,36 @@ impl KvCache {
     pub fn truncate(&mut self, len: usize) {
         // The cache's own sequence is always open.
         let _ = self.pool.truncate(self.seq, len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn cache_types_parse_and_size_their_pools() {
+        assert_eq!(parse_kv_type("f16"), Ok(GgmlType::F16));
+        assert_eq!(parse_kv_type(" F32 "), Ok(GgmlType::F32));
+        for bad in ["q8_0", "bf16", "", "f64"] {
+            let e = parse_kv_type(bad).unwrap_err();
+            assert!(e.contains("f32 or f16") && e.contains(bad), "{e}");
+        }
+        assert_eq!(check_kv_type(GgmlType::F16).unwrap(), GgmlType::F16);
+        assert_eq!(
+            check_kv_type(GgmlType::Q8_0).unwrap_err().code(),
+            "BAD_REQUEST"
+        );
+        let (bytes, _) = gpuport_testing::tiny_llm::build();
+        let g = gpuport_gguf::Gguf::parse(bytes).unwrap();
+        let cfg = ModelConfig::from_gguf(&g).unwrap();
+        // 100 positions take two pages of 64: layers × 128 positions × keys and values.
+        let f32_bytes = pool_bytes(&cfg, 100, DEFAULT_PAGE, GgmlType::F32);
+        assert_eq!(f32_bytes, (2 * cfg.layers * 128 * cfg.kv_dim() * 4) as u64);
+        assert_eq!(
+            pool_bytes(&cfg, 100, DEFAULT_PAGE, GgmlType::F16),
+            f32_bytes / 2
+        );
     }
 }

@@ -386,6 +386,12 @@ fn tiny_llama_on_an_f16_cache_matches_the_cpu_forward_pass() {
         .unwrap()
         .with_int8_min_bytes(INT8_MIN_STACK_BYTES);
     assert_eq!(model.kv_type(), GgmlType::F16);
+    // A cache of any other type is refused, naming the ones it takes.
+    let refused = gpuport_llm::KvPool::new(&gpu, &model.cfg, (1, ctx), 1, (64, GgmlType::Q8_0));
+    let e = refused.err().unwrap();
+    assert_eq!(e.code(), "BAD_REQUEST");
+    assert!(e.to_string().contains("f32 or f16"), "{e}");
+    assert!(Model::load_with_kv(&gpu, &g, ctx, GgmlType::Q4K).is_err());
     let mut session = Session::new(&gpu, &model, ctx).unwrap();
     let prompt = [5u32, 77, 123, 9, 250];
     let cpu = cpu_logits_cached(&values, &prompt, GgmlType::F16);
