@@ -3,11 +3,10 @@
 //! and decode speed — projected from the streaming ceiling measured now, or measured here by
 //! an earlier `generate`.
 
-use gpuport_llm::kv_cache::DEFAULT_KV_TYPE;
 use gpuport_llm::recommend::{Candidate, DeviceBudget, SpeedRecord, adapter_key, rank, speed_key};
 use gpuport_llm::{Model, ModelConfig};
 use gpuport_runtime::bench::stream_ceiling;
-use gpuport_runtime::gguf::Gguf;
+use gpuport_runtime::gguf::{GgmlType, Gguf};
 use gpuport_runtime::{Gpu, GpuOptions};
 use gpuport_store::{Catalog, Store, default_root};
 use serde_json::{Value, json};
@@ -19,6 +18,14 @@ const CEILING_BYTES: u64 = 256 << 20;
 
 /// Runs `gpuport recommend`.
 pub fn run(max_vram_mb: Option<u64>, as_json: bool) -> u8 {
+    // The KV cache type the sizes are planned for (`GPUPORT_KV_TYPE` when set).
+    let kv = match gpuport_llm::kv_cache::default_kv_type() {
+        Ok(kv) => kv,
+        Err(e) => {
+            eprintln!("error [{}]: {e}", e.code());
+            return EXIT_USAGE;
+        }
+    };
     let catalog = match Catalog::load(&crate::store::catalog_paths(&[])) {
         Ok(c) => c,
         Err(e) => {
@@ -45,7 +52,7 @@ pub fn run(max_vram_mb: Option<u64>, as_json: bool) -> u8 {
         .and_then(|root| Store::open(root).ok());
     let candidates: Vec<Candidate> = catalog
         .entries()
-        .filter_map(|(name, entry)| candidate(&gpu, store.as_ref(), name, &entry.manifest))
+        .filter_map(|(name, entry)| candidate(&gpu, (store.as_ref(), kv), name, &entry.manifest))
         .collect();
     let speeds = SpeedRecord::default_path()
         .map(|p| SpeedRecord::load(&p))
@@ -88,8 +95,14 @@ pub fn run(max_vram_mb: Option<u64>, as_json: bool) -> u8 {
 }
 
 /// A catalog entry's text-generation variant as a candidate: exact sizes and blockers from
-/// the GGUF when the store holds it, else the manifest's file size.
-fn candidate(gpu: &Gpu, store: Option<&Store>, name: &str, manifest: &Value) -> Option<Candidate> {
+/// the GGUF when the store holds it (its KV cache planned for `kv` values), else the manifest's
+/// file size.
+fn candidate(
+    gpu: &Gpu,
+    (store, kv): (Option<&Store>, GgmlType),
+    name: &str,
+    manifest: &Value,
+) -> Option<Candidate> {
     if manifest["task"] != "text-generation" {
         return None;
     }
@@ -118,7 +131,6 @@ fn candidate(gpu: &Gpu, store: Option<&Store>, name: &str, manifest: &Value) -> 
             .as_u64()
             .map(|c| c as usize);
         let context = crate::llm::context_for(&cfg, None, wanted);
-        let kv = gpuport_llm::kv_cache::default_kv_type().unwrap_or(DEFAULT_KV_TYPE);
         let plan = Model::plan(gpu, &g, &cfg, (context, kv));
         c.weight_bytes = plan.weight_bytes;
         c.kv_bytes = Some(plan.kv_bytes);

@@ -165,7 +165,8 @@ impl Family {
 pub struct KernelSpec {
     /// The family.
     pub family: Family,
-    /// The weight type, for families that decode weights.
+    /// The weight type, for families that decode weights; the KV cache's element type
+    /// ([`crate::attention::KV_TYPES`]), for the attention families that read or write one.
     pub quant: Option<GgmlType>,
     /// The reduction, for families that reduce.
     pub reduction: Option<Reduction>,

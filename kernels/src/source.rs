@@ -160,11 +160,13 @@ pub fn coop_reads_heads(ty: GgmlType) -> bool {
 }
 
 /// The KV cache element snippet of the attention kernels (`kv`): the cache's type, F32 or F16
-/// ([`crate::attention::KV_TYPES`]); `None` is F32.
-fn kv_file(ty: Option<GgmlType>) -> &'static str {
+/// ([`crate::attention::KV_TYPES`]); `None` is F32. Any other type names a file that does not
+/// exist, so its module fails validation naming it.
+fn kv_file(ty: Option<GgmlType>) -> String {
     match ty {
-        Some(GgmlType::F16) => "kv/f16.wgsl",
-        _ => "kv/f32.wgsl",
+        None | Some(GgmlType::F32) => "kv/f32.wgsl".to_owned(),
+        Some(GgmlType::F16) => "kv/f16.wgsl".to_owned(),
+        Some(other) => format!("kv/{}.wgsl", other.name()),
     }
 }
 
@@ -192,7 +194,7 @@ fn expand(
         ("quant", Some(ty), _) => quant_file(ty).to_owned(),
         ("q8dot", Some(ty), _) => quant_file(ty).replacen("quant/", "q8dot/", 1),
         ("coop_weights", Some(ty), _) => coop_weights_file(ty).to_owned(),
-        ("kv", ty, _) => kv_file(ty).to_owned(),
+        ("kv", ty, _) => kv_file(ty),
         ("reduce", _, Some(r)) => format!("reduce/{}.wgsl", r.name()),
         ("wgreduce", _, Some(r)) => format!("wgreduce/{}.wgsl", r.name()),
         _ => path.to_owned(),
@@ -230,6 +232,16 @@ mod tests {
                 .lines()
                 .any(|l| !l.trim_start().starts_with("//") && l.contains("w4["));
             assert_eq!(reads, coop_reads_heads(ty), "{}", ty.name());
+        }
+    }
+
+    #[test]
+    fn kv_snippets_exist_for_the_cache_types_only() {
+        use crate::attention::KV_TYPES;
+        for ty in GgmlType::ALL {
+            let src = assemble("attn_prefill.wgsl", Some(ty), None);
+            let missing = src.contains("missing source file");
+            assert_eq!(missing, !KV_TYPES.contains(&ty), "{}", ty.name());
         }
     }
 

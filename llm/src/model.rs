@@ -225,6 +225,7 @@ impl Model {
     /// [`Model::load`] with KV caches of `kv` values (one of
     /// [`gpuport_kernels::attention::KV_TYPES`]: f32, or f16 for half the cache memory).
     pub fn load_with_kv(gpu: &Gpu, g: &Gguf, ctx: usize, kv: GgmlType) -> Result<Model, LlmError> {
+        let kv_type = kv_cache::check_kv_type(kv)?;
         let cfg = ModelConfig::from_gguf(g)?;
         let plan = Model::plan(gpu, g, &cfg, (ctx, kv));
         if !plan.blockers.is_empty() {
@@ -254,7 +255,7 @@ impl Model {
             int8_min_bytes: ops::env_or("GPUPORT_INT8_MIN_BYTES", int8_min_stack_bytes(gpu)),
             int8_min_attn_out: ops::env_or("GPUPORT_INT8_MIN_BYTES", INT8_MIN_STACK_BYTES),
             fold_max_blocks: ops::env_or("GPUPORT_FOLD_MAX_BLOCKS", FOLD_MAX_BLOCKS),
-            kv_type: kv_cache::check_kv_type(kv)?,
+            kv_type,
         })
     }
 

@@ -188,6 +188,9 @@ pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, (ctx, kv): (usize, GgmlType)
             ));
         }
     }
+    if let Err(e) = super::kv_cache::check_kv_type(kv) {
+        p.blockers.push(e.to_string());
+    }
     let kv_layer = kv_bytes / (2 * cfg.layers.max(1) as u64);
     if kv_layer > limits.max_storage_buffer_binding_size {
         p.blockers.push(format!(

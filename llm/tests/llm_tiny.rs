@@ -169,9 +169,9 @@ fn cpu_logits_of_rows(
 /// The model on the float input path that the f64 CPU forward pass checks: the tiny stacks
 /// stay below [`INT8_MIN_STACK_BYTES`] on every adapter (a CPU adapter's default puts every
 /// normed stack on int8 input, the path `int8_projections_give_batched_rows_the_session_ids`
-/// holds to the session's ids).
+/// holds to the session's ids), on an f32 KV cache whatever `GPUPORT_KV_TYPE` says.
 fn float_model(gpu: &Gpu, g: &Gguf, ctx: usize) -> Model {
-    Model::load(gpu, g, ctx)
+    Model::load_with_kv(gpu, g, ctx, GgmlType::F32)
         .unwrap()
         .with_int8_min_bytes(INT8_MIN_STACK_BYTES)
 }
@@ -453,6 +453,42 @@ fn tiny_llama_on_an_f16_cache_matches_the_cpu_forward_pass() {
         assert_eq!(got, greedy(&mut session, p, 6), "f16 cache, sequence {i}");
     }
     for s in seqs {
+        batch.close(s).unwrap();
+    }
+    assert_eq!(batch.pool().free_pages(), shape.pages, "pages returned");
+
+    // A 20-position prefix shared by a fork that then writes into its partly filled page: the
+    // page is copied first (half the bytes of an f32 page), and both continue as the CPU does.
+    let prefix: Vec<u32> = (0..20).map(|i| (i * 37 + 11) % VOCAB as u32).collect();
+    let sample = Some(Sampling::GREEDY);
+    let p = batch.open().unwrap();
+    let items = [PrefillItem {
+        seq: p,
+        tokens: &prefix,
+        sample,
+    }];
+    // p's sampled token is pending (its next prefill appends after it); the fork has none.
+    let pending = batch.prefill(&items).unwrap()[0].unwrap();
+    let q = batch.fork(p, prefix.len()).unwrap();
+    for (seq, head, suffix) in [(q, None, [3u32, 141, 59]), (p, Some(pending), [7, 8, 9])] {
+        let items = [PrefillItem {
+            seq,
+            tokens: &suffix,
+            sample,
+        }];
+        let next = batch.prefill(&items).unwrap()[0].unwrap();
+        let mut all = prefix.clone();
+        all.extend(head);
+        all.extend(suffix);
+        let want = cpu_greedy_cached(&values, &all, 1, GgmlType::F16)[0];
+        assert_eq!(next, want, "f16 cache, after suffix {suffix:?}");
+    }
+    let (pt, qt) = (
+        batch.pool().page_table(p).unwrap(),
+        batch.pool().page_table(q).unwrap(),
+    );
+    assert_ne!(pt[0], qt[0], "the shared partial page was copied");
+    for s in [p, q] {
         batch.close(s).unwrap();
     }
     assert_eq!(batch.pool().free_pages(), shape.pages, "pages returned");

@@ -410,8 +410,30 @@ fn decode_attention_matches() {
         let got = gpu.readback_f32(&out).unwrap();
         close(&got, &decode_reference(&p, &q, &got_k, &got_v), rope, &what);
         combined_blocks_equal_rounded_output(&gpu, &p, &st, &got, &what);
-        // Refused: a page that is not a multiple of 64, and a pool with fewer pages than
-        // the table has entries.
+        // Refused: pools of two element types, pools of a type a cache does not hold, a page
+        // that is not a multiple of 64, and a pool with fewer pages than the table has
+        // entries.
+        let other = if kv_type == GgmlType::F16 {
+            GgmlType::F32
+        } else {
+            GgmlType::F16
+        };
+        let pool = paged.to_pool(&v);
+        let mixed_v = upload_cache(&gpu, &pool, other, "v of the other type");
+        let ints = gpu.zeros(Elem::U32, &[pool.len()], "u32 pools").unwrap();
+        for (k, v) in [(&kt, &mixed_v), (&ints, &ints)] {
+            let bad = ops::DecodeAttention {
+                kv: ops::KvLayer { k, v, ..kv },
+                ..call
+            };
+            let mut rec = Recorder::new(&gpu);
+            let err = ops::attention_decode(&gpu, &mut rec, bad, &out).unwrap_err();
+            assert_eq!(err.code(), "BAD_REQUEST", "{what}");
+            assert!(
+                err.to_string().contains("both f32 or both f16"),
+                "{what}: {err}"
+            );
+        }
         let odd = ops::KvLayer { page: 32, ..kv };
         let mut rec = Recorder::new(&gpu);
         let err = ops::attention_decode(

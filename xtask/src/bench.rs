@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use gpuport_kernels::Reduction;
+use gpuport_kernels::attention::KV_TYPES;
 use gpuport_kernels::gemm;
 use gpuport_kernels::gemv::{self, GemvTunables};
 use gpuport_kernels::quant::{GgmlType, random_blocks};
@@ -806,7 +807,10 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
         };
         ops::elementwise(gpu, rec, call)
     })?;
-    for ctx in [512u32, 4096] {
+    for (ctx, kv_type) in [512u32, 4096]
+        .into_iter()
+        .flat_map(|c| KV_TYPES.map(|t| (c, t)))
+    {
         let p = DecodeAttnParams {
             heads: 4,
             kv_heads: 1,
@@ -837,10 +841,7 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
         let norms = gpu.upload_f32(&vec![1.0; 512], &[512], "q, k norms")?;
         let page = gpuport_kernels::attention::PAGE_MULTIPLE;
         let pages = ctx.div_ceil(page);
-        let cache = |what| {
-            let n = (pages * page * 256) as usize;
-            gpu.upload_f32(&vec![0.1; n], &[n], what)
-        };
+        let cache = |what| gpu.zeros(kv_elem(kv_type), &[(pages * page * 256) as usize], what);
         let (k, v) = (cache("k")?, cache("v")?);
         let table: Vec<u8> = (0..pages).flat_map(u32::to_le_bytes).collect();
         let table = gpu.upload(&table, Elem::U32, &[pages as usize], "pages")?;
@@ -861,28 +862,39 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
             qk_norm: Some(&norms),
         };
         time(
-            format!("attention decode 4q/1kv x 256, {ctx} keys"),
+            format!(
+                "attention decode 4q/1kv x 256, {ctx} keys, {} cache",
+                kv_type.name()
+            ),
             &mut |rec| ops::attention_decode(gpu, rec, call, &o),
         )?;
     }
     // Batched decode's attention: each row its own sequence of 192 keys, as a decode step of
     // the many-stream figures sees (docs/performance.md, "v32").
-    for (name, heads, kv_heads, head_dim, rows) in [
+    let rows_shapes = [
         ("Llama-8B", 32, 8, 128, 8),
         ("Llama-8B", 32, 8, 128, 64),
         ("Llama-1B", 32, 8, 64, 64),
         ("Gemma 3 270M", 4, 1, 256, 64),
         ("SmolLM2", 9, 3, 64, 64),
-    ] {
+    ];
+    for (kv_type, (name, heads, kv_heads, head_dim, rows)) in KV_TYPES
+        .into_iter()
+        .flat_map(|t| rows_shapes.map(|s| (t, s)))
+    {
         let shape = RowsShape {
             heads,
             kv_heads,
             head_dim,
             rows,
             keys: 192,
+            kv_type,
         };
         time(
-            format!("attention rows {name} {rows} x 192 keys"),
+            format!(
+                "attention rows {name} {rows} x 192 keys, {} cache",
+                kv_type.name()
+            ),
             &mut rows_attention(gpu, shape)?,
         )?;
     }
@@ -954,6 +966,17 @@ struct RowsShape {
     head_dim: u32,
     rows: u32,
     keys: u32,
+    /// The cache's element type (one of `KV_TYPES`).
+    kv_type: GgmlType,
+}
+
+/// The tensor element of a cache of `kv` values.
+fn kv_elem(kv: GgmlType) -> Elem {
+    if kv == GgmlType::F16 {
+        Elem::F16
+    } else {
+        Elem::F32
+    }
 }
 
 /// One launch of batched decode's attention (`ops::attention_rows` over a row table: the
@@ -973,8 +996,8 @@ fn rows_attention(
     let page = PAGE_MULTIPLE;
     let per_seq = s.keys.div_ceil(page);
     let pool = (s.rows * per_seq * page * kvn) as usize;
-    let k = gpu.upload_f32(&vec![0.1; pool], &[pool], "k")?;
-    let v = gpu.upload_f32(&vec![0.1; pool], &[pool], "v")?;
+    let k = gpu.zeros(kv_elem(s.kv_type), &[pool], "k")?;
+    let v = gpu.zeros(kv_elem(s.kv_type), &[pool], "v")?;
     let table: Vec<u8> = (0..s.rows * per_seq).flat_map(u32::to_le_bytes).collect();
     let pages = gpu.upload(&table, Elem::U32, &[(s.rows * per_seq) as usize], "pages")?;
     // (position, page-table base, token index, 0) per row.

@@ -23,12 +23,12 @@
 // the scores and sums as the cache holds them (`kv_round`, `kv_word`), so a later step that
 // reads them from the cache sees the same numbers.
 //
-// Scores: LPK = WG / KB lanes per key, each a strided share of the key row's vec4 loads
+// Scores: LPK = WG / KB lanes per key, each a strided share of the key row's word loads
 // against q in workgroup memory, their partial dots added in workgroup memory. Small blocks
 // give a decode step's few heads enough workgroups to fill the GPU, and several lanes per key
 // keep each thread's dependent loads short. Values: threads split as (vec4 column, key group)
 // so every thread has independent loads in flight and each value row is read with coalesced
-// 16-byte loads; the key groups' sums are added in workgroup memory.
+// word loads (16 bytes for f32, 8 for f16); the key groups' sums are added in workgroup memory.
 
 //!include attn_params.wgsl
 //!include kv
