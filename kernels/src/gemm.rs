@@ -22,7 +22,7 @@ use crate::quant::GgmlType;
 /// The uniform block of the GEMM kernels (`gemm_io.wgsl`: `gemm.wgsl`, `gemm_rows.wgsl`,
 /// `gemm_coop.wgsl`; field meanings there).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
 pub struct GemmParams {
     /// Rows of W (output columns).
     pub rows: u32,
@@ -57,8 +57,9 @@ pub struct GemmParams {
     pub split_stride: u32,
     /// [`splits_spec`]: partials to add.
     pub splits: u32,
-    /// Keeps the block a multiple of 16 bytes.
-    pub pad: u32,
+    /// The few-row kernel's norm input forms ([`ROWS_INPUTS`]): the norm's epsilon (also
+    /// keeps the block a multiple of 16 bytes).
+    pub eps: f32,
 }
 
 /// Tokens × rows of one workgroup's output tile.
@@ -97,6 +98,17 @@ pub const KC: u32 = 32;
 
 /// Input forms the GEMM applies while loading X: plain and the two GLUs.
 pub const INPUTS: [GemvInput; 3] = [GemvInput::Plain, GemvInput::SwiGlu, GemvInput::GeGlu];
+
+/// The input forms of the few-row kernel (`gemm_rows.wgsl`): [`INPUTS`] and the RMSNorm of
+/// each row (weights `w` or `1 + w`), the norm a batch's input projections would otherwise
+/// take in a dispatch of its own.
+pub const ROWS_INPUTS: [GemvInput; 5] = [
+    GemvInput::Plain,
+    GemvInput::RmsNorm,
+    GemvInput::RmsNormPlusOne,
+    GemvInput::SwiGlu,
+    GemvInput::GeGlu,
+];
 
 /// The variant for weights of `ty`, tile `t`, input form `input` (one of [`INPUTS`]).
 pub fn spec(ty: GgmlType, t: GemmTile, input: GemvInput) -> KernelSpec {
@@ -427,6 +439,8 @@ impl FewRowTunables {
     /// - GLU inputs take 4 rows per thread: each row group forms its input values again
     ///   (a SwiGLU's exp or a GeGLU's tanh per value and token), so 4 rows per group form them
     ///   a quarter as often (a 4096 × 14336 Q6_K down projection at 8 tokens: 368 → 194 µs);
+    ///   the norm inputs (v36) too, for the same reason (a multiply by `1 / rms · w` per value
+    ///   and token; not measured on the H200 apart);
     /// - lanes per row group start at 8 and double, up to 256 and while a lane keeps more than
     ///   one step of a row, until the matrix has `target_threads` threads: few lanes per row
     ///   on a tall matrix (a warp then spans several row groups that read the same input
@@ -515,7 +529,7 @@ impl FewRowTunables {
 }
 
 /// The few-row variant for weights of `ty` at tunables `t` with `nx` tokens per pass (which
-/// replaces `t.nx`), input form `input` (one of [`INPUTS`]); `x_vec4`: the input rows start at
+/// replaces `t.nx`), input form `input` (one of [`ROWS_INPUTS`]); `x_vec4`: the input rows start at
 /// multiples of 4 elements, read as vec4s (else four scalar loads per step and token).
 pub fn rows_spec(
     ty: GgmlType,
@@ -716,8 +730,8 @@ pub fn tiles_q8_specs(ty: GgmlType) -> Vec<KernelSpec> {
 }
 
 /// The few-row variants [`crate::all_specs`] validates for weights of `ty`: every tunable
-/// combination at [`NX_MAX`], every pass width at the defaults of both reductions, and the GLU
-/// inputs and the scalar-input form at the defaults.
+/// combination at [`NX_MAX`], every pass width at the defaults of both reductions, and the norm
+/// and GLU inputs and the scalar-input form at the defaults.
 pub fn rows_specs(ty: GgmlType) -> Vec<KernelSpec> {
     let mut out: Vec<KernelSpec> = FewRowTunables::all()
         .into_iter()
@@ -728,7 +742,7 @@ pub fn rows_specs(ty: GgmlType) -> Vec<KernelSpec> {
         for nx in 1..NX_MAX {
             out.push(rows_spec(ty, t, GemvInput::Plain, nx, true));
         }
-        for input in INPUTS {
+        for input in ROWS_INPUTS {
             for nx in [3, NX_MAX] {
                 out.push(rows_spec(ty, t, input, nx, false));
                 if input != GemvInput::Plain {

@@ -868,6 +868,7 @@ impl<'m> Batch<'m> {
             residual: None,
             bias: None,
             input,
+            norm: None,
         };
         ops::gemm(gpu, rec, call, model.gemm_tile(out))?;
         if m > 1 && f.sampled.iter().all(|(_, s)| s.is_argmax()) {

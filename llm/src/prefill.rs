@@ -6,7 +6,7 @@
 //! head was cached) or a prompt token by token ends with a decode step.
 
 use gpuport_kernels::gemv::GemvInput;
-use gpuport_kernels::rowops::ElementOp;
+use gpuport_kernels::rowops::{ElementOp, NormKind};
 
 use super::kv_cache::{KvCache, KvPool};
 use super::model::{Model, Rows};
@@ -122,6 +122,27 @@ pub(crate) enum BatchRows<'a> {
         /// The most keys a row attends to (its position + 1).
         keys: u32,
     },
+}
+
+/// Where a batch's input projections read their rows (`Model::batch_projections`).
+enum RowsIn<'t> {
+    /// The normed rows (`h`), formed as the one-row path forms its input.
+    Normed(&'t Tensor),
+    /// The int8 blocks the norm wrote (where `Model::q8_rows` holds).
+    Blocks(&'t Tensor),
+    /// The residual stream's rows, normed by the few-row GEMMs themselves (form, weights,
+    /// epsilon: `Model::norm_in_gemm`).
+    Raw(&'t Tensor, (GemvInput, &'t Tensor, f32)),
+}
+
+impl<'t> RowsIn<'t> {
+    /// The normed rows `h`, or their int8 blocks when the norm wrote them.
+    fn of(h: &'t Tensor, blocks: Option<&'t Tensor>) -> RowsIn<'t> {
+        match blocks {
+            Some(b) => RowsIn::Blocks(b),
+            None => RowsIn::Normed(h),
+        }
+    }
 }
 
 /// Whether prompts run as batches unless a session says otherwise, else one decode step per
@@ -246,6 +267,7 @@ impl Model {
             residual: None,
             bias: None,
             input,
+            norm: None,
         };
         ops::gemm(gpu, rec, call, self.gemm_tile(out))
     }
@@ -289,11 +311,18 @@ impl Model {
         };
         for (i, l) in w.layers.iter().enumerate() {
             let q8 = self.q8_rows(gpu, &l.attn_in.stacks, n).then_some(&b.xq);
-            if self.batch_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj, &post, &h], q8)? {
-                std::mem::swap(&mut x, &mut x_alt);
-            }
+            let input = match self.norm_in_gemm(gpu, &l.attn_norm, &l.attn_in.stacks, n) {
+                Some(form) => RowsIn::Raw(&x, form),
+                None => {
+                    let outs = [&x, &x_alt, &proj, &post, &h];
+                    if self.batch_norm(gpu, rec, &l.attn_norm, outs, q8)? {
+                        std::mem::swap(&mut x, &mut x_alt);
+                    }
+                    RowsIn::of(&h, q8)
+                }
+            };
             let bias = l.qkv_bias.as_ref();
-            self.batch_projections(gpu, rec, (&h, q8), (&l.attn_in, bias), &qkv, n)?;
+            self.batch_projections(gpu, rec, input, (&l.attn_in, bias), &qkv, n)?;
             let last = i + 1 == w.layers.len() && !whole;
             let out = (!last).then_some(&attn);
             let (neox, qk_norm) = (c.rope_neox, l.qk_norm.as_ref());
@@ -341,10 +370,17 @@ impl Model {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             let q8 = self.q8_rows(gpu, &l.ffn_in.stacks, n).then_some(&b.xq);
-            if self.batch_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj, &post, &h], q8)? {
-                std::mem::swap(&mut x, &mut x_alt);
-            }
-            self.batch_projections(gpu, rec, (&h, q8), (&l.ffn_in, None), &gate, n)?;
+            let input = match self.norm_in_gemm(gpu, &l.ffn_norm, &l.ffn_in.stacks, n) {
+                Some(form) => RowsIn::Raw(&x, form),
+                None => {
+                    let outs = [&x, &x_alt, &proj, &post, &h];
+                    if self.batch_norm(gpu, rec, &l.ffn_norm, outs, q8)? {
+                        std::mem::swap(&mut x, &mut x_alt);
+                    }
+                    RowsIn::of(&h, q8)
+                }
+            };
+            self.batch_projections(gpu, rec, input, (&l.ffn_in, None), &gate, n)?;
             let outs = [&gate, &x, &x_alt, &proj, &b.xq];
             if self.batch_out(gpu, rec, &l.w_down, outs, glu, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
@@ -401,26 +437,56 @@ impl Model {
         }
     }
 
-    /// `out[t] = [W_1; W_2; …] h[t] (+ bias)` for the batch's rows, the parts side by side in
-    /// each row; `blocks`: the rows' int8 blocks are there, formed by the norm (where
-    /// [`Model::q8_rows`] holds), and the GEMMs read them instead of `h`.
+    /// Whether the input norm `norm` of the projections `stacks` at `n` rows is formed by their
+    /// GEMMs ([`ops::takes_norm_rows`]: the float few-row kernel, one dispatch less a norm),
+    /// and in which form: a plain RMSNorm (no post-norm folded before it), on projections the
+    /// one-row path gives float input ([`Model::int8_input`] does not hold: int8 input would
+    /// round the normed rows first).
+    fn norm_in_gemm<'n>(
+        &self,
+        gpu: &Gpu,
+        norm: &'n InputNorm,
+        stacks: &[Tensor],
+        n: usize,
+    ) -> Option<(GemvInput, &'n Tensor, f32)> {
+        let InputNorm::Plain(w) = norm else {
+            return None;
+        };
+        let form = match self.cfg.norm {
+            NormKind::Rms => GemvInput::RmsNorm,
+            NormKind::RmsPlusOne => GemvInput::RmsNormPlusOne,
+            NormKind::Layer => return None,
+        };
+        let fits =
+            !self.int8_input(stacks) && stacks.iter().all(|s| ops::takes_norm_rows(gpu, s, n));
+        fits.then_some((form, w, self.cfg.eps))
+    }
+
+    /// `out[t] = [W_1; W_2; …] input[t] (+ bias)` for the batch's rows, the parts side by side
+    /// in each row ([`RowsIn`]: the normed rows, their int8 blocks, or the rows the GEMMs norm
+    /// themselves).
     fn batch_projections(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
-        (h, blocks): (&Tensor, Option<&Tensor>),
+        rows: RowsIn<'_>,
         (parts, bias): (&Projections, Option<&Tensor>),
         out: &Tensor,
         n: usize,
     ) -> Result<(), GpuError> {
         let width: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
         let e = self.cfg.embd;
-        let (input, x, x_stride) = match blocks {
-            Some(b) => {
+        let mut norm = None;
+        let (input, x, x_stride) = match rows {
+            RowsIn::Blocks(b) => {
                 let words = ops::Q8Blocks::words(e);
                 (GemvInput::Q8Blocks, b.view(0, n * words), words)
             }
-            None => self.rows_input(gpu, rec, &parts.stacks, (h, e), n, None)?,
+            RowsIn::Normed(h) => self.rows_input(gpu, rec, &parts.stacks, (h, e), n, None)?,
+            RowsIn::Raw(x, (form, w, eps)) => {
+                norm = Some((w, eps));
+                (form, x.clone(), e)
+            }
         };
         let mut y_first = 0;
         for w in &parts.stacks {
@@ -435,6 +501,7 @@ impl Model {
                 residual: None,
                 bias,
                 input,
+                norm,
             };
             ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
             y_first += w.shape[0];
@@ -513,6 +580,7 @@ impl Model {
             residual: (!post_norms).then_some(x),
             bias: None,
             input,
+            norm: None,
         };
         let tile = self.gemm_tile(w);
         let q8 = self.int8_input(std::slice::from_ref(w));

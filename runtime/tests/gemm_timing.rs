@@ -118,6 +118,7 @@ fn gemm_timing() {
                 residual: None,
                 bias: None,
                 input,
+                norm: None,
             };
             let limit = gpu.limits().max_storage_buffer_binding_size;
             let time = |path: GemmPath| {

@@ -1156,6 +1156,7 @@ fn gemm_matches_cpu_for_every_type() {
             residual: (!with_bias).then_some(&rt),
             bias: with_bias.then_some(&bt),
             input,
+            norm: None,
         };
         let mut rec = Recorder::new(&gpu);
         ops::gemm(&gpu, &mut rec, call, tile).unwrap();
@@ -1221,6 +1222,7 @@ fn gemm_empty_edges_and_bad_shapes() {
         residual: None,
         bias: None,
         input: GemvInput::Plain,
+        norm: None,
     };
     let mut rec = Recorder::new(&gpu);
     ops::gemm(&gpu, &mut rec, call(&empty, 2, 32), GemmTile::DEFAULT).unwrap();
@@ -1297,9 +1299,9 @@ struct GemmCase {
 }
 
 impl GemmCase {
-    /// Case `c` of a sweep on an explicit path: the input forms, additions and X rows on and
-    /// off vec4 boundaries in turn (every form with every addition over 9 cases), Y from
-    /// column `y_first`.
+    /// Case `c` of a sweep on an explicit path: the input forms (the few-row kernel's norms
+    /// too), additions and X rows on and off vec4 boundaries in turn (every form with every
+    /// addition over 9 cases, 15 with the norms), Y from column `y_first`.
     fn cycled(
         ty: GgmlType,
         (rows, cols, tokens): (usize, usize, usize),
@@ -1312,7 +1314,10 @@ impl GemmCase {
             rows,
             cols,
             tokens,
-            input: gpuport_kernels::gemm::INPUTS[c % 3],
+            input: match on.0 {
+                ops::GemmPath::FewRows(_) => gpuport_kernels::gemm::ROWS_INPUTS[c % 5],
+                _ => gpuport_kernels::gemm::INPUTS[c % 3],
+            },
             add: [GemmAdd::Bias, GemmAdd::Residual, GemmAdd::Nothing][c / 3 % 3],
             x_pad: if c % 4 == 1 { 3 } else { 4 },
             y_first,
@@ -1380,6 +1385,19 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) -> Vec<f32> {
         .unwrap();
     let rt = gpu.upload_f32(&res, &[y_len], "residual").unwrap();
     let bt = gpu.upload_f32(&bias, &[y_stride], "bias").unwrap();
+    // The norm forms' weights (around 1, as a model's) and epsilon.
+    let norm_form = matches!(
+        input,
+        gemv::GemvInput::RmsNorm | gemv::GemvInput::RmsNormPlusOne
+    );
+    let (nw, eps): (Vec<f32>, f32) = (
+        support::random_f32(cols, seed + 4)
+            .iter()
+            .map(|v| 1.0 + 0.5 * v)
+            .collect(),
+        1e-5,
+    );
+    let nwt = gpu.upload_f32(&nw, &[cols], "norm weights").unwrap();
     let call = ops::GemmCall {
         w: &w,
         x: &xt,
@@ -1391,6 +1409,7 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) -> Vec<f32> {
         residual: (c.add == GemmAdd::Residual).then_some(&rt),
         bias: (c.add == GemmAdd::Bias).then_some(&bt),
         input,
+        norm: norm_form.then_some((&nwt, eps)),
     };
     let mut rec = Recorder::new(gpu);
     let tile = gpuport_kernels::gemm::GemmTile::DEFAULT;
@@ -1414,9 +1433,9 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) -> Vec<f32> {
         .chunks(x_stride)
         .flat_map(|r| r[..width].to_vec())
         .collect();
-    // Each token's input: the GLU formed, or the values the int8 blocks stand for.
+    // Each token's input: the GLU or the norm formed, or the values the int8 blocks stand for.
     let xin_of =
-        |t: usize| input.reference(&rows_x[t * width..(t + 1) * width], &[], &[], 0.0, cols);
+        |t: usize| input.reference(&rows_x[t * width..(t + 1) * width], &[], &nw, eps, cols);
     let want: Vec<f32> = (0..tokens)
         .flat_map(|t| gemv::reference(ty, &raw, rows, cols, &xin_of(t)[..cols]))
         .collect();
@@ -1457,9 +1476,9 @@ fn check_gemm_case(gpu: &gpuport_runtime::Gpu, c: GemmCase) -> Vec<f32> {
 /// `FEW_ROWS_MAX` tokens take the few-row kernel at the device's default tunables (one pass
 /// up to 8, then passes), `FEW_ROWS_MAX + 1` the tiled one, for
 /// every weight type, on 37 rows (no multiple of any rows per workgroup) of 512 columns
-/// (2 K-blocks, 16 small blocks), with the plain and both GLU inputs, a residual, a bias and
-/// neither, X rows wider than the input (on and off vec4 boundaries) and Y written from
-/// column 3 of wider rows.
+/// (2 K-blocks, 16 small blocks), with the plain and both GLU inputs (and on the few-row
+/// kernel both norms), a residual, a bias and neither, X rows wider than the input (on and off
+/// vec4 boundaries) and Y written from column 3 of wider rows.
 #[test]
 fn few_row_gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm;
@@ -1489,7 +1508,10 @@ fn few_row_gemm_matches_cpu_for_every_type() {
                     rows: 37,
                     cols: 512,
                     tokens,
-                    input: gemm::INPUTS[(i + tokens) % 3],
+                    input: match auto_gemm_path(&gpu, tokens) {
+                        ops::GemmPath::FewRows(_) => gemm::ROWS_INPUTS[(i + tokens) % 5],
+                        _ => gemm::INPUTS[(i + tokens) % 3],
+                    },
                     add: adds[(i + 2 * tokens) % 3],
                     x_pad: if (i + tokens) % 4 == 0 { 3 } else { 4 },
                     y_first: 3,
@@ -1498,6 +1520,61 @@ fn few_row_gemm_matches_cpu_for_every_type() {
             );
         }
     }
+}
+
+/// The norm forms' checks: weights (`cols` of them) required with a norm form and refused
+/// with any other; a norm form on a path other than the float few-row kernel refused.
+#[test]
+fn few_row_norm_forms_check_their_bindings() {
+    use gpuport_kernels::gemm::{FewRowTunables, GemmTile};
+    let Some(gpu) = support::gpu() else { return };
+    let (rows, cols, tokens) = (8usize, 64usize, 4usize);
+    let ty = GgmlType::Q8_0;
+    let raw = random_blocks(ty, rows * cols / ty.block_elems(), 9);
+    let w = gpu
+        .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
+        .unwrap();
+    let x = gpu.zeros_f32(&[tokens * cols], "x").unwrap();
+    let y = gpu.zeros_f32(&[tokens * rows], "y").unwrap();
+    let nw = gpu.zeros_f32(&[cols], "norm weights").unwrap();
+    let short = gpu.zeros_f32(&[cols - 4], "short norm weights").unwrap();
+    let call = ops::GemmCall {
+        w: &w,
+        x: &x,
+        y: &y,
+        tokens,
+        x_stride: cols,
+        y_stride: rows,
+        y_first: 0,
+        residual: None,
+        bias: None,
+        input: gemv::GemvInput::RmsNorm,
+        norm: Some((&nw, 1e-5)),
+    };
+    let few = ops::GemmPath::FewRows(FewRowTunables::default_for(
+        ty,
+        support::has_subgroups(&gpu),
+    ));
+    let mut rec = Recorder::new(&gpu);
+    ops::gemm_on(&gpu, &mut rec, call, few, u64::MAX).unwrap();
+    let bad = [
+        ops::GemmCall { norm: None, ..call },
+        ops::GemmCall {
+            norm: Some((&short, 1e-5)),
+            ..call
+        },
+        ops::GemmCall {
+            input: gemv::GemvInput::Plain,
+            ..call
+        },
+    ];
+    for (i, bad) in bad.into_iter().enumerate() {
+        let err = ops::gemm_on(&gpu, &mut rec, bad, few, u64::MAX).unwrap_err();
+        assert_eq!(err.code(), "BAD_REQUEST", "case {i}: {err}");
+    }
+    let tiled = ops::GemmPath::Tiled(GemmTile::DEFAULT);
+    let err = ops::gemm_on(&gpu, &mut rec, call, tiled, u64::MAX).unwrap_err();
+    assert!(err.to_string().contains("few-row kernel only"), "{err}");
 }
 
 /// The few-row kernels' variants under test: (threads, rows, rows per thread, tokens per pass,
@@ -1845,6 +1922,7 @@ impl Int8Refusals {
             residual: None,
             bias: None,
             input,
+            norm: None,
         }
     }
 
@@ -1977,6 +2055,7 @@ fn auto_gemm_path(gpu: &gpuport_runtime::Gpu, tokens: usize) -> ops::GemmPath {
         residual: None,
         bias: None,
         input: gemv::GemvInput::Plain,
+        norm: None,
     };
     ops::gemm_path(gpu, &probe, gpuport_kernels::gemm::GemmTile::DEFAULT).unwrap()
 }

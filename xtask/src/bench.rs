@@ -564,6 +564,7 @@ fn gemm_sweep(
             residual: None,
             bias: None,
             input: gemv::GemvInput::Plain,
+            norm: None,
         };
         // Batched decode's row counts: the few-row kernel at its default, and on int8 blocks
         // at its default and 1, 2, 4 rows per thread × 8 to 64 lanes per row.

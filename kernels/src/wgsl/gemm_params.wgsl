@@ -21,5 +21,5 @@ struct Params {
     split_chunks: u32,
     split_stride: u32,
     splits: u32,
-    pad: u32,
+    eps: f32,       // gemm_rows XFORM 1, 2: the norm's epsilon; else unread
 }

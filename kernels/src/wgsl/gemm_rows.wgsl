@@ -33,7 +33,13 @@
 // XFORM forms the input from X as gemm.wgsl does: 0 X as bound; 3 SwiGLU silu(X[t, k]) *
 // X[t, x_aux + k]; 4 GeGLU with gelu_tanh. Formed per step, where it is needed (no barrier
 // before the first weight load; NX rows of a few thousand columns would not fit workgroup
-// memory anyway).
+// memory anyway). 1 and 2: the RMSNorm of each row, X[t, k] / rms(X[t]) * w[k] (1) or
+// * (1 + w[k]) (2), w the norm weights (`nw`, binding 6) and p.eps the norm's epsilon: the
+// norm that would be a dispatch of its own before a batch's input projections (norm.wgsl),
+// folded in as the GEMV folds it (gemv.wgsl's XFORM 1, 2). Each workgroup first sums the
+// squares of its pass's rows (one tree reduction in workgroup memory: a few KiB of cached
+// rows per workgroup, where the dispatch it replaces costs a launch and a round trip through
+// memory), then scales each step's x values.
 // XV4 1: X is read as vec4s (binding 5, the same buffer as `x`): x_offset, x_stride and x_aux
 // are multiples of 4, so every step's 4 values are one aligned vec4. 0: four scalar loads
 // from `x` (any stride).
@@ -54,11 +60,67 @@ override T: u32 = WG * RPT / ROWS;
 //!include gemm_input.wgsl
 // `x` again, as vec4s (read when XV4 is 1).
 @group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+// The norm weights of XFORM 1, 2 (`cols` values); bound to `x`, and unread, otherwise.
+@group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;
 //!include gemm_rows_store.wgsl
+
+// XFORM 1, 2: the pass's sums of squares (tokens 0-3 of the pass, then 4-7), one pair per
+// thread, reduced in place; then 1 / rms of the pass's tokens, in every thread.
+var<workgroup> squares: array<vec4<f32>, 2u * WG>;
+var<private> inv_lo: vec4<f32>;
+var<private> inv_hi: vec4<f32>;
+
+fn norm_input() -> bool {
+    return XFORM == 1u || XFORM == 2u;
+}
+
+// Elements e..e+4 of the norm weights as the form applies them.
+fn norm_scale(e: u32) -> vec4<f32> {
+    let g = nw[e >> 2u];
+    if XFORM == 2u {
+        return g + vec4<f32>(1.0);
+    }
+    return g;
+}
+
+// The squares of elements e..e+4 of token t's row (the last token's past the end: unused).
+fn square_sum(t: u32, e: u32) -> f32 {
+    let v = xin(min(t, p.tokens - 1u), e);
+    return dot(v, v);
+}
+
+// 1 / rms of the tokens t0 .. t0 + NX into inv_lo, inv_hi. Called by the whole workgroup in
+// uniform control flow; ends on a barrier, so `squares` is free again.
+fn pass_norms(id: u32, t0: u32) {
+    var lo = vec4<f32>(0.0);
+    var hi = vec4<f32>(0.0);
+    for (var e = 4u * id; e < p.cols; e += 4u * WG) {
+        lo += vec4<f32>(square_sum(t0, e), square_sum(t0 + 1u, e), square_sum(t0 + 2u, e),
+            square_sum(t0 + 3u, e));
+        if NX > 4u {
+            hi += vec4<f32>(square_sum(t0 + 4u, e), square_sum(t0 + 5u, e),
+                square_sum(t0 + 6u, e), square_sum(t0 + 7u, e));
+        }
+    }
+    squares[id] = lo;
+    squares[WG + id] = hi;
+    workgroupBarrier();
+    for (var half = WG / 2u; half > 0u; half >>= 1u) {
+        if id < half {
+            squares[id] += squares[id + half];
+            squares[WG + id] += squares[WG + id + half];
+        }
+        workgroupBarrier();
+    }
+    let n = f32(p.cols);
+    inv_lo = inverseSqrt(squares[0] / n + vec4<f32>(p.eps));
+    inv_hi = inverseSqrt(squares[WG] / n + vec4<f32>(p.eps));
+    workgroupBarrier();
+}
 
 // Elements e..e+4 of the input rows of tokens t0 + c .. t0 + c + 4 as the columns of a matrix.
 // Columns past NX are zero; a token past the last reads the last one's row (in bounds, and its
-// sums are never stored).
+// sums are never stored). XFORM 1, 2: normed (the pass's inv_lo, inv_hi).
 fn xmat(t0: u32, c: u32, e: u32) -> mat4x4<f32> {
     let last = p.tokens - 1u;
     var m = mat4x4<f32>();
@@ -71,6 +133,14 @@ fn xmat(t0: u32, c: u32, e: u32) -> mat4x4<f32> {
     }
     if NX > c + 3u {
         m[3] = xin(min(t0 + c + 3u, last), e);
+    }
+    if norm_input() {
+        let g = norm_scale(e);
+        let inv = select(inv_lo, inv_hi, c >= 4u);
+        m[0] *= inv.x * g;
+        m[1] *= inv.y * g;
+        m[2] *= inv.z * g;
+        m[3] *= inv.w * g;
     }
     return m;
 }
@@ -93,6 +163,9 @@ fn main(l: Lanes) {
     let steps = p.cols / UNIT_ELEMS * subs * SUB_STEPS;
     let zero = StepW(vec4<f32>(0.0), vec4<f32>(0.0));
     for (var t0 = 0u; t0 < p.tokens; t0 += NX) {
+        if norm_input() {
+            pass_norms(id, t0);
+        }
         // Row r of the thread, tokens 0-3 of the pass in lo<r>, 4-7 in hi<r>.
         var lo0 = vec4<f32>(0.0);
         var hi0 = vec4<f32>(0.0);

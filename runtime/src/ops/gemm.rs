@@ -42,8 +42,12 @@ pub struct GemmCall<'a> {
     pub bias: Option<&'a Tensor>,
     /// Plain or a GLU of each X row's two halves; or [`GemvInput::Q8Blocks`]: X holds each
     /// row as the int8-input GEMV's blocks (`input.x_len(cols)` words a row, `x_stride` a
-    /// multiple of 4), multiplied on the int8 few-row kernel (see [`takes_q8_rows`]).
+    /// multiple of 4), multiplied on the int8 few-row kernel (see [`takes_q8_rows`]); or the
+    /// RMSNorm of each X row ([`GemvInput::RmsNorm`], [`GemvInput::RmsNormPlusOne`], weights
+    /// and epsilon in `norm`), on the float few-row kernel only (see [`takes_norm_rows`]).
     pub input: GemvInput,
+    /// The norm forms' weights (`cols` f32) and epsilon; `None` for every other form.
+    pub norm: Option<(&'a Tensor, f32)>,
 }
 
 impl<'a> GemmCall<'a> {
@@ -65,6 +69,7 @@ impl<'a> GemmCall<'a> {
             residual: call.residual,
             bias: None,
             input: GemvInput::Q8Blocks,
+            norm: None,
         })
     }
 }
@@ -543,6 +548,12 @@ pub fn gemm_on(
             }
         }
     }
+    if is_norm_form(call.input) && !matches!(path, GemmPath::FewRows(_)) {
+        return Err(GpuError::Shape(format!(
+            "GEMM {path:?}: {:?} input (the norm forms run on the float few-row kernel only)",
+            call.input
+        )));
+    }
     let q8_path = path.reads_q8_blocks();
     if q8_path != (call.input == GemvInput::Q8Blocks) {
         return Err(GpuError::Shape(format!(
@@ -638,7 +649,12 @@ fn check_call(call: &GemmCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
     let width = call.input.x_len(cols);
     let rows_of = |t: &Tensor, stride: usize| elems(t) / stride.max(1);
     let q8 = call.input == GemvInput::Q8Blocks;
-    let ok = (gemm::INPUTS.contains(&call.input) || q8)
+    let normed = is_norm_form(call.input);
+    let ok = (gemm::ROWS_INPUTS.contains(&call.input) || q8)
+        && normed == call.norm.is_some()
+        && call
+            .norm
+            .is_none_or(|(w, _)| elems(w) == cols && !call.y.shares_buffer(w))
         && (!q8 || (call.x_stride.is_multiple_of(4) && cols.is_multiple_of(32)))
         && call.x_stride >= width
         && call.y_stride >= call.y_first + rows
@@ -655,7 +671,7 @@ fn check_call(call: &GemmCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
     }
     Err(GpuError::Shape(format!(
         "GEMM [{rows}, {cols}] ({:?} input) of {} tokens: x {:?} (stride {}), y {:?} \
-         (stride {}, from column {}), residual {:?}, bias {:?}",
+         (stride {}, from column {}), residual {:?}, bias {:?}, norm weights {:?}",
         call.input,
         call.tokens,
         call.x.shape,
@@ -664,8 +680,24 @@ fn check_call(call: &GemmCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
         call.y_stride,
         call.y_first,
         call.residual.map(|r| &r.shape),
-        call.bias.map(|b| &b.shape)
+        call.bias.map(|b| &b.shape),
+        call.norm.map(|(w, _)| &w.shape)
     )))
+}
+
+/// Whether `input` is one of the norm forms only the float few-row kernel takes.
+fn is_norm_form(input: GemvInput) -> bool {
+    matches!(input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne)
+}
+
+/// Whether a GEMM over `w` at `tokens` rows on float input runs on the float few-row kernel,
+/// which forms an RMSNorm of its input rows itself ([`GemvInput::RmsNorm`]): no tensor-core
+/// path at that size ([`takes_coop_rows`]), at most [`gemm::FEW_ROWS_MAX`] rows, and
+/// `GPUPORT_GEMM_NORM` not `0` (the A/B against a norm dispatch of its own).
+pub fn takes_norm_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
+    static OFF: OnceLock<bool> = OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("GPUPORT_GEMM_NORM").is_ok_and(|v| v == "0"));
+    !off && matrix(w).is_ok() && !takes_coop_rows(gpu, tokens) && tokens <= gemm::FEW_ROWS_MAX
 }
 
 fn check_tile(gpu: &Gpu, tile: GemmTile) -> Result<(), GpuError> {
@@ -812,7 +844,7 @@ fn tiled(
             split_chunks,
             split_stride: if split { part_elems as u32 } else { 0 },
             splits: launch.splits,
-            pad: 0,
+            eps: 0.0,
         };
         let grid = ((n as u32).div_ceil(tn), (call.tokens as u32).div_ceil(tm));
         if grid.0 > limits.max_compute_workgroups_per_dimension {
@@ -922,7 +954,7 @@ fn few_rows(
             split_chunks: 0,
             split_stride: 0,
             splits: 1,
-            pad: 0,
+            eps: call.norm.map_or(0.0, |(_, eps)| eps),
         };
         let slot = rec.uniform(&p)?;
         let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
@@ -933,7 +965,9 @@ fn few_rows(
             whole(call.residual.or(call.bias).unwrap_or(call.x)),
         ];
         if !q8 {
+            // X again as vec4s, then the norm weights (X again where there are none).
             bindings.push(whole(call.x));
+            bindings.push(whole(call.norm.map_or(call.x, |(w, _)| w)));
         }
         let group = rec.bind_group(&pipeline, slot, &bindings);
         rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
