@@ -51,17 +51,32 @@ pub struct NormParams {
 
 /// The norm variant; `blocks`: the normed rows go out as the int8-input GEMV's blocks
 /// ([`crate::gemv::GemvInput::Q8Blocks`], RMSNorms only) instead of f32.
-pub fn norm_spec(kind: NormKind, wg: u32, reduction: Reduction, blocks: bool) -> KernelSpec {
+pub fn norm_spec(kind: NormKind, wg: u32, reduction: Reduction, out: NormOut) -> KernelSpec {
+    let mut constants = vec![
+        ("WG", wg),
+        ("MODE", kind.mode()),
+        ("BLOCKS", u32::from(out == NormOut::Blocks)),
+    ];
+    if out == NormOut::Added {
+        constants.push(("RES", 1));
+    }
     KernelSpec {
         family: Family::Norm,
         quant: None,
         reduction: Some(reduction),
-        constants: vec![
-            ("WG", wg),
-            ("MODE", kind.mode()),
-            ("BLOCKS", u32::from(blocks)),
-        ],
+        constants,
     }
+}
+
+/// Where `norm.wgsl` puts a normed row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NormOut {
+    /// As f32 values.
+    Rows,
+    /// As the int8-input GEMV's blocks (RMSNorms).
+    Blocks,
+    /// Added to a residual row (`y = res + norm(x)`).
+    Added,
 }
 
 /// CPU reference of `norm.wgsl` for `rows` rows of `x`.
@@ -440,9 +455,11 @@ pub fn all_specs() -> Vec<KernelSpec> {
     let mut out = Vec::new();
     for wg in WG_VALUES {
         for r in Reduction::ALL {
-            out.extend(NormKind::ALL.map(|k| norm_spec(k, wg, r, false)));
-            out.push(norm_spec(NormKind::Rms, wg, r, true));
-            out.push(norm_spec(NormKind::RmsPlusOne, wg, r, true));
+            for o in [NormOut::Rows, NormOut::Added] {
+                out.extend(NormKind::ALL.map(|k| norm_spec(k, wg, r, o)));
+            }
+            out.push(norm_spec(NormKind::Rms, wg, r, NormOut::Blocks));
+            out.push(norm_spec(NormKind::RmsPlusOne, wg, r, NormOut::Blocks));
             out.push(softmax_spec(wg, r));
         }
         out.extend(ElementOp::ALL.map(|op| element_spec(op, wg)));

@@ -6,7 +6,7 @@
 //! head was cached) or a prompt token by token ends with a decode step.
 
 use gpuport_kernels::gemv::GemvInput;
-use gpuport_kernels::rowops::{ElementOp, NormKind};
+use gpuport_kernels::rowops::NormKind;
 
 use super::kv_cache::{KvCache, KvPool};
 use super::model::{Model, Rows};
@@ -32,8 +32,6 @@ pub(crate) struct BatchScratch {
     x_alt: Tensor,
     /// The normed input of the next projections.
     h: Tensor,
-    /// A post-norm's output before its residual add.
-    post: Tensor,
     /// A projection awaiting its post-norm (Gemma 3).
     proj: Tensor,
     qkv: Tensor,
@@ -68,7 +66,6 @@ impl BatchScratch {
             x: f(c.embd, "batch x")?,
             x_alt: f(c.embd, "batch x'")?,
             h: f(c.embd, "batch h")?,
-            post: f(c.embd, "batch post-norm")?,
             proj: f(c.embd, "batch projection")?,
             qkv: f(c.q_dim() + 2 * c.kv_dim(), "batch q, k, v")?,
             q: f(c.q_dim(), "batch queries")?,
@@ -300,7 +297,7 @@ impl Model {
         let (e, qkv_width) = (c.embd, c.q_dim() + 2 * c.kv_dim());
         let rows = |t: &Tensor, width: usize| t.view(0, n * width);
         let (mut x, mut x_alt) = (rows(&b.x, e), rows(&b.x_alt, e));
-        let [h, post, proj] = [&b.h, &b.post, &b.proj].map(|t| rows(t, e));
+        let [h, proj] = [&b.h, &b.proj].map(|t| rows(t, e));
         let qkv = rows(&b.qkv, qkv_width);
         let [q, attn] = [&b.q, &b.attn].map(|t| rows(t, c.q_dim()));
         let gate = rows(&b.gate, 2 * c.ff);
@@ -311,13 +308,14 @@ impl Model {
         };
         for (i, l) in w.layers.iter().enumerate() {
             let q8 = self.q8_rows(gpu, &l.attn_in.stacks, n).then_some(&b.xq);
-            let input = match self.norm_in_gemm(gpu, &l.attn_norm, &l.attn_in.stacks, n) {
+            if self.fold_post_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj])? {
+                std::mem::swap(&mut x, &mut x_alt);
+            }
+            let own = l.attn_norm.own();
+            let input = match self.norm_in_gemm(gpu, own, &l.attn_in.stacks, n) {
                 Some(form) => RowsIn::Raw(&x, form),
                 None => {
-                    let outs = [&x, &x_alt, &proj, &post, &h];
-                    if self.batch_norm(gpu, rec, &l.attn_norm, outs, q8)? {
-                        std::mem::swap(&mut x, &mut x_alt);
-                    }
+                    self.batch_norm(gpu, rec, own, (&x, &h), q8)?;
                     RowsIn::of(&h, q8)
                 }
             };
@@ -370,13 +368,14 @@ impl Model {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             let q8 = self.q8_rows(gpu, &l.ffn_in.stacks, n).then_some(&b.xq);
-            let input = match self.norm_in_gemm(gpu, &l.ffn_norm, &l.ffn_in.stacks, n) {
+            if self.fold_post_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj])? {
+                std::mem::swap(&mut x, &mut x_alt);
+            }
+            let own = l.ffn_norm.own();
+            let input = match self.norm_in_gemm(gpu, own, &l.ffn_in.stacks, n) {
                 Some(form) => RowsIn::Raw(&x, form),
                 None => {
-                    let outs = [&x, &x_alt, &proj, &post, &h];
-                    if self.batch_norm(gpu, rec, &l.ffn_norm, outs, q8)? {
-                        std::mem::swap(&mut x, &mut x_alt);
-                    }
+                    self.batch_norm(gpu, rec, own, (&x, &h), q8)?;
                     RowsIn::of(&h, q8)
                 }
             };
@@ -387,71 +386,66 @@ impl Model {
             }
         }
         // The output norm of every row into `h` (`[rows, hidden]`).
-        self.batch_norm(
-            gpu,
-            rec,
-            &w.output_norm,
-            [&x, &x_alt, &proj, &post, &h],
-            None,
-        )?;
+        if self.fold_post_norm(gpu, rec, &w.output_norm, [&x, &x_alt, &proj])? {
+            std::mem::swap(&mut x, &mut x_alt);
+        }
+        self.batch_norm(gpu, rec, w.output_norm.own(), (&x, &h), None)?;
         Ok(Some(h))
     }
 
-    /// The input norm of every row of `x` into `h`, or, with `blocks`, into the int8 blocks the
-    /// projections read (`ops::norm_blocks`: one dispatch, the numbers `ops::q8_blocks` would
-    /// make of `h`); a folded norm first adds the post-normed pending projection to `x` into
-    /// `x_next` and returns true (the caller swaps).
-    fn batch_norm(
+    /// A folded norm's first half: the post-normed pending projection `proj` added to the
+    /// residual rows `x` into `x_next` (`ops::norm_add`, one dispatch), returning true (the
+    /// caller swaps); a plain norm has none (false).
+    fn fold_post_norm(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         norm: &InputNorm,
-        [x, x_next, proj, post, h]: [&Tensor; 5],
-        blocks: Option<&Tensor>,
+        [x, x_next, proj]: [&Tensor; 3],
     ) -> Result<bool, GpuError> {
-        let c = &self.cfg;
-        let rows = x.shape.iter().product::<usize>() / c.embd;
-        let out = blocks.map(|b| b.view(0, rows * ops::Q8Blocks::words(c.embd)));
-        let normed = |gpu: &Gpu, rec: &mut Recorder<'_>, x: &Tensor, w: &Tensor| match &out {
-            Some(b) => ops::norm_blocks(gpu, rec, c.norm(x, w, b)),
-            None => ops::norm(gpu, rec, c.norm(x, w, h)),
-        };
         match norm {
-            InputNorm::Plain(w) => {
-                normed(gpu, rec, x, w)?;
-                Ok(false)
-            }
-            InputNorm::Folded { post: pw, own, .. } => {
-                ops::norm(gpu, rec, c.norm(proj, pw, post))?;
-                let add = ops::Elementwise {
-                    op: ElementOp::Add,
-                    a: x,
-                    b: post,
-                    out: x_next,
-                    s: 1.0,
-                };
-                ops::elementwise(gpu, rec, add)?;
-                normed(gpu, rec, x_next, own)?;
+            InputNorm::Plain(_) => Ok(false),
+            InputNorm::Folded { post, .. } => {
+                ops::norm_add(gpu, rec, self.cfg.norm(proj, post, x_next), x)?;
                 Ok(true)
             }
         }
     }
 
-    /// Whether the input norm `norm` of the projections `stacks` at `n` rows is formed by their
-    /// GEMMs ([`ops::takes_norm_rows`]: the float few-row kernel, one dispatch less a norm),
-    /// and in which form: a plain RMSNorm (no post-norm folded before it), on projections the
-    /// one-row path gives float input ([`Model::int8_input`] does not hold: int8 input would
-    /// round the normed rows first).
+    /// The input norm (weights `w`) of every row of `x` into `h`, or, with `blocks`, into the
+    /// int8 blocks the projections read (`ops::norm_blocks`: one dispatch, the numbers
+    /// `ops::q8_blocks` would make of `h`).
+    fn batch_norm(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        w: &Tensor,
+        (x, h): (&Tensor, &Tensor),
+        blocks: Option<&Tensor>,
+    ) -> Result<(), GpuError> {
+        let c = &self.cfg;
+        let rows = x.shape.iter().product::<usize>() / c.embd;
+        match blocks {
+            Some(b) => {
+                let out = b.view(0, rows * ops::Q8Blocks::words(c.embd));
+                ops::norm_blocks(gpu, rec, c.norm(x, w, &out))
+            }
+            None => ops::norm(gpu, rec, c.norm(x, w, h)),
+        }
+    }
+
+    /// Whether the input norm (weights `w`, after any folded post-norm) of the projections
+    /// `stacks` at `n` rows is formed by their GEMMs ([`ops::takes_norm_rows`]: the float
+    /// few-row kernel, one dispatch less a norm), and in which form: an RMSNorm, on projections
+    /// the one-row path gives float input ([`Model::int8_input`] does not hold: int8 input
+    /// would round the normed rows first).
     fn norm_in_gemm<'n>(
         &self,
         gpu: &Gpu,
-        norm: &'n InputNorm,
+        w: &'n Tensor,
         stacks: &[Tensor],
         n: usize,
     ) -> Option<(GemvInput, &'n Tensor, f32)> {
-        let InputNorm::Plain(w) = norm else {
-            return None;
-        };
         let form = match self.cfg.norm {
             NormKind::Rms => GemvInput::RmsNorm,
             NormKind::RmsPlusOne => GemvInput::RmsNormPlusOne,

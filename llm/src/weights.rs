@@ -49,6 +49,15 @@ pub enum InputNorm {
     },
 }
 
+impl InputNorm {
+    /// The weights of the norm itself (after a folded post-norm and its residual add).
+    pub fn own(&self) -> &Tensor {
+        match self {
+            InputNorm::Plain(w) | InputNorm::Folded { own: w, .. } => w,
+        }
+    }
+}
+
 /// Projections of one input whose outputs go to consecutive ranges of one buffer (q, k, v;
 /// gate, up). Runs of consecutive matrices that share a type and a column count are stacked
 /// row-wise into one matrix, so one GEMV computes them all (Gemma 3 270M stores some layers'

@@ -172,6 +172,34 @@ fn norms_match() {
                 1e-5,
                 &format!("{kind:?} {rows}x{cols}"),
             );
+            // Added to a residual: y = r + norm(x), in the same dispatch.
+            let r = support::random_f32(rows * cols, 3);
+            let rt = gpu.upload_f32(&r, &[rows, cols], "residual").unwrap();
+            let call = ops::Norm {
+                kind,
+                x: &xt,
+                w: &wt,
+                y: &y,
+                cols,
+                eps: 1e-6,
+            };
+            run(&gpu, |rec| ops::norm_add(&gpu, rec, call, &rt).unwrap());
+            let added: Vec<f32> = want.iter().zip(&r).map(|(n, r)| n + r).collect();
+            close(
+                &gpu.readback_f32(&y).unwrap(),
+                &added,
+                1e-5,
+                &format!("{kind:?} {rows}x{cols} added"),
+            );
+            // Refused: a residual of another size, and one in the output's buffer.
+            let short = gpu
+                .zeros_f32(&[rows * cols + 1], "longer residual")
+                .unwrap();
+            let mut rec = Recorder::new(&gpu);
+            for bad in [&short, &y] {
+                let err = ops::norm_add(&gpu, &mut rec, call, bad).unwrap_err();
+                assert_eq!(err.code(), "BAD_REQUEST", "{kind:?} {rows}x{cols}");
+            }
         }
     }
 }

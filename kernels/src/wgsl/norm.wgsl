@@ -4,6 +4,8 @@
 // blocks gemv_q8.wgsl reads (12 words per 32 values, q8_grid.wgsl's grid) instead of f32, in
 // the dispatch that norms it: the same numbers as this kernel's f32 row quantized apart or
 // rounded by q8_round.wgsl, since the same reductions and expressions form every value.
+// RES 1 (BLOCKS 0): y = res + the normed row — a post-projection norm and its residual add
+// (Gemma 3's sandwich norms) in one dispatch instead of a norm and an elementwise add.
 //
 // One row is latency-bound (a decode step norms one token): each thread's loads are issued
 // four at a time before any is used, in the order a plain strided loop would add them (the
@@ -20,24 +22,34 @@ struct Params {
 override WG: u32 = 256u;
 override MODE: u32 = 0u;
 override BLOCKS: u32 = 0u;
+override RES: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 // f32 results as their bits, so that BLOCKS 1 can store packed int8 words.
 @group(0) @binding(3) var<storage, read_write> y: array<u32>;
+// RES 1: the rows the normed rows are added to (same indexing as x); bound to x, and unread,
+// otherwise.
+@group(0) @binding(4) var<storage, read> res: array<f32>;
 
 //!include wgreduce
 //!include q8_grid.wgsl
 
-// Element `i` of the row at `base`, normed (`mean` and `inv` of that row).
+// Element `i` of the row at `base`, normed (`mean` and `inv` of that row); RES 1: plus the
+// residual's element.
 fn normed(base: u32, i: u32, mean: f32, inv: f32) -> f32 {
     let v = (x[base + i] - mean) * inv;
+    var n: f32;
     switch MODE {
-        case 1u: { return v * (1.0 + w[i]); }
-        case 2u: { return v * w[i] + w[p.cols + i]; }
-        default: { return v * w[i]; }
+        case 1u: { n = v * (1.0 + w[i]); }
+        case 2u: { n = v * w[i] + w[p.cols + i]; }
+        default: { n = v * w[i]; }
     }
+    if RES == 1u {
+        return res[base + i] + n;
+    }
+    return n;
 }
 
 // BLOCKS 1: a chunk of the normed row, one value a thread.

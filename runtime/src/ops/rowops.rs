@@ -29,7 +29,15 @@ pub struct Norm<'a> {
 /// Records a [`Norm`].
 pub fn norm(gpu: &Gpu, rec: &mut Recorder<'_>, call: Norm<'_>) -> Result<(), GpuError> {
     let rows = norm_rows(&call, elems(call.x))?;
-    launch_norm(gpu, rec, call, rows, false)
+    launch_norm(gpu, rec, call, rows, NormOut::Rows)
+}
+
+/// Where [`launch_norm`] puts the normed rows (`rowops::NormOut`, with the residual).
+#[derive(Clone, Copy)]
+enum NormOut<'a> {
+    Rows,
+    Blocks,
+    Added(&'a Tensor),
 }
 
 /// Records a [`Norm`] whose output `y` is the normed rows' int8 blocks, as the int8-input GEMV
@@ -45,7 +53,27 @@ pub fn norm_blocks(gpu: &Gpu, rec: &mut Recorder<'_>, call: Norm<'_>) -> Result<
     }
     let words = elems(call.x) / call.cols * Q8Blocks::words(call.cols);
     let rows = norm_rows(&call, words)?;
-    launch_norm(gpu, rec, call, rows, true)
+    launch_norm(gpu, rec, call, rows, NormOut::Blocks)
+}
+
+/// Records a [`Norm`] added to `residual`: `y = residual + norm(x)` row by row (`residual`
+/// shaped as `x`, in another buffer than `y`) — a post-projection norm and its residual add
+/// (Gemma 3's sandwich norms) in one dispatch.
+pub fn norm_add(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: Norm<'_>,
+    residual: &Tensor,
+) -> Result<(), GpuError> {
+    let rows = norm_rows(&call, elems(call.x))?;
+    if elems(residual) != elems(call.x) || residual.shares_buffer(call.y) {
+        return Err(GpuError::Shape(format!(
+            "a norm of {:?} added to {:?} into {:?} (the residual shaped as the rows, in \
+             another buffer than the output)",
+            call.x.shape, residual.shape, call.y.shape
+        )));
+    }
+    launch_norm(gpu, rec, call, rows, NormOut::Added(residual))
 }
 
 /// Checks a [`Norm`] whose output should hold `y_elems` elements; returns its rows.
@@ -81,8 +109,9 @@ fn launch_norm(
     rec: &mut Recorder<'_>,
     call: Norm<'_>,
     rows: usize,
-    blocks: bool,
+    out: NormOut<'_>,
 ) -> Result<(), GpuError> {
+    let blocks = matches!(out, NormOut::Blocks);
     // Blocks: a workgroup per (256-value chunk, row); else one per row.
     let grid = if blocks {
         let chunks = call.cols.div_ceil(NORM_WG as usize) as u32;
@@ -101,8 +130,20 @@ fn launch_norm(
         eps: call.eps,
         grid_x: grid.0,
     };
-    let spec = rowops::norm_spec(call.kind, NORM_WG, reduction(gpu), blocks);
-    launch(gpu, rec, &spec, &p, &[call.x, call.w, call.y], grid)
+    let (kind, residual) = match out {
+        NormOut::Rows => (rowops::NormOut::Rows, call.x),
+        NormOut::Blocks => (rowops::NormOut::Blocks, call.x),
+        NormOut::Added(r) => (rowops::NormOut::Added, r),
+    };
+    let spec = rowops::norm_spec(call.kind, NORM_WG, reduction(gpu), kind);
+    launch(
+        gpu,
+        rec,
+        &spec,
+        &p,
+        &[call.x, call.w, call.y, residual],
+        grid,
+    )
 }
 
 /// One elementwise launch: `out = op(a, b)`.
