@@ -307,20 +307,18 @@ impl Model {
             BatchRows::Consecutive { whole, .. } => whole,
         };
         for (i, l) in w.layers.iter().enumerate() {
-            let q8 = self.q8_rows(gpu, &l.attn_in.stacks, n).then_some(&b.xq);
-            if self.fold_post_norm(gpu, rec, &l.attn_norm, [&x, &x_alt, &proj])? {
+            let bias = l.qkv_bias.as_ref();
+            let rows = [&x, &x_alt, &proj, &h];
+            if self.batch_normed_projections(
+                gpu,
+                rec,
+                (&l.attn_norm, &l.attn_in, bias),
+                rows,
+                (&qkv, &b.xq),
+                n,
+            )? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
-            let own = l.attn_norm.own();
-            let input = match self.norm_in_gemm(gpu, own, &l.attn_in.stacks, n) {
-                Some(form) => RowsIn::Raw(&x, form),
-                None => {
-                    self.batch_norm(gpu, rec, own, (&x, &h), q8)?;
-                    RowsIn::of(&h, q8)
-                }
-            };
-            let bias = l.qkv_bias.as_ref();
-            self.batch_projections(gpu, rec, input, (&l.attn_in, bias), &qkv, n)?;
             let last = i + 1 == w.layers.len() && !whole;
             let out = (!last).then_some(&attn);
             let (neox, qk_norm) = (c.rope_neox, l.qk_norm.as_ref());
@@ -367,19 +365,17 @@ impl Model {
             if self.batch_out(gpu, rec, &l.wo, outs, GemvInput::Plain, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
-            let q8 = self.q8_rows(gpu, &l.ffn_in.stacks, n).then_some(&b.xq);
-            if self.fold_post_norm(gpu, rec, &l.ffn_norm, [&x, &x_alt, &proj])? {
+            let rows = [&x, &x_alt, &proj, &h];
+            if self.batch_normed_projections(
+                gpu,
+                rec,
+                (&l.ffn_norm, &l.ffn_in, None),
+                rows,
+                (&gate, &b.xq),
+                n,
+            )? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
-            let own = l.ffn_norm.own();
-            let input = match self.norm_in_gemm(gpu, own, &l.ffn_in.stacks, n) {
-                Some(form) => RowsIn::Raw(&x, form),
-                None => {
-                    self.batch_norm(gpu, rec, own, (&x, &h), q8)?;
-                    RowsIn::of(&h, q8)
-                }
-            };
-            self.batch_projections(gpu, rec, input, (&l.ffn_in, None), &gate, n)?;
             let outs = [&gate, &x, &x_alt, &proj, &b.xq];
             if self.batch_out(gpu, rec, &l.w_down, outs, glu, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
@@ -391,6 +387,35 @@ impl Model {
         }
         self.batch_norm(gpu, rec, w.output_norm.own(), (&x, &h), None)?;
         Ok(Some(h))
+    }
+
+    /// A block's input norm then its input projections over the batch's `n` rows into `out`:
+    /// a folded post-norm's residual add first (from `x` into `x_next`; returns true, and the
+    /// caller swaps them), then the norm of the residual rows into `h` (or their int8 blocks
+    /// into `xq` where [`Model::q8_rows`] holds) or formed by the GEMMs themselves
+    /// ([`Model::norm_in_gemm`]).
+    fn batch_normed_projections(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        (norm, parts, bias): (&InputNorm, &Projections, Option<&Tensor>),
+        [x, x_next, proj, h]: [&Tensor; 4],
+        (out, xq): (&Tensor, &Tensor),
+        n: usize,
+    ) -> Result<bool, GpuError> {
+        let folded = self.fold_post_norm(gpu, rec, norm, [x, x_next, proj])?;
+        let x = if folded { x_next } else { x };
+        let q8 = self.q8_rows(gpu, &parts.stacks, n).then_some(xq);
+        let own = norm.own();
+        let input = match self.norm_in_gemm(gpu, own, &parts.stacks, n) {
+            Some(form) => RowsIn::Raw(x, form),
+            None => {
+                self.batch_norm(gpu, rec, own, (x, h), q8)?;
+                RowsIn::of(h, q8)
+            }
+        };
+        self.batch_projections(gpu, rec, input, (parts, bias), out, n)?;
+        Ok(folded)
     }
 
     /// A folded norm's first half: the post-normed pending projection `proj` added to the

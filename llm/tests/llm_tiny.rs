@@ -183,13 +183,24 @@ fn assert_every_prefix(
     values: &std::collections::HashMap<String, Vec<f32>>,
     prompt: &[u32],
 ) {
-    let cpu = cpu_logits(values, prompt);
+    assert_every_prefix_cached(session, values, prompt, GgmlType::F32);
+}
+
+/// [`assert_every_prefix`] against the CPU pass over a KV cache of `kv` values.
+fn assert_every_prefix_cached(
+    session: &mut Session<'_>,
+    values: &std::collections::HashMap<String, Vec<f32>>,
+    prompt: &[u32],
+    kv: GgmlType,
+) {
+    let cpu = cpu_logits_cached(values, prompt, kv);
     for batched in [true, false] {
         session.batched_prefill = Some(batched);
         for n in 1..=prompt.len() {
             session.reset();
             let got = session.logits(&prompt[..n]).unwrap();
-            assert_logits_close(&got, &cpu[n - 1], &format!("prefix {n}, batched {batched}"));
+            let what = format!("{} cache, prefix {n}, batched {batched}", kv.name());
+            assert_logits_close(&got, &cpu[n - 1], &what);
         }
     }
 }
@@ -377,7 +388,7 @@ fn tiny_qwen2_matches_the_cpu_forward_pass() {
 /// as the cache will hold it), their pages back in the pool after.
 #[test]
 fn tiny_llama_on_an_f16_cache_matches_the_cpu_forward_pass() {
-    use gpuport_llm::{Batch, BatchShape, DecodeItem, PrefillItem};
+    use gpuport_llm::{Batch, BatchShape, PrefillItem};
     let Some(gpu) = support::gpu() else { return };
     let (bytes, values) = build();
     let g = Gguf::parse(bytes).unwrap();
@@ -394,16 +405,7 @@ fn tiny_llama_on_an_f16_cache_matches_the_cpu_forward_pass() {
     assert!(Model::load_with_kv(&gpu, &g, ctx, GgmlType::Q4K).is_err());
     let mut session = Session::new(&gpu, &model, ctx).unwrap();
     let prompt = [5u32, 77, 123, 9, 250];
-    let cpu = cpu_logits_cached(&values, &prompt, GgmlType::F16);
-    for batched in [true, false] {
-        session.batched_prefill = Some(batched);
-        for n in 1..=prompt.len() {
-            session.reset();
-            let got = session.logits(&prompt[..n]).unwrap();
-            let what = format!("f16 cache, prefix {n}, batched {batched}");
-            assert_logits_close(&got, &cpu[n - 1], &what);
-        }
-    }
+    assert_every_prefix_cached(&mut session, &values, &prompt, GgmlType::F16);
     session.batched_prefill = None;
     let greedy = |session: &mut Session<'_>, prompt: &[u32], n: usize| {
         session.reset();
@@ -428,28 +430,8 @@ fn tiny_llama_on_an_f16_cache_matches_the_cpu_forward_pass() {
     assert_eq!(batch.pool().kv_type(), GgmlType::F16);
     let ps = prompts(3, 19);
     let seqs: Vec<_> = ps.iter().map(|_| batch.open().unwrap()).collect();
-    let items: Vec<PrefillItem<'_>> = seqs
-        .iter()
-        .zip(&ps)
-        .map(|(s, p)| PrefillItem {
-            seq: *s,
-            tokens: p,
-            sample: Some(Sampling::GREEDY),
-        })
-        .collect();
-    let first = batch.prefill(&items).unwrap();
-    let steps: Vec<DecodeItem<'_>> = seqs
-        .iter()
-        .map(|s| DecodeItem {
-            seq: *s,
-            sample: Sampling::GREEDY,
-            stop: &[],
-        })
-        .collect();
-    let decoded = batch.decode(&steps, 5).unwrap();
-    for (i, p) in ps.iter().enumerate() {
-        let mut got = vec![first[i].unwrap()];
-        got.extend(&decoded[i].ids);
+    let ids = greedy_in_batch(&mut batch, &seqs, &ps, 5);
+    for (i, (p, got)) in ps.iter().zip(ids).enumerate() {
         assert_eq!(got, greedy(&mut session, p, 6), "f16 cache, sequence {i}");
     }
     for s in seqs {
@@ -719,6 +701,41 @@ fn prompts(n: usize, seed: u64) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// Each of `seqs` prefilled with its prompt and greedily decoded `steps` tokens further in
+/// shared forwards: its first token and the steps' ids.
+fn greedy_in_batch(
+    batch: &mut gpuport_llm::Batch<'_>,
+    seqs: &[gpuport_llm::SeqId],
+    prompts: &[Vec<u32>],
+    steps: usize,
+) -> Vec<Vec<u32>> {
+    use gpuport_llm::{DecodeItem, PrefillItem};
+    let items: Vec<PrefillItem<'_>> = seqs
+        .iter()
+        .zip(prompts)
+        .map(|(s, p)| PrefillItem {
+            seq: *s,
+            tokens: p,
+            sample: Some(Sampling::GREEDY),
+        })
+        .collect();
+    let first = batch.prefill(&items).unwrap();
+    let items: Vec<DecodeItem<'_>> = seqs
+        .iter()
+        .map(|s| DecodeItem {
+            seq: *s,
+            sample: Sampling::GREEDY,
+            stop: &[],
+        })
+        .collect();
+    let decoded = batch.decode(&items, steps).unwrap();
+    first
+        .into_iter()
+        .zip(decoded)
+        .map(|(f, d)| std::iter::once(f.unwrap()).chain(d.ids).collect())
+        .collect()
+}
+
 /// N = 1, 3, 8 sequences of different prompt lengths through shared forward passes (prompt
 /// rows of all of them in one call, split across forwards of 16 rows, then 5 decode steps of
 /// all in one submit, the last sequence with a stop token): the first token's logits match
@@ -831,7 +848,7 @@ fn batched_rows_match_the_cpu_and_the_single_sequence_path() {
 /// single-sequence session gives it, the one-row path quantizing what the many-row path rounds.
 #[test]
 fn int8_projections_give_batched_rows_the_session_ids() {
-    use gpuport_llm::{Batch, BatchShape, DecodeItem, PrefillItem};
+    use gpuport_llm::{Batch, BatchShape};
     let Some(gpu) = support::gpu() else { return };
     let (bytes, values) = build();
     let g = Gguf::parse(bytes).unwrap();
@@ -847,28 +864,8 @@ fn int8_projections_give_batched_rows_the_session_ids() {
     for n in [3usize, 8] {
         let ps = prompts(n, 31 + n as u64);
         let seqs: Vec<_> = (0..n).map(|_| batch.open().unwrap()).collect();
-        let items: Vec<PrefillItem<'_>> = seqs
-            .iter()
-            .zip(&ps)
-            .map(|(s, p)| PrefillItem {
-                seq: *s,
-                tokens: p,
-                sample: Some(Sampling::GREEDY),
-            })
-            .collect();
-        let first = batch.prefill(&items).unwrap();
-        let items: Vec<DecodeItem<'_>> = seqs
-            .iter()
-            .map(|s| DecodeItem {
-                seq: *s,
-                sample: Sampling::GREEDY,
-                stop: &[],
-            })
-            .collect();
-        let decoded = batch.decode(&items, 5).unwrap();
-        for (i, p) in ps.iter().enumerate() {
-            let mut got = vec![first[i].unwrap()];
-            got.extend(&decoded[i].ids);
+        let ids = greedy_in_batch(&mut batch, &seqs, &ps, 5);
+        for (i, (p, got)) in ps.iter().zip(ids).enumerate() {
             session.reset();
             let request = Request {
                 prompt: p,

@@ -154,17 +154,15 @@ fn norms_match() {
             let xt = gpu.upload_f32(&x, &[rows, cols], "x").unwrap();
             let wt = gpu.upload_f32(&w, &[wn], "w").unwrap();
             let y = gpu.zeros_f32(&[rows, cols], "y").unwrap();
-            run(&gpu, |rec| {
-                let call = ops::Norm {
-                    kind,
-                    x: &xt,
-                    w: &wt,
-                    y: &y,
-                    cols,
-                    eps: 1e-6,
-                };
-                ops::norm(&gpu, rec, call).unwrap()
-            });
+            let call = ops::Norm {
+                kind,
+                x: &xt,
+                w: &wt,
+                y: &y,
+                cols,
+                eps: 1e-6,
+            };
+            run(&gpu, |rec| ops::norm(&gpu, rec, call).unwrap());
             let want = rowops::norm_reference(kind, &x, &w, cols, 1e-6);
             close(
                 &gpu.readback_f32(&y).unwrap(),
@@ -175,14 +173,6 @@ fn norms_match() {
             // Added to a residual: y = r + norm(x), in the same dispatch.
             let r = support::random_f32(rows * cols, 3);
             let rt = gpu.upload_f32(&r, &[rows, cols], "residual").unwrap();
-            let call = ops::Norm {
-                kind,
-                x: &xt,
-                w: &wt,
-                y: &y,
-                cols,
-                eps: 1e-6,
-            };
             run(&gpu, |rec| ops::norm_add(&gpu, rec, call, &rt).unwrap());
             let added: Vec<f32> = want.iter().zip(&r).map(|(n, r)| n + r).collect();
             close(
