@@ -1,6 +1,7 @@
 // The input rows of the GEMMs that read X as vec4s (gemm_rows.wgsl, gemm_coop.wgsl,
 // gemm_x16.wgsl): element runs of token t's row formed as the kernel's XFORM says (0 X as
-// bound; 3 SwiGLU silu(X[t, k]) * X[t, x_aux + k]; 4 GeGLU with gelu_tanh), read as aligned
+// bound; 3 SwiGLU silu(X[t, k]) * X[t, x_aux + k]; 4 GeGLU with gelu_tanh; the norm forms 1
+// and 2 of gemm_rows.wgsl get X as bound here, and that kernel scales it), read as aligned
 // vec4s from `x4` when XV4 is 1 (x_offset, x_stride and x_aux multiples of 4), else four scalar
 // loads from `x`. The including kernel declares `p` (gemm_params.wgsl), `x`, `x4` (the same
 // buffer as vec4s), XFORM and XV4.

@@ -32,14 +32,17 @@
 //
 // XFORM forms the input from X as gemm.wgsl does: 0 X as bound; 3 SwiGLU silu(X[t, k]) *
 // X[t, x_aux + k]; 4 GeGLU with gelu_tanh. Formed per step, where it is needed (no barrier
-// before the first weight load; NX rows of a few thousand columns would not fit workgroup
-// memory anyway). 1 and 2: the RMSNorm of each row, X[t, k] / rms(X[t]) * w[k] (1) or
-// * (1 + w[k]) (2), w the norm weights (`nw`, binding 6) and p.eps the norm's epsilon: the
-// norm that would be a dispatch of its own before a batch's input projections (norm.wgsl),
-// folded in as the GEMV folds it (gemv.wgsl's XFORM 1, 2). Each workgroup first sums the
-// squares of its pass's rows (one tree reduction in workgroup memory: a few KiB of cached
-// rows per workgroup, where the dispatch it replaces costs a launch and a round trip through
-// memory), then scales each step's x values.
+// before the first weight load for these forms; NX rows of a few thousand columns would not
+// fit workgroup memory anyway). 1 and 2: the RMSNorm of each row, X[t, k] / rms(X[t]) * w[k]
+// (1) or * (1 + w[k]) (2), w the norm weights (`nw`, binding 6) and p.eps the norm's epsilon:
+// the norm that would be a dispatch of its own before a batch's input projections
+// (norm.wgsl), folded in as the GEMV folds it (gemv.wgsl's XFORM 1, 2). Each workgroup first
+// sums the squares of its pass's rows and reduces them with the `reduce` snippet's
+// `wg_total` (its workgroup memory, no more of its own: a few KiB of cached rows read twice
+// per workgroup, and a barrier and one or two reductions per pass before the first weight
+// load — two barriers each on subgroups, log2 WG + 2 on the shared tree — where the dispatch
+// it replaces costs a launch and a round trip through memory), then scales each step's x
+// values (gemm_input.wgsl's `xin` gives them raw for these forms).
 // XV4 1: X is read as vec4s (binding 5, the same buffer as `x`): x_offset, x_stride and x_aux
 // are multiples of 4, so every step's 4 values are one aligned vec4. 0: four scalar loads
 // from `x` (any stride).
@@ -64,9 +67,7 @@ override T: u32 = WG * RPT / ROWS;
 @group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;
 //!include gemm_rows_store.wgsl
 
-// XFORM 1, 2: the pass's sums of squares (tokens 0-3 of the pass, then 4-7), one pair per
-// thread, reduced in place; then 1 / rms of the pass's tokens, in every thread.
-var<workgroup> squares: array<vec4<f32>, 2u * WG>;
+// XFORM 1, 2: 1 / rms of the pass's tokens 0-3 and 4-7, in every thread.
 var<private> inv_lo: vec4<f32>;
 var<private> inv_hi: vec4<f32>;
 
@@ -89,33 +90,40 @@ fn square_sum(t: u32, e: u32) -> f32 {
     return dot(v, v);
 }
 
-// 1 / rms of the tokens t0 .. t0 + NX into inv_lo, inv_hi. Called by the whole workgroup in
-// uniform control flow; ends on a barrier, so `squares` is free again.
-fn pass_norms(id: u32, t0: u32) {
+// The squares of elements e..e+4 of the pass's tokens c .. c + 4, summed per token (zeros for
+// tokens past NX), as xmat takes their values.
+fn squares4(t0: u32, c: u32, e: u32) -> vec4<f32> {
+    var s = vec4<f32>(square_sum(t0 + c, e), 0.0, 0.0, 0.0);
+    if NX > c + 1u {
+        s.y = square_sum(t0 + c + 1u, e);
+    }
+    if NX > c + 2u {
+        s.z = square_sum(t0 + c + 2u, e);
+    }
+    if NX > c + 3u {
+        s.w = square_sum(t0 + c + 3u, e);
+    }
+    return s;
+}
+
+// 1 / rms of the tokens t0 .. t0 + NX into inv_lo, inv_hi (inv_hi only when NX > 4). Called
+// by the whole workgroup in uniform control flow; the snippet's memory is free on return.
+fn pass_norms(l: Lanes, id: u32, t0: u32) {
     var lo = vec4<f32>(0.0);
     var hi = vec4<f32>(0.0);
     for (var e = 4u * id; e < p.cols; e += 4u * WG) {
-        lo += vec4<f32>(square_sum(t0, e), square_sum(t0 + 1u, e), square_sum(t0 + 2u, e),
-            square_sum(t0 + 3u, e));
+        lo += squares4(t0, 0u, e);
         if NX > 4u {
-            hi += vec4<f32>(square_sum(t0 + 4u, e), square_sum(t0 + 5u, e),
-                square_sum(t0 + 6u, e), square_sum(t0 + 7u, e));
+            hi += squares4(t0, 4u, e);
         }
     }
-    squares[id] = lo;
-    squares[WG + id] = hi;
+    // The previous pass's last reduction may still be reading the snippet's memory.
     workgroupBarrier();
-    for (var half = WG / 2u; half > 0u; half >>= 1u) {
-        if id < half {
-            squares[id] += squares[id + half];
-            squares[WG + id] += squares[WG + id + half];
-        }
-        workgroupBarrier();
-    }
     let n = f32(p.cols);
-    inv_lo = inverseSqrt(squares[0] / n + vec4<f32>(p.eps));
-    inv_hi = inverseSqrt(squares[WG] / n + vec4<f32>(p.eps));
-    workgroupBarrier();
+    inv_lo = inverseSqrt(wg_total(l, lo, id) / n + vec4<f32>(p.eps));
+    if NX > 4u {
+        inv_hi = inverseSqrt(wg_total(l, hi, id) / n + vec4<f32>(p.eps));
+    }
 }
 
 // Elements e..e+4 of the input rows of tokens t0 + c .. t0 + c + 4 as the columns of a matrix.
@@ -164,7 +172,7 @@ fn main(l: Lanes) {
     let zero = StepW(vec4<f32>(0.0), vec4<f32>(0.0));
     for (var t0 = 0u; t0 < p.tokens; t0 += NX) {
         if norm_input() {
-            pass_norms(id, t0);
+            pass_norms(l, id, t0);
         }
         // Row r of the thread, tokens 0-3 of the pass in lo<r>, 4-7 in hi<r>.
         var lo0 = vec4<f32>(0.0);
