@@ -28,7 +28,7 @@ use super::arch::ModelConfig;
 use super::error::LlmError;
 use gpuport_runtime::device::Gpu;
 use gpuport_runtime::error::GpuError;
-use gpuport_runtime::ops::KvLayer;
+use gpuport_runtime::ops::{self, KvLayer};
 use gpuport_runtime::tensor::{Elem, Tensor};
 
 /// Positions per page unless asked otherwise: the smallest the kernels take (a page holds
@@ -61,7 +61,9 @@ pub fn parse_kv_type(name: &str) -> Result<GgmlType, String> {
 
 /// `kv` when a cache can hold it (one of [`KV_TYPES`]), else the request error naming those.
 pub fn check_kv_type(kv: GgmlType) -> Result<GgmlType, LlmError> {
-    parse_kv_type(kv.name()).map_err(LlmError::Request)
+    kv_elem(kv)
+        .map(|_| kv)
+        .map_err(|e| LlmError::Request(e.to_string()))
 }
 
 /// The KV cache type a model loads with: [`KV_TYPE_ENV`] when set (a request error naming it
@@ -77,25 +79,24 @@ pub fn default_kv_type() -> Result<GgmlType, LlmError> {
 /// holding `kv` values (f32 or f16).
 pub fn pool_bytes(cfg: &ModelConfig, capacity: usize, page: usize, kv: GgmlType) -> u64 {
     let positions = capacity.div_ceil(page.max(1)) * page;
-    2 * (cfg.layers * positions * cfg.kv_dim() * kv_value_bytes(kv)) as u64
+    2 * (cfg.layers * positions * cfg.kv_dim()) as u64 * kv_value_bytes(kv)
 }
 
-/// Bytes of one cached value of type `kv`: 2 for F16, else 4.
-fn kv_value_bytes(kv: GgmlType) -> usize {
-    if kv == GgmlType::F16 { 2 } else { 4 }
+/// Bytes of one cached value of type `kv` (a type outside [`KV_TYPES`] is sized as f32: the
+/// plan lists it as a blocker anyway).
+fn kv_value_bytes(kv: GgmlType) -> u64 {
+    ops::cache_elem(kv).and_then(Elem::bytes).unwrap_or(4)
 }
 
 /// The tensor element of a cache of `kv` values, or the error naming the types a cache takes.
 fn kv_elem(kv: GgmlType) -> Result<Elem, GpuError> {
-    match kv {
-        GgmlType::F32 => Ok(Elem::F32),
-        GgmlType::F16 => Ok(Elem::F16),
-        _ => Err(shape(format!(
+    ops::cache_elem(kv).ok_or_else(|| {
+        shape(format!(
             "a KV cache of {} values (it holds {})",
             kv.name(),
             KV_TYPES.map(|t| t.name()).join(" or ")
-        ))),
-    }
+        ))
+    })
 }
 
 /// Page-table entries a slot's stretch is rounded up to: 64 entries are 256 bytes, the largest
@@ -400,7 +401,7 @@ impl KvPool {
 
     /// Copies the first `rows` positions of pool page `from` to page `to` in every layer.
     fn copy_page(&self, gpu: &Gpu, from: u32, to: u32, rows: usize) {
-        let row_bytes = (self.kv_dim * kv_value_bytes(self.kv)) as u64;
+        let row_bytes = self.kv_dim as u64 * kv_value_bytes(self.kv);
         let page_bytes = self.page as u64 * row_bytes;
         let bytes = rows as u64 * row_bytes;
         if bytes == 0 {

@@ -23,6 +23,17 @@ pub enum Elem {
     Ggml(GgmlType),
 }
 
+impl Elem {
+    /// Bytes of one element; `None` for GGUF blocks (their size is per block).
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            Elem::F32 | Elem::I32 | Elem::U32 => Some(4),
+            Elem::F16 => Some(2),
+            Elem::Ggml(_) => None,
+        }
+    }
+}
+
 /// A GPU tensor: buffer, byte offset, byte length, element type, shape.
 #[derive(Clone)]
 pub struct Tensor {
@@ -217,15 +228,10 @@ impl Gpu {
     /// A zero-filled tensor of f32, f16, i32 or u32 elements (GGUF blocks have no element
     /// size: refused).
     pub fn zeros(&self, elem: Elem, shape: &[usize], what: &str) -> Result<Tensor, GpuError> {
-        let size = match elem {
-            Elem::F32 | Elem::I32 | Elem::U32 => 4,
-            Elem::F16 => 2,
-            Elem::Ggml(ty) => {
-                return Err(GpuError::Shape(format!(
-                    "a zero-filled {what} of {} blocks (zeros are f32, f16, i32 or u32)",
-                    ty.name()
-                )));
-            }
+        let Some(size) = elem.bytes() else {
+            return Err(GpuError::Shape(format!(
+                "a zero-filled {what} of {elem:?} (zeros are f32, f16, i32 or u32)"
+            )));
         };
         let elems: usize = shape.iter().product();
         let bytes = size * elems as u64;

@@ -842,7 +842,8 @@ fn other_kernels(gpu: &Gpu) -> anyhow::Result<Vec<KernelTime>> {
         let norms = gpu.upload_f32(&vec![1.0; 512], &[512], "q, k norms")?;
         let page = gpuport_kernels::attention::PAGE_MULTIPLE;
         let pages = ctx.div_ceil(page);
-        let cache = |what| gpu.zeros(kv_elem(kv_type), &[(pages * page * 256) as usize], what);
+        let elem = ops::cache_elem(kv_type).context("a KV cache type")?;
+        let cache = |what| gpu.zeros(elem, &[(pages * page * 256) as usize], what);
         let (k, v) = (cache("k")?, cache("v")?);
         let table: Vec<u8> = (0..pages).flat_map(u32::to_le_bytes).collect();
         let table = gpu.upload(&table, Elem::U32, &[pages as usize], "pages")?;
@@ -971,15 +972,6 @@ struct RowsShape {
     kv_type: GgmlType,
 }
 
-/// The tensor element of a cache of `kv` values.
-fn kv_elem(kv: GgmlType) -> Elem {
-    if kv == GgmlType::F16 {
-        Elem::F16
-    } else {
-        Elem::F32
-    }
-}
-
 /// One launch of batched decode's attention (`ops::attention_rows` over a row table: the
 /// preparation pass, the per-row causal pass split as the engine splits it, the combine) at
 /// `s`, each row its own sequence in pages of its own; the buffers live in the closure.
@@ -997,8 +989,9 @@ fn rows_attention(
     let page = PAGE_MULTIPLE;
     let per_seq = s.keys.div_ceil(page);
     let pool = (s.rows * per_seq * page * kvn) as usize;
-    let k = gpu.zeros(kv_elem(s.kv_type), &[pool], "k")?;
-    let v = gpu.zeros(kv_elem(s.kv_type), &[pool], "v")?;
+    let elem = ops::cache_elem(s.kv_type).context("a KV cache type")?;
+    let k = gpu.zeros(elem, &[pool], "k")?;
+    let v = gpu.zeros(elem, &[pool], "v")?;
     let table: Vec<u8> = (0..s.rows * per_seq).flat_map(u32::to_le_bytes).collect();
     let pages = gpu.upload(&table, Elem::U32, &[(s.rows * per_seq) as usize], "pages")?;
     // (position, page-table base, token index, 0) per row.

@@ -33,12 +33,20 @@ impl KvLayer<'_> {
     /// The element type both pools hold, one of [`attention::KV_TYPES`] (the kernels' `kv`
     /// variant); `None` when they differ or hold anything else.
     pub fn cache_type(&self) -> Option<GgmlType> {
-        let ty = match self.k.elem {
-            Elem::F32 => GgmlType::F32,
-            Elem::F16 => GgmlType::F16,
-            _ => return None,
-        };
+        let ty = attention::KV_TYPES
+            .into_iter()
+            .find(|t| cache_elem(*t) == Some(self.k.elem))?;
         (self.v.elem == self.k.elem).then_some(ty)
+    }
+}
+
+/// The tensor element of a KV pool of `kv` values (one of [`attention::KV_TYPES`]); `None`
+/// for any other type.
+pub fn cache_elem(kv: GgmlType) -> Option<Elem> {
+    match kv {
+        GgmlType::F32 => Some(Elem::F32),
+        GgmlType::F16 => Some(Elem::F16),
+        _ => None,
     }
 }
 
