@@ -154,6 +154,10 @@ pub struct CoopTile {
     pub wn: u32,
     /// Columns per reduction chunk (one barrier each): one of [`COOP_KC`].
     pub kc: u32,
+    /// Weights fetched in runs: each thread a run of consecutive steps of one tile row, its
+    /// words loaded before the multiplies and decoded after them (RUN 1 of
+    /// `coop_weights/q4_k.wgsl`; types without a run form ignore it).
+    pub runs: bool,
 }
 
 /// Allowed subgroups along the tokens of a [`CoopTile`] (with one, a thread's share of a chunk
@@ -178,6 +182,7 @@ impl CoopTile {
         wm: 4,
         wn: 2,
         kc: 32,
+        runs: true,
     };
 
     /// Tokens per tile.
@@ -201,12 +206,17 @@ impl CoopTile {
         2 * (self.tm() + self.tn()) * (self.kc + 8) * 2 + self.wm * self.wn * 256 * 4
     }
 
-    /// Every allowed tile.
+    /// Every allowed tile (weights in runs).
     pub fn all() -> Vec<CoopTile> {
         let mut out = Vec::new();
         for kc in COOP_KC {
             for wm in COOP_WM {
-                out.extend(COOP_WN.map(|wn| CoopTile { wm, wn, kc }));
+                out.extend(COOP_WN.map(|wn| CoopTile {
+                    wm,
+                    wn,
+                    kc,
+                    runs: true,
+                }));
             }
         }
         out
@@ -217,6 +227,9 @@ impl CoopTile {
 /// [`INPUTS`]); `x_vec4`: the input rows start at multiples of 4 elements (vec4 loads).
 pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> KernelSpec {
     let mut constants = vec![("WM", t.wm), ("WN", t.wn), ("KC", t.kc)];
+    if !t.runs && coop_runs(ty) {
+        constants.push(("RUN", 0));
+    }
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
     }
@@ -229,6 +242,12 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
         reduction: None,
         constants,
     }
+}
+
+/// Whether the tensor-core GEMM has a run form for weights of `ty` ([`CoopTile::runs`]):
+/// Q4_K, whose runs are the block head and whole quant words.
+pub fn coop_runs(ty: GgmlType) -> bool {
+    ty == GgmlType::Q4K
 }
 
 /// The tensor-core variant for weights of `ty` and tile `t` that reads its input formed and
@@ -274,6 +293,11 @@ pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
             ]
         })
         .collect();
+    if coop_runs(ty) {
+        for t in CoopTile::all() {
+            out.push(coop_x16_spec(ty, CoopTile { runs: false, ..t }));
+        }
+    }
     for input in INPUTS {
         out.push(coop_spec(ty, CoopTile::DEFAULT, input, false));
         if input != GemvInput::Plain {

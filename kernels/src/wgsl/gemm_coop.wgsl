@@ -58,6 +58,9 @@ override WN: u32 = 2u;
 override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
 override XH: u32 = 0u;
+// RUN 1: the weights fetched in runs where the coop_weights snippet has a run form
+// (coop_weights/q4_k.wgsl); 0, and for every other type: a step at a time (`fetch_steps`).
+override RUN: u32 = 1u;
 override TM: u32 = 32u * WM;
 override TN: u32 = 64u * WN;
 override WG: u32 = 32u * WM * WN;
@@ -174,9 +177,11 @@ fn input_vec(c: u32, m0: u32, lid: u32, j: u32) -> vec4<f16> {
     return vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
 }
 
-// Chunk `c` of the tiles at rows n0.., tokens m0.. into the registers. NWS is 2, 4 or 8 and
-// NXS 4 or 8 (`CoopTile::all`); with XB > 0 NWS is at most 4.
-fn fetch(c: u32, n0: u32, m0: u32, lid: u32) {
+// This thread's weight steps of chunk `c` (rows n0..) into wr0.. (and wh0..), one step at a
+// time (`weight_step`: the lanes of a subgroup take consecutive steps). NWS is 2, 4 or 8
+// (`CoopTile::all`); with XB > 0 it is at most 4. The coop_weights snippet's
+// `coop_fetch_weights` calls it, or loads its type's words otherwise.
+fn fetch_steps(c: u32, n0: u32, lid: u32) {
     let s0 = weight_step(c, n0, lid, 0u);
     let s1 = weight_step(c, n0, lid, 1u);
     wr0 = vec4<f16>(s0.a);
@@ -201,6 +206,12 @@ fn fetch(c: u32, n0: u32, m0: u32, lid: u32) {
         wr6 = vec4<f16>(weight_step(c, n0, lid, 6u).a);
         wr7 = vec4<f16>(weight_step(c, n0, lid, 7u).a);
     }
+}
+
+// Chunk `c` of the tiles at rows n0.., tokens m0.. into the registers: the weights as the
+// coop_weights snippet keeps them, NXS (4 or 8) input vec4s.
+fn fetch(c: u32, n0: u32, m0: u32, lid: u32) {
+    coop_fetch_weights(c, n0, lid);
     xr0 = input_vec(c, m0, lid, 0u);
     xr1 = input_vec(c, m0, lid, 1u);
     xr2 = input_vec(c, m0, lid, 2u);
@@ -231,9 +242,8 @@ fn put_input(lid: u32, j: u32, base: u32, v: vec4<f16>) {
     xs[o + 3u] = v.w;
 }
 
-// The registers (chunk `c`) into stage `st`.
-fn publish(c: u32, st: u32, lid: u32) {
-    let wbase = st * TN * KS;
+// wr0.. (and wh0..), as `fetch_steps` filled them, into the weight tile at `wbase`.
+fn publish_steps(c: u32, wbase: u32, lid: u32) {
     put_step(c, lid, 0u, wbase, wr0, wh0);
     put_step(c, lid, 1u, wbase, wr1, wh1);
     if NWS > 2u {
@@ -246,6 +256,11 @@ fn publish(c: u32, st: u32, lid: u32) {
         put_step(c, lid, 6u, wbase, wr6, wr6);
         put_step(c, lid, 7u, wbase, wr7, wr7);
     }
+}
+
+// The registers (chunk `c`) into stage `st`.
+fn publish(c: u32, st: u32, lid: u32) {
+    coop_publish_weights(c, st * TN * KS, lid);
     let xbase = st * TM * KS;
     put_input(lid, 0u, xbase, xr0);
     put_input(lid, 1u, xbase, xr1);

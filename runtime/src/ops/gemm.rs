@@ -305,11 +305,16 @@ pub fn takes_coop_rows(gpu: &Gpu, tokens: usize) -> bool {
 
 /// The tensor-core tile for `rows` weight rows and `tokens` tokens: 128 tokens wide from 65
 /// tokens (64 below), and 128 rows wide where that grid still has [`COOP_MIN_TILES`]
-/// workgroups (else 64), in chunks of 32 columns.
+/// workgroups (else 64), in chunks of 32 columns, weights in runs where [`coop_runs`] says so.
 pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
     let wm = if tokens <= 64 { 2 } else { 4 };
     let grid = |t: CoopTile| rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
-    let wide = CoopTile { wm, wn: 2, kc: 32 };
+    let wide = CoopTile {
+        wm,
+        wn: 2,
+        kc: 32,
+        runs: coop_runs(),
+    };
     if grid(wide) >= COOP_MIN_TILES {
         wide
     } else {
@@ -409,6 +414,13 @@ pub const COOP_SPLIT_SCRATCH_MAX: usize = 64 << 20;
 pub fn coop_x16() -> bool {
     static ON: OnceLock<u32> = OnceLock::new();
     knob(&ON, "GPUPORT_COOP_X16", 1) != 0
+}
+
+/// Whether the tensor-core GEMM fetches its weights in runs ([`CoopTile::runs`]): yes by
+/// default; `GPUPORT_COOP_RUNS=0` says no (a step at a time, to measure it).
+pub fn coop_runs() -> bool {
+    static ON: OnceLock<u32> = OnceLock::new();
+    knob(&ON, "GPUPORT_COOP_RUNS", 1) != 0
 }
 
 /// Whether `tokens` rows of `cols` f16 input values fit one storage binding (and come in
@@ -741,7 +753,7 @@ pub fn coop_tiles(gpu: &Gpu) -> Vec<CoopTile> {
 fn coop_fits(gpu: &Gpu, t: CoopTile) -> bool {
     let limits = gpu.limits();
     gpu.has_coop_f16()
-        && CoopTile::all().contains(&t)
+        && CoopTile::all().contains(&CoopTile { runs: true, ..t })
         && t.threads() <= limits.max_compute_invocations_per_workgroup
         && t.workgroup_bytes() <= limits.max_compute_workgroup_storage_size
 }
@@ -981,7 +993,12 @@ mod tests {
 
     #[test]
     fn coop_tiles_narrow_until_the_grid_fills_the_gpu() {
-        let t = |wm, wn| CoopTile { wm, wn, kc: 32 };
+        let t = |wm, wn| CoopTile {
+            wm,
+            wn,
+            kc: 32,
+            runs: coop_runs(),
+        };
         // 28,672 rows × 256 tokens: 224 row tiles of 128, times 2 token tiles.
         assert_eq!(coop_tile(28_672, 256), t(4, 2));
         // 2,048 rows × 256 tokens: 16 × 2 = 32 tiles of 128 rows, 64 of 64.
@@ -1000,7 +1017,12 @@ mod tests {
 
     #[test]
     fn coop_splits_fill_the_grid_without_empty_splits() {
-        let t = |wm, wn| CoopTile { wm, wn, kc: 32 };
+        let t = |wm, wn| CoopTile {
+            wm,
+            wn,
+            kc: 32,
+            runs: coop_runs(),
+        };
         // At the default target, whatever the environment says.
         let splits = |t, rows, cols, tokens| {
             splits_for_target(coop_shape(t), (rows, cols, tokens), COOP_SPLIT_TARGET)

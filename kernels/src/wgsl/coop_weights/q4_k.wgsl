@@ -1,7 +1,66 @@
-// The tensor-core GEMM's Q4_K weight step (gemm_coop.wgsl): the block's 16-byte head (d|dmin,
-// then the 12 scale bytes) as one vec4 load from `w4` (blocks are 144 bytes, so 16-aligned
-// wherever a matrix starts on a binding), then `step_weights_head`. Four scalar loads became
-// one (docs/performance.md, v33: the Llama-8B gate|up at 64 rows 10% faster on the H200).
+// The tensor-core GEMM's Q4_K weights (gemm_coop.wgsl).
+//
+// RUN 1 (the default): each thread owns a run of NWS consecutive steps of one tile row (a chunk
+// of 32 columns is one sub-block, 8 steps: NWS 8 is the whole sub-block, NWS 4 half of it) and
+// fetches it as whole words — the block's 16-byte head and the run's quant words, one vec4 per
+// four steps, from `w4` — into three registers before the multiplies; it decodes them after
+// the multiplies, when the chunk is published. Three loads a chunk instead of two per step
+// (sixteen at NWS 8), and none waited for until the tensor cores have had the previous chunk.
+// A row past the matrix loads the last row and keeps a zero head (d = dmin = 0: every weight
+// decodes to zero), so the loads stay branch-free.
+//
+// RUN 0: a step at a time as the other types (`fetch_steps`), each step's head one vec4 load
+// (docs/performance.md, v33: four scalar loads became one).
+
 fn coop_step(b: u32, s: u32, k: u32) -> StepW {
     return step_weights_head(w4[b >> 4u], w[(b >> 2u) + 4u + 8u * (s >> 1u) + k], s);
+}
+
+// This thread's run: the head (zero past the last row) and up to eight quant words.
+var<private> run_head: vec4<u32>;
+var<private> run_q0: vec4<u32>;
+var<private> run_q1: vec4<u32>;
+
+fn coop_fetch_weights(c: u32, n0: u32, lid: u32) {
+    // Threads per tile row (a chunk's row is SUB_STEPS steps).
+    let run_threads = SUB_STEPS / NWS;
+    if RUN == 0u {
+        fetch_steps(c, n0, lid);
+        return;
+    }
+    let row = n0 + lid / run_threads;
+    let k0 = (lid % run_threads) * NWS;
+    // Chunk c is sub-block c % 8 of block c / 8 (KC = SUB_ELEMS).
+    let b = p.w_offset + min(row, p.rows - 1u) * p.row_bytes + (c / 8u) * UNIT_BYTES;
+    let q = ((b >> 2u) + 4u + 8u * ((c % 8u) >> 1u) + k0) >> 2u;
+    run_head = select(vec4<u32>(0u), w4[b >> 4u], row < p.rows);
+    run_q0 = w4[q];
+    if NWS > 4u {
+        run_q1 = w4[q + 1u];
+    }
+}
+
+fn put_run_step(o: u32, h: vec4<u32>, q: u32, s: u32) {
+    put4(o, vec4<f16>(step_weights_head(h, q, s).a));
+}
+
+fn coop_publish_weights(c: u32, wbase: u32, lid: u32) {
+    let run_threads = SUB_STEPS / NWS;
+    if RUN == 0u {
+        publish_steps(c, wbase, lid);
+        return;
+    }
+    let s = c % 8u;
+    let o = wbase + (lid / run_threads) * KS + (lid % run_threads) * NWS * 4u;
+    let h = run_head;
+    put_run_step(o, h, run_q0.x, s);
+    put_run_step(o + 4u, h, run_q0.y, s);
+    put_run_step(o + 8u, h, run_q0.z, s);
+    put_run_step(o + 12u, h, run_q0.w, s);
+    if NWS > 4u {
+        put_run_step(o + 16u, h, run_q1.x, s);
+        put_run_step(o + 20u, h, run_q1.y, s);
+        put_run_step(o + 24u, h, run_q1.z, s);
+        put_run_step(o + 28u, h, run_q1.w, s);
+    }
 }
