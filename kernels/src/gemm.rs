@@ -245,9 +245,10 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
 }
 
 /// Whether the tensor-core GEMM has a run form for weights of `ty` ([`CoopTile::runs`]):
-/// Q4_K, whose runs are the block head and whole quant words.
+/// Q4_K (the block head and whole quant words) and Q6_K (the run's low- and high-bit words,
+/// its scale word and d).
 pub fn coop_runs(ty: GgmlType) -> bool {
-    ty == GgmlType::Q4K
+    matches!(ty, GgmlType::Q4K | GgmlType::Q6K)
 }
 
 /// The tensor-core variant for weights of `ty` and tile `t` that reads its input formed and

@@ -100,6 +100,7 @@ fn file(path: &str) -> Option<&'static str> {
         "kv/f32.wgsl" => include_str!("wgsl/kv/f32.wgsl"),
         "kv/f16.wgsl" => include_str!("wgsl/kv/f16.wgsl"),
         "coop_weights/q4_k.wgsl" => include_str!("wgsl/coop_weights/q4_k.wgsl"),
+        "coop_weights/q6_k.wgsl" => include_str!("wgsl/coop_weights/q6_k.wgsl"),
         "q8dot/k_pairs.wgsl" => include_str!("wgsl/q8dot/k_pairs.wgsl"),
         "q8dot/qh5.wgsl" => include_str!("wgsl/q8dot/qh5.wgsl"),
         "q8dot/half_words.wgsl" => include_str!("wgsl/q8dot/half_words.wgsl"),
@@ -146,10 +147,10 @@ pub fn step_elems(ty: GgmlType) -> usize {
 }
 
 fn coop_weights_file(ty: GgmlType) -> &'static str {
-    if coop_reads_heads(ty) {
-        "coop_weights/q4_k.wgsl"
-    } else {
-        "coop_weights/any.wgsl"
+    match ty {
+        GgmlType::Q4K => "coop_weights/q4_k.wgsl",
+        GgmlType::Q6K => "coop_weights/q6_k.wgsl",
+        _ => "coop_weights/any.wgsl",
     }
 }
 
