@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # H200 call 1 (v37). v36's queue (docs/bench/h200-llm-v36/run1.sh, which no device ran) and
-# the tensor-core GEMM fetching Q4_K weights in runs (CoopTile::runs; GPUPORT_COOP_RUNS=0 is
-# v36's step-at-a-time fetch):
-# 1. kernel-stats of gemm_coop q4_K (registers, local memory; RUN 0 and 1);
+# the tensor-core GEMM fetching Q4_K and Q6_K weights in runs (CoopTile::runs;
+# GPUPORT_COOP_RUNS=0 is v36's step-at-a-time fetch):
+# 1. kernel-stats of gemm_coop q4_K and q6_K, f16 input (registers, local memory; RUN 0, 1);
 # 2. kvc coop (the run form against the CPU reference, every type), kvc few_row (the norm
 #    forms), rowk attention over f32 and f16 caches;
 # 3. GEMMs of the Llama shapes at 64 rows, runs against steps, interleaved; at 32 rows the
@@ -31,7 +31,7 @@ G=$!
 CLK=$!
 export GPUPORT_REQUIRE_GPU=1
 save() { (cd $OUT && tar czf r.tgz r); }
-timeout 60 $X kernel-stats --filter gemm_coop,q4_K > $R/ks.txt 2>&1; echo "ks rc=$? at $(el) s"; grep -A1 "x16\|XH=1" $R/ks.txt | grep -o "^gemm_coop[^ ]*\|Register Count=[0-9]*\|Local Memory Size=[0-9]*" | paste -sd' ' | sed 's/gemm_coop/\ngemm_coop/g'
+for ty in q4_K q6_K; do timeout 60 $X kernel-stats --filter gemm_coop,$ty,XH=1 > $R/ks-$ty.txt 2>&1; echo "ks $ty rc=$? at $(el) s"; grep -o "^gemm_coop[^ ]*\|Register Count=[0-9]*\|Local Memory Size=[0-9]*" $R/ks-$ty.txt | paste -sd' ' | sed 's/ gemm_coop/\ngemm_coop/g'; done
 save
 timeout 120 ./.devbin/kvc coop > $R/kvc-coop.txt 2>&1; echo "kvc coop rc=$? at $(el) s"; grep "test result\|panicked" $R/kvc-coop.txt | head -3
 timeout 90 ./.devbin/kvc few_row > $R/kvc-few.txt 2>&1; echo "kvc few_row rc=$? at $(el) s"; grep "test result\|panicked" $R/kvc-few.txt | head -2
