@@ -21,14 +21,29 @@ fn close(got: &[f32], want: &[f32], rel: f32, what: &str) {
     }
 }
 
-/// `x` as a cache of `kv` values holds it: f32 unchanged, f16 rounded to nearest even (WGSL's
-/// `pack2x16float` may take either neighbour: the tests compare rounded values within an ulp).
+/// `x` as a cache of `kv` values holds it: f32 unchanged, f16 rounded to nearest even (as
+/// `f16_round` of kv/f16.wgsl rounds; a value the GPU computed a little differently may still
+/// round to the next half, so cache contents are compared within an ulp).
 fn as_cached(x: &[f32], kv: GgmlType) -> Vec<f32> {
     match kv {
         GgmlType::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
         _ => x.to_vec(),
     }
 }
+
+/// Values whose f16 rounding is easy to get wrong: ties between halves (to even: 1 + 2⁻¹¹ → 1,
+/// 1 + 3·2⁻¹¹ → 1 + 2⁻⁹), subnormal halves (2⁻²⁰, a tie at 3·2⁻²⁵ → 2⁻²³), the largest finite
+/// half, a value that rounds to it (65,519), and one below half the smallest subnormal (→ 0).
+const F16_EDGES: [f32; 8] = [
+    1.0 + 1.0 / 2048.0,
+    -(1.0 + 3.0 / 2048.0),
+    1.0 / 1_048_576.0,
+    3.0 / 33_554_432.0,
+    65_504.0,
+    -65_519.0,
+    1e-9,
+    0.1,
+];
 
 /// A pool of f32 values uploaded as a cache of `kv` values.
 fn upload_cache(gpu: &Gpu, pool: &[f32], kv: GgmlType, what: &str) -> gpuport_runtime::Tensor {
@@ -370,10 +385,15 @@ fn decode_attention_matches() {
             split_keys: 0,
             group: 0,
         };
-        let qkv: Vec<f32> = support::random_f32(lead as usize + qn + 2 * kvn, 1)
+        let mut qkv: Vec<f32> = support::random_f32(lead as usize + qn + 2 * kvn, 1)
             .iter()
             .map(|x| x * 4.0)
             .collect();
+        // The new value row starts with values an f16 cache must round exactly as
+        // `half` does: ties (to even), subnormal halves and a subnormal tie, the largest
+        // finite half and one that rounds to it, a value below the smallest subnormal.
+        let v0 = p.v_src as usize;
+        qkv[v0..v0 + F16_EDGES.len()].copy_from_slice(&F16_EDGES);
         let nw = support::random_f32(2 * head_dim as usize, 4);
         let cache = (max_ctx as usize) * kvn;
         let mut k = as_cached(&support::random_f32(cache, 2), kv_type);
@@ -423,6 +443,12 @@ fn decode_attention_matches() {
         close(&got_k, &k, cache_bound(rope, kv_type), &what);
         let got_v = paged.logical(&readback_cache(&gpu, &vt), positions);
         close(&got_v, &v, cache_bound(0.0, kv_type), &what);
+        // The values the kernel stored unchanged are stored exactly as rounded.
+        assert_eq!(
+            got_v[at..at + F16_EDGES.len()],
+            v[at..at + F16_EDGES.len()],
+            "{what}: the edge values"
+        );
         // Against the keys and values the cache holds: the new token's enter its own scores
         // and sums as the cache holds them.
         let got = gpu.readback_f32(&out).unwrap();
