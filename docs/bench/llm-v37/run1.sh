@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# H200 call 1 (v37). v36's queue (docs/bench/h200-llm-v36/run1.sh, which no device ran) and
+# Device call 1 (v37; ran on an H100, the H200 kind was not lent). v36's queue (docs/bench/h200-llm-v36/run1.sh, which no device ran) and
 # the tensor-core GEMM fetching Q4_K and Q6_K weights in runs (CoopTile::runs;
 # GPUPORT_COOP_RUNS=0 is v36's step-at-a-time fetch):
 # 1. kernel-stats of gemm_coop q4_K and q6_K, f16 input (registers, local memory; RUN 0, 1);
