@@ -154,10 +154,27 @@ pub struct CoopTile {
     pub wn: u32,
     /// Columns per reduction chunk (one barrier each): one of [`COOP_KC`].
     pub kc: u32,
-    /// Weights fetched in runs: each thread a run of consecutive steps of one tile row, its
-    /// words loaded before the multiplies and decoded after them (RUN 1 of
-    /// `coop_weights/q4_k.wgsl`; types without a run form ignore it).
-    pub runs: bool,
+    /// How threads fetch a chunk's weights, for types with a run form ([`coop_runs`]; the
+    /// others always fetch [`CoopFetch::Steps`]).
+    pub fetch: CoopFetch,
+}
+
+/// How the tensor-core GEMM's threads fetch a chunk's weights (`gemm_coop.wgsl`, RUN and
+/// DEPTH).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CoopFetch {
+    /// A step at a time, decoded when fetched (RUN 0).
+    Steps,
+    /// Each thread a run of consecutive steps of one tile row, its words loaded before the
+    /// multiplies and decoded after them (RUN 1).
+    Runs,
+    /// Runs, the next two chunks in flight instead of one (RUN 1, DEPTH 2).
+    RunsAhead,
+}
+
+impl CoopFetch {
+    /// Every way, in the order `GPUPORT_COOP_FETCH` numbers them (0, 1, 2).
+    pub const ALL: [CoopFetch; 3] = [CoopFetch::Steps, CoopFetch::Runs, CoopFetch::RunsAhead];
 }
 
 /// Allowed subgroups along the tokens of a [`CoopTile`] (with one, a thread's share of a chunk
@@ -182,7 +199,7 @@ impl CoopTile {
         wm: 4,
         wn: 2,
         kc: 32,
-        runs: true,
+        fetch: CoopFetch::RunsAhead,
     };
 
     /// Tokens per tile.
@@ -206,7 +223,7 @@ impl CoopTile {
         2 * (self.tm() + self.tn()) * (self.kc + 8) * 2 + self.wm * self.wn * 256 * 4
     }
 
-    /// Every allowed tile (weights in runs).
+    /// Every allowed tile (weights in runs, two chunks ahead).
     pub fn all() -> Vec<CoopTile> {
         let mut out = Vec::new();
         for kc in COOP_KC {
@@ -215,7 +232,7 @@ impl CoopTile {
                     wm,
                     wn,
                     kc,
-                    runs: true,
+                    fetch: CoopFetch::RunsAhead,
                 }));
             }
         }
@@ -227,8 +244,12 @@ impl CoopTile {
 /// [`INPUTS`]); `x_vec4`: the input rows start at multiples of 4 elements (vec4 loads).
 pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> KernelSpec {
     let mut constants = vec![("WM", t.wm), ("WN", t.wn), ("KC", t.kc)];
-    if !t.runs && coop_runs(ty) {
-        constants.push(("RUN", 0));
+    if coop_runs(ty) {
+        match t.fetch {
+            CoopFetch::Steps => constants.push(("RUN", 0)),
+            CoopFetch::Runs => {}
+            CoopFetch::RunsAhead => constants.push(("DEPTH", 2)),
+        }
     }
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
@@ -296,7 +317,9 @@ pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
         .collect();
     if coop_runs(ty) {
         for t in CoopTile::all() {
-            out.push(coop_x16_spec(ty, CoopTile { runs: false, ..t }));
+            for fetch in [CoopFetch::Steps, CoopFetch::Runs] {
+                out.push(coop_x16_spec(ty, CoopTile { fetch, ..t }));
+            }
         }
     }
     for input in INPUTS {

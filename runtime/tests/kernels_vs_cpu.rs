@@ -1994,9 +1994,10 @@ fn coop_gemm_matches_cpu_for_every_type() {
             // Unsplit, and split along K 3 and 4 ways (16 chunks of the 512 columns:
             // 6 + 6 + 4 and 4 + 4 + 4 + 4; f32/f16 11 chunks: 4 + 4 + 3 and 3 + 3 + 3 + 2).
             let splits = [1, 3, 4][(c + c / 3) % 3];
-            // Every fourth case fetches its weights a step at a time (`CoopTile::runs`).
+            // Cases cycle through the ways of fetching weights (`CoopTile::fetch`).
+            let fetch = gpuport_kernels::gemm::CoopFetch::ALL;
             let tile = gpuport_kernels::gemm::CoopTile {
-                runs: c % 4 != 1,
+                fetch: fetch[(c + c / 4) % fetch.len()],
                 ..tiles[c % tiles.len()]
             };
             let path = ops::GemmPath::Coop {

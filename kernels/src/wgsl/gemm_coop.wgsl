@@ -61,6 +61,9 @@ override XH: u32 = 0u;
 // RUN 1: the weights fetched in runs where the coop_weights snippet has a run form
 // (coop_weights/q4_k.wgsl); 0, and for every other type: a step at a time (`fetch_steps`).
 override RUN: u32 = 1u;
+// Chunks in flight beyond the one being multiplied: 1, or 2 (the main loop's sets a and b;
+// only where the weights come in runs, whose fetch is loads alone).
+override DEPTH: u32 = 1u;
 override TM: u32 = 32u * WM;
 override TN: u32 = 64u * WN;
 override WG: u32 = 32u * WM * WN;
@@ -90,31 +93,37 @@ var<workgroup> stage: array<f32, 256u * WM * WN>;
 @group(0) @binding(7) var<storage, read> w4: array<vec4<u32>>;
 //!include coop_weights
 
-// This thread's share of the next chunk, decoded and converted: weight steps in wr0.. (their
-// second halves in wh0.. where XB > 0), input vec4s in xr0... Named, and filled by straight-line
-// code guarded by constants, not indexed in a loop: a loop that the driver does not unroll
-// waits out each load's latency before the next load issues, and an indexed private array
-// lives in memory.
-var<private> wr0: vec4<f16>;
-var<private> wr1: vec4<f16>;
-var<private> wr2: vec4<f16>;
-var<private> wr3: vec4<f16>;
-var<private> wr4: vec4<f16>;
-var<private> wr5: vec4<f16>;
-var<private> wr6: vec4<f16>;
-var<private> wr7: vec4<f16>;
-var<private> wh0: vec4<f16>;
-var<private> wh1: vec4<f16>;
-var<private> wh2: vec4<f16>;
-var<private> wh3: vec4<f16>;
-var<private> xr0: vec4<f16>;
-var<private> xr1: vec4<f16>;
-var<private> xr2: vec4<f16>;
-var<private> xr3: vec4<f16>;
-var<private> xr4: vec4<f16>;
-var<private> xr5: vec4<f16>;
-var<private> xr6: vec4<f16>;
-var<private> xr7: vec4<f16>;
+// This thread's share of a chunk: weight steps decoded and converted (`StepShare`: a0.. and,
+// where XB > 0, their second halves b0..), or its type's raw words (the coop_weights snippet's
+// `WShare`), and input vec4s (`XShare`). Named fields, filled by straight-line code guarded by
+// constants, not arrays indexed in a loop: a loop that the driver does not unroll waits out
+// each load's latency before the next load issues, and an indexed private array lives in
+// memory.
+struct StepShare {
+    a0: vec4<f16>,
+    a1: vec4<f16>,
+    a2: vec4<f16>,
+    a3: vec4<f16>,
+    a4: vec4<f16>,
+    a5: vec4<f16>,
+    a6: vec4<f16>,
+    a7: vec4<f16>,
+    b0: vec4<f16>,
+    b1: vec4<f16>,
+    b2: vec4<f16>,
+    b3: vec4<f16>,
+}
+
+struct XShare {
+    x0: vec4<f16>,
+    x1: vec4<f16>,
+    x2: vec4<f16>,
+    x3: vec4<f16>,
+    x4: vec4<f16>,
+    x5: vec4<f16>,
+    x6: vec4<f16>,
+    x7: vec4<f16>,
+}
 
 fn put4(o: u32, v: vec4<f16>) {
     ws[o] = v.x;
@@ -177,51 +186,53 @@ fn input_vec(c: u32, m0: u32, lid: u32, j: u32) -> vec4<f16> {
     return vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
 }
 
-// This thread's weight steps of chunk `c` (rows n0..) into wr0.. (and wh0..), one step at a
-// time (`weight_step`: the lanes of a subgroup take consecutive steps). NWS is 2, 4 or 8
-// (`CoopTile::all`); with XB > 0 it is at most 4. The coop_weights snippet's
-// `coop_fetch_weights` calls it, or loads its type's words otherwise.
-fn fetch_steps(c: u32, n0: u32, lid: u32) {
+// This thread's weight steps of chunk `c` (rows n0..), one step at a time (`weight_step`: the
+// lanes of a subgroup take consecutive steps). NWS is 2, 4 or 8 (`CoopTile::all`); with XB > 0
+// it is at most 4. The coop_weights snippet's `coop_fetch_weights` calls it, or loads its
+// type's words otherwise.
+fn fetch_steps(c: u32, n0: u32, lid: u32) -> StepShare {
+    var r: StepShare;
     let s0 = weight_step(c, n0, lid, 0u);
     let s1 = weight_step(c, n0, lid, 1u);
-    wr0 = vec4<f16>(s0.a);
-    wr1 = vec4<f16>(s1.a);
+    r.a0 = vec4<f16>(s0.a);
+    r.a1 = vec4<f16>(s1.a);
     if XB > 0u {
-        wh0 = vec4<f16>(s0.b);
-        wh1 = vec4<f16>(s1.b);
+        r.b0 = vec4<f16>(s0.b);
+        r.b1 = vec4<f16>(s1.b);
     }
     if NWS > 2u {
         let s2 = weight_step(c, n0, lid, 2u);
         let s3 = weight_step(c, n0, lid, 3u);
-        wr2 = vec4<f16>(s2.a);
-        wr3 = vec4<f16>(s3.a);
+        r.a2 = vec4<f16>(s2.a);
+        r.a3 = vec4<f16>(s3.a);
         if XB > 0u {
-            wh2 = vec4<f16>(s2.b);
-            wh3 = vec4<f16>(s3.b);
+            r.b2 = vec4<f16>(s2.b);
+            r.b3 = vec4<f16>(s3.b);
         }
     }
     if NWS > 4u {
-        wr4 = vec4<f16>(weight_step(c, n0, lid, 4u).a);
-        wr5 = vec4<f16>(weight_step(c, n0, lid, 5u).a);
-        wr6 = vec4<f16>(weight_step(c, n0, lid, 6u).a);
-        wr7 = vec4<f16>(weight_step(c, n0, lid, 7u).a);
+        r.a4 = vec4<f16>(weight_step(c, n0, lid, 4u).a);
+        r.a5 = vec4<f16>(weight_step(c, n0, lid, 5u).a);
+        r.a6 = vec4<f16>(weight_step(c, n0, lid, 6u).a);
+        r.a7 = vec4<f16>(weight_step(c, n0, lid, 7u).a);
     }
+    return r;
 }
 
-// Chunk `c` of the tiles at rows n0.., tokens m0.. into the registers: the weights as the
-// coop_weights snippet keeps them, NXS (4 or 8) input vec4s.
-fn fetch(c: u32, n0: u32, m0: u32, lid: u32) {
-    coop_fetch_weights(c, n0, lid);
-    xr0 = input_vec(c, m0, lid, 0u);
-    xr1 = input_vec(c, m0, lid, 1u);
-    xr2 = input_vec(c, m0, lid, 2u);
-    xr3 = input_vec(c, m0, lid, 3u);
+// This thread's NXS (4 or 8) input vec4s of chunk `c` (tokens m0..).
+fn fetch_inputs(c: u32, m0: u32, lid: u32) -> XShare {
+    var r: XShare;
+    r.x0 = input_vec(c, m0, lid, 0u);
+    r.x1 = input_vec(c, m0, lid, 1u);
+    r.x2 = input_vec(c, m0, lid, 2u);
+    r.x3 = input_vec(c, m0, lid, 3u);
     if NXS > 4u {
-        xr4 = input_vec(c, m0, lid, 4u);
-        xr5 = input_vec(c, m0, lid, 5u);
-        xr6 = input_vec(c, m0, lid, 6u);
-        xr7 = input_vec(c, m0, lid, 7u);
+        r.x4 = input_vec(c, m0, lid, 4u);
+        r.x5 = input_vec(c, m0, lid, 5u);
+        r.x6 = input_vec(c, m0, lid, 6u);
+        r.x7 = input_vec(c, m0, lid, 7u);
     }
+    return r;
 }
 
 fn put_step(c: u32, lid: u32, j: u32, base: u32, a: vec4<f16>, b: vec4<f16>) {
@@ -242,35 +253,36 @@ fn put_input(lid: u32, j: u32, base: u32, v: vec4<f16>) {
     xs[o + 3u] = v.w;
 }
 
-// wr0.. (and wh0..), as `fetch_steps` filled them, into the weight tile at `wbase`.
-fn publish_steps(c: u32, wbase: u32, lid: u32) {
-    put_step(c, lid, 0u, wbase, wr0, wh0);
-    put_step(c, lid, 1u, wbase, wr1, wh1);
+// Steps as `fetch_steps` decoded them into the weight tile at `wbase`.
+fn publish_steps(r: StepShare, c: u32, wbase: u32, lid: u32) {
+    put_step(c, lid, 0u, wbase, r.a0, r.b0);
+    put_step(c, lid, 1u, wbase, r.a1, r.b1);
     if NWS > 2u {
-        put_step(c, lid, 2u, wbase, wr2, wh2);
-        put_step(c, lid, 3u, wbase, wr3, wh3);
+        put_step(c, lid, 2u, wbase, r.a2, r.b2);
+        put_step(c, lid, 3u, wbase, r.a3, r.b3);
     }
     if NWS > 4u {
-        put_step(c, lid, 4u, wbase, wr4, wr4);
-        put_step(c, lid, 5u, wbase, wr5, wr5);
-        put_step(c, lid, 6u, wbase, wr6, wr6);
-        put_step(c, lid, 7u, wbase, wr7, wr7);
+        put_step(c, lid, 4u, wbase, r.a4, r.a4);
+        put_step(c, lid, 5u, wbase, r.a5, r.a5);
+        put_step(c, lid, 6u, wbase, r.a6, r.a6);
+        put_step(c, lid, 7u, wbase, r.a7, r.a7);
     }
 }
 
-// The registers (chunk `c`) into stage `st`.
-fn publish(c: u32, st: u32, lid: u32) {
-    coop_publish_weights(c, st * TN * KS, lid);
+// Chunk `c`'s share (weights `w`, inputs `x`) into stage `c % 2`.
+fn publish(w: WShare, x: XShare, c: u32, lid: u32) {
+    let st = c & 1u;
+    coop_publish_weights(w, c, st * TN * KS, lid);
     let xbase = st * TM * KS;
-    put_input(lid, 0u, xbase, xr0);
-    put_input(lid, 1u, xbase, xr1);
-    put_input(lid, 2u, xbase, xr2);
-    put_input(lid, 3u, xbase, xr3);
+    put_input(lid, 0u, xbase, x.x0);
+    put_input(lid, 1u, xbase, x.x1);
+    put_input(lid, 2u, xbase, x.x2);
+    put_input(lid, 3u, xbase, x.x3);
     if NXS > 4u {
-        put_input(lid, 4u, xbase, xr4);
-        put_input(lid, 5u, xbase, xr5);
-        put_input(lid, 6u, xbase, xr6);
-        put_input(lid, 7u, xbase, xr7);
+        put_input(lid, 4u, xbase, x.x4);
+        put_input(lid, 5u, xbase, x.x5);
+        put_input(lid, 6u, xbase, x.x6);
+        put_input(lid, 7u, xbase, x.x7);
     }
 }
 
@@ -288,6 +300,40 @@ fn store_fragment(z: u32, c: coop_mat16x16<f32, C>, sg: u32, lane: u32, t0: u32,
         }
     }
     workgroupBarrier();
+}
+
+// The multiply-adds of the chunk in stage `st` into subgroup (sm, sn)'s accumulators.
+fn multiply(
+    st: u32,
+    sm: u32,
+    sn: u32,
+    c00: ptr<function, coop_mat16x16<f32, C>>,
+    c01: ptr<function, coop_mat16x16<f32, C>>,
+    c02: ptr<function, coop_mat16x16<f32, C>>,
+    c03: ptr<function, coop_mat16x16<f32, C>>,
+    c10: ptr<function, coop_mat16x16<f32, C>>,
+    c11: ptr<function, coop_mat16x16<f32, C>>,
+    c12: ptr<function, coop_mat16x16<f32, C>>,
+    c13: ptr<function, coop_mat16x16<f32, C>>,
+) {
+    let xo = st * TM * KS + sm * KS;
+    let wo = st * TN * KS + sn * KS;
+    for (var kk = 0u; kk < KC; kk += 16u) {
+        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + kk], KS);
+        let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + 16u * KS + kk], KS);
+        let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk], KS);
+        *c00 = coopMultiplyAdd(a0, b0, *c00);
+        *c10 = coopMultiplyAdd(a1, b0, *c10);
+        let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * KS + kk], KS);
+        *c01 = coopMultiplyAdd(a0, b1, *c01);
+        *c11 = coopMultiplyAdd(a1, b1, *c11);
+        let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * KS + kk], KS);
+        *c02 = coopMultiplyAdd(a0, b2, *c02);
+        *c12 = coopMultiplyAdd(a1, b2, *c12);
+        let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * KS + kk], KS);
+        *c03 = coopMultiplyAdd(a0, b3, *c03);
+        *c13 = coopMultiplyAdd(a1, b3, *c13);
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -317,33 +363,34 @@ fn main(
     var c11 = coop_mat16x16<f32, C>();
     var c12 = coop_mat16x16<f32, C>();
     var c13 = coop_mat16x16<f32, C>();
-    fetch(c_first, n0, m0, lid);
-    for (var c = c_first; c < chunks; c++) {
-        let st = c & 1u;
-        publish(c, st, lid);
+    // The next chunk's share is in flight while the tensor cores take this one: with DEPTH 2
+    // the next two (sets a and b, chunks alternating between them), so a share's loads have
+    // a whole chunk's publish and multiplies to land, not only the multiplies. The fetch is
+    // unconditional (past the last chunk it fetches the last one again, unused): inside an
+    // `if` a decode would wait out its loads before the multiplies below could issue.
+    let last = chunks - 1u;
+    var wa = coop_fetch_weights(c_first, n0, lid);
+    var xa = fetch_inputs(c_first, m0, lid);
+    var wb: WShare;
+    var xb: XShare;
+    if DEPTH > 1u {
+        wb = coop_fetch_weights(min(c_first + 1u, last), n0, lid);
+        xb = fetch_inputs(min(c_first + 1u, last), m0, lid);
+    }
+    for (var c = c_first; c < chunks; c += DEPTH) {
+        publish(wa, xa, c, lid);
         workgroupBarrier();
-        // Unconditional (the last chunk fetches itself again, unused): inside an `if` the
-        // decode of the fetched steps would wait out the loads' latency before the multiplies
-        // below could issue; in one block with them the compiler can put the multiplies
-        // between the loads and their use.
-        fetch(min(c + 1u, chunks - 1u), n0, m0, lid);
-        let xo = st * TM * KS + sm * KS;
-        let wo = st * TN * KS + sn * KS;
-        for (var kk = 0u; kk < KC; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + kk], KS);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + 16u * KS + kk], KS);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk], KS);
-            c00 = coopMultiplyAdd(a0, b0, c00);
-            c10 = coopMultiplyAdd(a1, b0, c10);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * KS + kk], KS);
-            c01 = coopMultiplyAdd(a0, b1, c01);
-            c11 = coopMultiplyAdd(a1, b1, c11);
-            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * KS + kk], KS);
-            c02 = coopMultiplyAdd(a0, b2, c02);
-            c12 = coopMultiplyAdd(a1, b2, c12);
-            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * KS + kk], KS);
-            c03 = coopMultiplyAdd(a0, b3, c03);
-            c13 = coopMultiplyAdd(a1, b3, c13);
+        wa = coop_fetch_weights(min(c + DEPTH, last), n0, lid);
+        xa = fetch_inputs(min(c + DEPTH, last), m0, lid);
+        multiply(c & 1u, sm, sn, &c00, &c01, &c02, &c03, &c10, &c11, &c12, &c13);
+        // Set b's chunk. Its fetch sits in this branch; the shares of types whose
+        // `coop_fetch_weights` decodes (RUN 0, `fetch_steps`) are fetched with DEPTH 1 only.
+        if DEPTH > 1u && c + 1u < chunks {
+            publish(wb, xb, c + 1u, lid);
+            workgroupBarrier();
+            wb = coop_fetch_weights(min(c + 1u + DEPTH, last), n0, lid);
+            xb = fetch_inputs(min(c + 1u + DEPTH, last), m0, lid);
+            multiply((c + 1u) & 1u, sm, sn, &c00, &c01, &c02, &c03, &c10, &c11, &c12, &c13);
         }
     }
     let t0 = m0 + sm;

@@ -305,7 +305,7 @@ pub fn takes_coop_rows(gpu: &Gpu, tokens: usize) -> bool {
 
 /// The tensor-core tile for `rows` weight rows and `tokens` tokens: 128 tokens wide from 65
 /// tokens (64 below), and 128 rows wide where that grid still has [`COOP_MIN_TILES`]
-/// workgroups (else 64), in chunks of 32 columns, weights in runs where [`coop_runs`] says so.
+/// workgroups (else 64), in chunks of 32 columns, weights fetched as [`coop_fetch`] says.
 pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
     let wm = if tokens <= 64 { 2 } else { 4 };
     let grid = |t: CoopTile| rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
@@ -313,7 +313,7 @@ pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
         wm,
         wn: 2,
         kc: 32,
-        runs: coop_runs(),
+        fetch: coop_fetch(),
     };
     if grid(wide) >= COOP_MIN_TILES {
         wide
@@ -416,11 +416,13 @@ pub fn coop_x16() -> bool {
     knob(&ON, "GPUPORT_COOP_X16", 1) != 0
 }
 
-/// Whether the tensor-core GEMM fetches its weights in runs ([`CoopTile::runs`]): yes by
-/// default; `GPUPORT_COOP_RUNS=0` says no (a step at a time, to measure it).
-pub fn coop_runs() -> bool {
-    static ON: OnceLock<u32> = OnceLock::new();
-    knob(&ON, "GPUPORT_COOP_RUNS", 1) != 0
+/// How the tensor-core GEMM fetches weights of the types with a run form
+/// ([`gemm::CoopFetch`]): in runs, two chunks ahead, by default; `GPUPORT_COOP_FETCH` = 0
+/// (a step at a time, as before v37) or 1 (runs, one chunk ahead) to measure them.
+pub fn coop_fetch() -> gemm::CoopFetch {
+    static WAY: OnceLock<u32> = OnceLock::new();
+    let way = knob(&WAY, "GPUPORT_COOP_FETCH", 2) as usize;
+    gemm::CoopFetch::ALL[way.min(gemm::CoopFetch::ALL.len() - 1)]
 }
 
 /// Whether `tokens` rows of `cols` f16 input values fit one storage binding (and come in
@@ -753,7 +755,10 @@ pub fn coop_tiles(gpu: &Gpu) -> Vec<CoopTile> {
 fn coop_fits(gpu: &Gpu, t: CoopTile) -> bool {
     let limits = gpu.limits();
     gpu.has_coop_f16()
-        && CoopTile::all().contains(&CoopTile { runs: true, ..t })
+        && CoopTile::all().contains(&CoopTile {
+            fetch: gemm::CoopFetch::RunsAhead,
+            ..t
+        })
         && t.threads() <= limits.max_compute_invocations_per_workgroup
         && t.workgroup_bytes() <= limits.max_compute_workgroup_storage_size
 }
@@ -997,7 +1002,7 @@ mod tests {
             wm,
             wn,
             kc: 32,
-            runs: coop_runs(),
+            fetch: coop_fetch(),
         };
         // 28,672 rows × 256 tokens: 224 row tiles of 128, times 2 token tiles.
         assert_eq!(coop_tile(28_672, 256), t(4, 2));
@@ -1021,7 +1026,7 @@ mod tests {
             wm,
             wn,
             kc: 32,
-            runs: coop_runs(),
+            fetch: coop_fetch(),
         };
         // At the default target, whatever the environment says.
         let splits = |t, rows, cols, tokens| {

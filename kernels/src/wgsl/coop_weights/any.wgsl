@@ -4,10 +4,12 @@ fn coop_step(b: u32, s: u32, k: u32) -> StepW {
     return step_weights(b, s, k);
 }
 
-fn coop_fetch_weights(c: u32, n0: u32, lid: u32) {
-    fetch_steps(c, n0, lid);
+alias WShare = StepShare;
+
+fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
+    return fetch_steps(c, n0, lid);
 }
 
-fn coop_publish_weights(c: u32, wbase: u32, lid: u32) {
-    publish_steps(c, wbase, lid);
+fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32) {
+    publish_steps(r, c, wbase, lid);
 }

@@ -16,51 +16,56 @@ fn coop_step(b: u32, s: u32, k: u32) -> StepW {
     return step_weights_head(w4[b >> 4u], w[(b >> 2u) + 4u + 8u * (s >> 1u) + k], s);
 }
 
-// This thread's run: the head (zero past the last row) and up to eight quant words.
-var<private> run_head: vec4<u32>;
-var<private> run_q0: vec4<u32>;
-var<private> run_q1: vec4<u32>;
+// This thread's share: a run (the head, zero past the last row, and up to eight quant words),
+// or with RUN 0 its decoded steps.
+struct WShare {
+    head: vec4<u32>,
+    q0: vec4<u32>,
+    q1: vec4<u32>,
+    steps: StepShare,
+}
 
-fn coop_fetch_weights(c: u32, n0: u32, lid: u32) {
+fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
+    var r: WShare;
+    if RUN == 0u {
+        r.steps = fetch_steps(c, n0, lid);
+        return r;
+    }
     // Threads per tile row (a chunk's row is SUB_STEPS steps).
     let run_threads = SUB_STEPS / NWS;
-    if RUN == 0u {
-        fetch_steps(c, n0, lid);
-        return;
-    }
     let row = n0 + lid / run_threads;
     let k0 = (lid % run_threads) * NWS;
     // Chunk c is sub-block c % 8 of block c / 8 (KC = SUB_ELEMS).
     let b = p.w_offset + min(row, p.rows - 1u) * p.row_bytes + (c / 8u) * UNIT_BYTES;
     let q = ((b >> 2u) + 4u + 8u * ((c % 8u) >> 1u) + k0) >> 2u;
-    run_head = select(vec4<u32>(0u), w4[b >> 4u], row < p.rows);
-    run_q0 = w4[q];
+    r.head = select(vec4<u32>(0u), w4[b >> 4u], row < p.rows);
+    r.q0 = w4[q];
     if NWS > 4u {
-        run_q1 = w4[q + 1u];
+        r.q1 = w4[q + 1u];
     }
+    return r;
 }
 
 fn put_run_step(o: u32, h: vec4<u32>, q: u32, s: u32) {
     put4(o, vec4<f16>(step_weights_head(h, q, s).a));
 }
 
-fn coop_publish_weights(c: u32, wbase: u32, lid: u32) {
-    let run_threads = SUB_STEPS / NWS;
+fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32) {
     if RUN == 0u {
-        publish_steps(c, wbase, lid);
+        publish_steps(r.steps, c, wbase, lid);
         return;
     }
+    let run_threads = SUB_STEPS / NWS;
     let s = c % 8u;
     let o = wbase + (lid / run_threads) * KS + (lid % run_threads) * NWS * 4u;
-    let h = run_head;
-    put_run_step(o, h, run_q0.x, s);
-    put_run_step(o + 4u, h, run_q0.y, s);
-    put_run_step(o + 8u, h, run_q0.z, s);
-    put_run_step(o + 12u, h, run_q0.w, s);
+    put_run_step(o, r.head, r.q0.x, s);
+    put_run_step(o + 4u, r.head, r.q0.y, s);
+    put_run_step(o + 8u, r.head, r.q0.z, s);
+    put_run_step(o + 12u, r.head, r.q0.w, s);
     if NWS > 4u {
-        put_run_step(o + 16u, h, run_q1.x, s);
-        put_run_step(o + 20u, h, run_q1.y, s);
-        put_run_step(o + 24u, h, run_q1.z, s);
-        put_run_step(o + 28u, h, run_q1.w, s);
+        put_run_step(o + 16u, r.head, r.q1.x, s);
+        put_run_step(o + 20u, r.head, r.q1.y, s);
+        put_run_step(o + 24u, r.head, r.q1.z, s);
+        put_run_step(o + 28u, r.head, r.q1.w, s);
     }
 }

@@ -15,30 +15,34 @@ fn coop_step(b: u32, s: u32, k: u32) -> StepW {
     return step_weights(b, s, k);
 }
 
-// This thread's run: low-bit words (run_l0, then run_l1 where NWS is 8, then run_l2), high-bit
-// words (run_h*), the scale word, the d word (zero past the last row), and the byte shift of
-// the block (0 or 16: the block starts 4- or 2-byte aligned).
-var<private> run_l0: vec4<u32>;
-var<private> run_l1: vec4<u32>;
-var<private> run_l2: u32;
-var<private> run_h0: vec4<u32>;
-var<private> run_h1: vec4<u32>;
-var<private> run_h2: u32;
-var<private> run_scales: u32;
-var<private> run_d: u32;
-var<private> run_shift: u32;
+// This thread's share: a run — low-bit words (l0, then l1 where NWS is 8, then l2), high-bit
+// words (h*), the scale word, the d word (zero past the last row), and the block's byte shift
+// (0 or 16: the block starts 4- or 2-byte aligned) — or with RUN 0 its decoded steps.
+struct WShare {
+    l0: vec4<u32>,
+    l1: vec4<u32>,
+    l2: u32,
+    h0: vec4<u32>,
+    h1: vec4<u32>,
+    h2: u32,
+    scales: u32,
+    d: u32,
+    shift: u32,
+    steps: StepShare,
+}
 
 fn words4(i: u32) -> vec4<u32> {
     return vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
 }
 
-fn coop_fetch_weights(c: u32, n0: u32, lid: u32) {
+fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
+    var r: WShare;
+    if RUN == 0u {
+        r.steps = fetch_steps(c, n0, lid);
+        return r;
+    }
     // Threads per tile row (a chunk's row is SUB_STEPS steps).
     let run_threads = SUB_STEPS / NWS;
-    if RUN == 0u {
-        fetch_steps(c, n0, lid);
-        return;
-    }
     let row = n0 + lid / run_threads;
     let k0 = (lid % run_threads) * NWS;
     // Chunk c is sub-block c % 8 of block c / 8 (KC = SUB_ELEMS): half h, quarter q.
@@ -48,17 +52,18 @@ fn coop_fetch_weights(c: u32, n0: u32, lid: u32) {
     let q = s & 3u;
     let lw = (b + 64u * h + 32u * (q & 1u) + 4u * k0) >> 2u;
     let hw = (b + 128u + 32u * h + 4u * k0) >> 2u;
-    run_l0 = words4(lw);
-    run_h0 = words4(hw);
+    r.l0 = words4(lw);
+    r.h0 = words4(hw);
     if NWS > 4u {
-        run_l1 = words4(lw + 4u);
-        run_h1 = words4(hw + 4u);
+        r.l1 = words4(lw + 4u);
+        r.h1 = words4(hw + 4u);
     }
-    run_l2 = w[lw + NWS];
-    run_h2 = w[hw + NWS];
-    run_scales = w[(b + 192u + 8u * h + 2u * q) >> 2u];
-    run_d = select(0u, w[(b + 208u) >> 2u], row < p.rows);
-    run_shift = (b & 3u) * 8u;
+    r.l2 = w[lw + NWS];
+    r.h2 = w[hw + NWS];
+    r.scales = w[(b + 192u + 8u * h + 2u * q) >> 2u];
+    r.d = select(0u, w[(b + 208u) >> 2u], row < p.rows);
+    r.shift = (b & 3u) * 8u;
+    return r;
 }
 
 // The word at byte `shift` of `lo` (the rest from `hi`), as `w_u32` joins it.
@@ -67,44 +72,43 @@ fn join(lo: u32, hi: u32, shift: u32) -> u32 {
 }
 
 // Step k of sub-block s from its low-bit and high-bit words: `step_weights` of quant/q6_k.wgsl.
-fn put_run_step(o: u32, lo: u32, hi: u32, s: u32, k: u32, b3: u32) {
+fn put_run_step(r: WShare, o: u32, lo: u32, hi: u32, s: u32, k: u32) {
     let q = s & 3u;
     let l4 = bytes4(lo >> (4u * (q >> 1u))) & vec4<u32>(0xFu);
     let h4 = (bytes4(hi) >> vec4<u32>(2u * q)) & vec4<u32>(3u);
     let v = vec4<f32>(l4 | (h4 << vec4<u32>(4u))) - vec4<f32>(32.0);
     // The step's scale byte: byte (k >> 2) of the sub-block's pair, which starts at byte
-    // 192 + 8h + 2q of the block (b3: the block's offset within its word, 0 or 2).
-    let at = 8u * (((b3 + 2u * q) & 3u) + (k >> 2u));
-    let sc = f32(bitcast<i32>(((run_scales >> at) & 0xFFu) << 24u) >> 24u);
-    let d = unpack2x16float(run_d >> run_shift).x;
+    // 192 + 8h + 2q of the block (r.shift / 8 bytes into its word).
+    let at = 8u * (((r.shift / 8u + 2u * q) & 3u) + (k >> 2u));
+    let sc = f32(bitcast<i32>(((r.scales >> at) & 0xFFu) << 24u) >> 24u);
+    let d = unpack2x16float(r.d >> r.shift).x;
     put4(o, vec4<f16>((d * sc) * v));
 }
 
-fn coop_publish_weights(c: u32, wbase: u32, lid: u32) {
-    let run_threads = SUB_STEPS / NWS;
+fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32) {
     if RUN == 0u {
-        publish_steps(c, wbase, lid);
+        publish_steps(r.steps, c, wbase, lid);
         return;
     }
+    let run_threads = SUB_STEPS / NWS;
     let s = c % 8u;
     let k0 = (lid % run_threads) * NWS;
     let o = wbase + (lid / run_threads) * KS + k0 * 4u;
-    let sh = run_shift;
-    let b3 = sh / 8u;
-    let l = run_l0;
-    let hh = run_h0;
-    put_run_step(o, join(l.x, l.y, sh), join(hh.x, hh.y, sh), s, k0, b3);
-    put_run_step(o + 4u, join(l.y, l.z, sh), join(hh.y, hh.z, sh), s, k0 + 1u, b3);
-    put_run_step(o + 8u, join(l.z, l.w, sh), join(hh.z, hh.w, sh), s, k0 + 2u, b3);
+    let sh = r.shift;
+    let l = r.l0;
+    let hh = r.h0;
+    put_run_step(r, o, join(l.x, l.y, sh), join(hh.x, hh.y, sh), s, k0);
+    put_run_step(r, o + 4u, join(l.y, l.z, sh), join(hh.y, hh.z, sh), s, k0 + 1u);
+    put_run_step(r, o + 8u, join(l.z, l.w, sh), join(hh.z, hh.w, sh), s, k0 + 2u);
     if NWS > 4u {
-        let l1 = run_l1;
-        let h1 = run_h1;
-        put_run_step(o + 12u, join(l.w, l1.x, sh), join(hh.w, h1.x, sh), s, k0 + 3u, b3);
-        put_run_step(o + 16u, join(l1.x, l1.y, sh), join(h1.x, h1.y, sh), s, k0 + 4u, b3);
-        put_run_step(o + 20u, join(l1.y, l1.z, sh), join(h1.y, h1.z, sh), s, k0 + 5u, b3);
-        put_run_step(o + 24u, join(l1.z, l1.w, sh), join(h1.z, h1.w, sh), s, k0 + 6u, b3);
-        put_run_step(o + 28u, join(l1.w, run_l2, sh), join(h1.w, run_h2, sh), s, k0 + 7u, b3);
+        let l1 = r.l1;
+        let h1 = r.h1;
+        put_run_step(r, o + 12u, join(l.w, l1.x, sh), join(hh.w, h1.x, sh), s, k0 + 3u);
+        put_run_step(r, o + 16u, join(l1.x, l1.y, sh), join(h1.x, h1.y, sh), s, k0 + 4u);
+        put_run_step(r, o + 20u, join(l1.y, l1.z, sh), join(h1.y, h1.z, sh), s, k0 + 5u);
+        put_run_step(r, o + 24u, join(l1.z, l1.w, sh), join(h1.z, h1.w, sh), s, k0 + 6u);
+        put_run_step(r, o + 28u, join(l1.w, r.l2, sh), join(h1.w, r.h2, sh), s, k0 + 7u);
     } else {
-        put_run_step(o + 12u, join(l.w, run_l2, sh), join(hh.w, run_h2, sh), s, k0 + 3u, b3);
+        put_run_step(r, o + 12u, join(l.w, r.l2, sh), join(hh.w, r.h2, sh), s, k0 + 3u);
     }
 }
