@@ -1991,9 +1991,10 @@ fn coop_gemm_matches_cpu_for_every_type() {
             } else {
                 gpu.limits().max_storage_buffer_binding_size
             };
-            // Unsplit, and split along K 3 and 4 ways (16 chunks of the 512 columns:
-            // 6 + 6 + 4 and 4 + 4 + 4 + 4; f32/f16 11 chunks: 4 + 4 + 3 and 3 + 3 + 3 + 2).
-            let splits = [1, 3, 4][(c + c / 3) % 3];
+            // Unsplit, and split along K 3 and 6 ways (16 chunks of the 512 columns:
+            // 6 + 6 + 4 and 3 + 3 + 3 + 3 + 3 + 1, odd counts for the two-chunks-ahead loop;
+            // f32/f16 11 chunks: 4 + 4 + 3 and 2 + 2 + 2 + 2 + 2 + 1).
+            let splits = [1, 3, 6][(c + c / 3) % 3];
             // Cases cycle through the ways of fetching weights (`CoopTile::fetch`).
             let fetch = gpuport_kernels::gemm::CoopFetch::ALL;
             let tile = gpuport_kernels::gemm::CoopTile {
