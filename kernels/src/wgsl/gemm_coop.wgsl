@@ -235,6 +235,28 @@ fn fetch_inputs(c: u32, m0: u32, lid: u32) -> XShare {
     return r;
 }
 
+// Where this thread's run of chunk `c` sits, for the coop_weights snippets' run forms: the byte
+// offset of its row's block (the last row's past the matrix), whether its row is in the
+// matrix, its first step in the chunk's sub-block (threads take NWS consecutive steps of one
+// tile row, SUB_STEPS / NWS threads a row) and where its values start in a weight tile.
+struct RunAt {
+    b: u32,
+    live: bool,
+    k0: u32,
+    o: u32,
+}
+
+fn run_at(c: u32, n0: u32, lid: u32) -> RunAt {
+    let threads = SUB_STEPS / NWS;
+    let r = lid / threads;
+    let k0 = (lid % threads) * NWS;
+    let row = n0 + r;
+    // Chunk c is sub-block c % subs of block c / subs (KC = SUB_ELEMS).
+    let subs = UNIT_ELEMS / SUB_ELEMS;
+    let b = p.w_offset + min(row, p.rows - 1u) * p.row_bytes + (c / subs) * UNIT_BYTES;
+    return RunAt(b, row < p.rows, k0, r * KS + 4u * k0);
+}
+
 fn put_step(c: u32, lid: u32, j: u32, base: u32, a: vec4<f16>, b: vec4<f16>) {
     let at = step_at(c, lid, j);
     let o = base + at.r * KS + at.e;

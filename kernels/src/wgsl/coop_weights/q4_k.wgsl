@@ -31,14 +31,9 @@ fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
         r.steps = fetch_steps(c, n0, lid);
         return r;
     }
-    // Threads per tile row (a chunk's row is SUB_STEPS steps).
-    let run_threads = SUB_STEPS / NWS;
-    let row = n0 + lid / run_threads;
-    let k0 = (lid % run_threads) * NWS;
-    // Chunk c is sub-block c % 8 of block c / 8 (KC = SUB_ELEMS).
-    let b = p.w_offset + min(row, p.rows - 1u) * p.row_bytes + (c / 8u) * UNIT_BYTES;
-    let q = ((b >> 2u) + 4u + 8u * ((c % 8u) >> 1u) + k0) >> 2u;
-    r.head = select(vec4<u32>(0u), w4[b >> 4u], row < p.rows);
+    let at = run_at(c, n0, lid);
+    let q = ((at.b >> 2u) + 4u + 8u * ((c % 8u) >> 1u) + at.k0) >> 2u;
+    r.head = select(vec4<u32>(0u), w4[at.b >> 4u], at.live);
     r.q0 = w4[q];
     if NWS > 4u {
         r.q1 = w4[q + 1u];
@@ -55,9 +50,8 @@ fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32) {
         publish_steps(r.steps, c, wbase, lid);
         return;
     }
-    let run_threads = SUB_STEPS / NWS;
     let s = c % 8u;
-    let o = wbase + (lid / run_threads) * KS + (lid % run_threads) * NWS * 4u;
+    let o = wbase + run_at(c, 0u, lid).o;
     put_run_step(o, r.head, r.q0.x, s);
     put_run_step(o + 4u, r.head, r.q0.y, s);
     put_run_step(o + 8u, r.head, r.q0.z, s);

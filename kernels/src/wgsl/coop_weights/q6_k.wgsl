@@ -41,17 +41,13 @@ fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
         r.steps = fetch_steps(c, n0, lid);
         return r;
     }
-    // Threads per tile row (a chunk's row is SUB_STEPS steps).
-    let run_threads = SUB_STEPS / NWS;
-    let row = n0 + lid / run_threads;
-    let k0 = (lid % run_threads) * NWS;
-    // Chunk c is sub-block c % 8 of block c / 8 (KC = SUB_ELEMS): half h, quarter q.
-    let b = p.w_offset + min(row, p.rows - 1u) * p.row_bytes + (c / 8u) * UNIT_BYTES;
+    let at = run_at(c, n0, lid);
+    // Chunk c is sub-block s = c % 8 of its block: half h, quarter q.
     let s = c % 8u;
     let h = s >> 2u;
     let q = s & 3u;
-    let lw = (b + 64u * h + 32u * (q & 1u) + 4u * k0) >> 2u;
-    let hw = (b + 128u + 32u * h + 4u * k0) >> 2u;
+    let lw = (at.b + 64u * h + 32u * (q & 1u) + 4u * at.k0) >> 2u;
+    let hw = (at.b + 128u + 32u * h + 4u * at.k0) >> 2u;
     r.l0 = words4(lw);
     r.h0 = words4(hw);
     if NWS > 4u {
@@ -60,9 +56,9 @@ fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
     }
     r.l2 = w[lw + NWS];
     r.h2 = w[hw + NWS];
-    r.scales = w[(b + 192u + 8u * h + 2u * q) >> 2u];
-    r.d = select(0u, w[(b + 208u) >> 2u], row < p.rows);
-    r.shift = (b & 3u) * 8u;
+    r.scales = w[(at.b + 192u + 8u * h + 2u * q) >> 2u];
+    r.d = select(0u, w[(at.b + 208u) >> 2u], at.live);
+    r.shift = (at.b & 3u) * 8u;
     return r;
 }
 
@@ -90,10 +86,10 @@ fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32) {
         publish_steps(r.steps, c, wbase, lid);
         return;
     }
-    let run_threads = SUB_STEPS / NWS;
     let s = c % 8u;
-    let k0 = (lid % run_threads) * NWS;
-    let o = wbase + (lid / run_threads) * KS + k0 * 4u;
+    let at = run_at(c, 0u, lid);
+    let k0 = at.k0;
+    let o = wbase + at.o;
     let sh = r.shift;
     let l = r.l0;
     let hh = r.h0;
