@@ -5,7 +5,7 @@
 # beside llama-batched-bench in one call (issue 15's table), and Gemma 3 at depth 16k.
 # 1. kernel-stats (q4_K, q6_K, f16 input; every fetch); 2. kvc coop (every type and fetch
 # against the CPU), rowk decode_attention (f16 edge values); 3. GEMMs of the Llama shapes at
-# 64 rows, fetch 2/1/0 interleaved twice, and at 32 rows; 4. the 8B/1B streams (fetch 2 and,
+# 64 rows, fetch 2/1/0, and at 32 rows; 4. the 8B/1B streams (fetch 2 and,
 # for the 8B, fetch 1) and SmolLM2/Gemma 3 beside llama-batched-bench; 5. Gemma 3 after
 # 16,384 prompt tokens, f32 against f16 caches.
 # Build and carry as run1.sh says.
@@ -30,20 +30,20 @@ timeout 120 ./.devbin/kvc coop > $R/kvc-coop.txt 2>&1; echo "kvc coop rc=$? at $
 timeout 60 ./.devbin/rowk decode_attention > $R/rowk-decode.txt 2>&1; echo "rowk decode rc=$? at $(el) s"; grep "test result\|panicked" $R/rowk-decode.txt | head -2
 save
 gm() { timeout 60 env GPUPORT_COOP_FETCH=$3 $X bench --gemm-only --tuned --shapes llama --gemm-tokens $2 --json $R/t$2-f$3-$1.json > $R/t$2-f$3-$1.txt 2>&1; echo "t$2 fetch $3 $1 rc=$? at $(el) s: $(grep -v best $R/t$2-f$3-$1.txt | grep -o '[0-9.]* µs' | awk '{print $1}' | paste -sd' ')"; save; }
-for r in 1 2; do gm $r 64 2; gm $r 64 1; gm $r 64 0; done
+gm 1 64 2; gm 1 64 1; gm 1 64 0
 gm 1 32 2
 wait $G
-while kill -0 $B 2>/dev/null && [ $(el) -lt 330 ]; do sleep 2; done
+deep() { timeout 60 env GPUPORT_KV_TYPE=$2 $X bench-llm /tmp/g.gguf --steps 8 --prompt-tokens $1 --gen-tokens 128 --json $R/g-$1-$2.json > $R/g-$1-$2.txt 2>&1; echo "g depth $1 $2 rc=$? at $(el) s: $(grep -A1 'steps/submit' $R/g-$1-$2.txt | tail -1)"; save; }
+for kv in f32 f16; do [ $(el) -lt 230 ] && deep 16384 $kv; done
+while kill -0 $B 2>/dev/null && [ $(el) -lt 300 ]; do sleep 2; done
 echo "llama built at $(el) s"; tail -1 $R/llama-build.txt
 par() { timeout 80 env $3 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 1,8,32,64 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2.json > $R/$1-par-$2.txt 2>&1; echo "$1 par $2 rc=$? at $(el) s"; grep "S_TG" $R/$1-par-$2.txt; save; }
 bb() { timeout 45 /tmp/lc/b/bin/llama-batched-bench -m /tmp/$1.gguf -ngl 99 -fa on -c 20480 -b 2048 -ub 512 -npp 128 -ntg 128 -npl 1,8,32,64 --output-format jsonl > $R/$1-bb.jsonl 2>$R/$1-bb.err; echo "bb $1 rc=$? at $(el) s"; grep -o '"pl": [0-9]*\|"speed_tg": [0-9.]*' $R/$1-bb.jsonl | tr '\n' ' '; echo; save; }
 par e f2 ""; bb e
 par l f2 ""; bb l
-par s f2 ""; bb s
-par g f2 ""; bb g
-[ $(el) -lt 480 ] && par e f1 "GPUPORT_COOP_FETCH=1"
-deep() { timeout 60 env GPUPORT_KV_TYPE=$2 $X bench-llm /tmp/g.gguf --steps 8 --prompt-tokens $1 --gen-tokens 128 --json $R/g-$1-$2.json > $R/g-$1-$2.txt 2>&1; echo "g depth $1 $2 rc=$? at $(el) s: $(grep -A1 'steps/submit' $R/g-$1-$2.txt | tail -1)"; save; }
-for kv in f32 f16; do [ $(el) -lt 540 ] && deep 16384 $kv; done
+[ $(el) -lt 380 ] && { par s f2 ""; bb s; }
+[ $(el) -lt 410 ] && { par g f2 ""; bb g; }
+[ $(el) -lt 400 ] && par e f1 "GPUPORT_COOP_FETCH=1"
 kill $CLK
 awk -F, '{print $2}' $R/clocks.txt | sort | uniq -c
 save; rm -rf $R
