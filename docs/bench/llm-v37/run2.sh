@@ -6,7 +6,8 @@
 # 1. kernel-stats (q4_K, q6_K, f16 input; every fetch); 2. kvc coop (every type and fetch
 # against the CPU), rowk decode_attention (f16 edge values); 3. GEMMs of the Llama shapes at
 # 64 rows, fetch 2/1/0, and at 32 rows; 4. the 8B/1B streams (fetch 2 and,
-# for the 8B, fetch 1) and SmolLM2/Gemma 3 beside llama-batched-bench; 5. Gemma 3 after
+# for the 8B, fetch 1) and SmolLM2/Gemma 3 beside llama-batched-bench, the 8B/1B's 32 streams
+# on tensor cores (GPUPORT_COOP_MIN_Q8_TOKENS=32); 5. Gemma 3 after
 # 16,384 prompt tokens, f32 against f16 caches.
 # Build and carry as run1.sh says.
 set -u
@@ -43,6 +44,9 @@ par e f2 ""; bb e
 [ $(el) -lt 350 ] && { par l f2 ""; bb l; }
 [ $(el) -lt 320 ] && { par s f2 ""; bb s; }
 [ $(el) -lt 340 ] && { par g f2 ""; bb g; }
+p32() { timeout 40 env GPUPORT_COOP_MIN_Q8_TOKENS=32 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 32 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-p32-coop.json > $R/$1-p32-coop.txt 2>&1; echo "$1 32 streams on tensor cores rc=$? at $(el) s"; grep "S_TG" $R/$1-p32-coop.txt; save; }
+[ $(el) -lt 360 ] && p32 e
+[ $(el) -lt 370 ] && p32 l
 [ $(el) -lt 340 ] && par e f1 "GPUPORT_COOP_FETCH=1"
 kill $CLK
 awk -F, '{print $2}' $R/clocks.txt | sort | uniq -c
