@@ -40,13 +40,13 @@ while kill -0 $B 2>/dev/null && [ $(el) -lt 300 ]; do sleep 2; done
 echo "llama built at $(el) s"; tail -1 $R/llama-build.txt
 par() { timeout 80 env $3 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 1,8,32,64 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2.json > $R/$1-par-$2.txt 2>&1; echo "$1 par $2 rc=$? at $(el) s"; grep "S_TG" $R/$1-par-$2.txt; save; }
 bb() { timeout 45 /tmp/lc/b/bin/llama-batched-bench -m /tmp/$1.gguf -ngl 99 -fa on -c 20480 -b 2048 -ub 512 -npp 128 -ntg 128 -npl 1,8,32,64 --output-format jsonl > $R/$1-bb.jsonl 2>$R/$1-bb.err; echo "bb $1 rc=$? at $(el) s"; grep -o '"pl": [0-9]*\|"speed_tg": [0-9.]*' $R/$1-bb.jsonl | tr '\n' ' '; echo; save; }
+p32() { timeout 40 env GPUPORT_COOP_MIN_Q8_TOKENS=32 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 32 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-p32-coop.json > $R/$1-p32-coop.txt 2>&1; echo "$1 32 streams on tensor cores rc=$? at $(el) s"; grep "S_TG" $R/$1-p32-coop.txt; save; }
 par e f2 ""; bb e
 [ $(el) -lt 350 ] && { par l f2 ""; bb l; }
-[ $(el) -lt 320 ] && { par s f2 ""; bb s; }
-[ $(el) -lt 340 ] && { par g f2 ""; bb g; }
-p32() { timeout 40 env GPUPORT_COOP_MIN_Q8_TOKENS=32 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 32 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-p32-coop.json > $R/$1-p32-coop.txt 2>&1; echo "$1 32 streams on tensor cores rc=$? at $(el) s"; grep "S_TG" $R/$1-p32-coop.txt; save; }
 [ $(el) -lt 360 ] && p32 e
 [ $(el) -lt 370 ] && p32 l
+[ $(el) -lt 320 ] && { par s f2 ""; bb s; }
+[ $(el) -lt 340 ] && { par g f2 ""; bb g; }
 [ $(el) -lt 340 ] && par e f1 "GPUPORT_COOP_FETCH=1"
 kill $CLK
 awk -F, '{print $2}' $R/clocks.txt | sort | uniq -c
