@@ -30,11 +30,11 @@ wait $G
 par() { timeout 60 env $3 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 8,32,64 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2.json > $R/$1-par-$2.txt 2>&1; echo "$1 par $2 rc=$? at $(el) s"; grep "S_TG" $R/$1-par-$2.txt; save; }
 p32() { timeout 30 env GPUPORT_COOP_MIN_Q8_TOKENS=32 $X bench-llm /tmp/$1.gguf --steps 8 --parallel 32 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-p32-coop.json > $R/$1-p32-coop.txt 2>&1; echo "$1 32 streams on tensor cores rc=$? at $(el) s"; grep "S_TG" $R/$1-p32-coop.txt; save; }
 par e f2 ""
-[ $(el) -lt 230 ] && par l f2 ""
+[ $(el) -lt 200 ] && par l f2 ""
+deep() { timeout 30 env GPUPORT_KV_TYPE=$2 $X bench-llm /tmp/g.gguf --steps 8 --prompt-tokens $1 --gen-tokens 128 --json $R/g-$1-$2.json > $R/g-$1-$2.txt 2>&1; echo "g depth $1 $2 rc=$? at $(el) s: $(grep -A1 'steps/submit' $R/g-$1-$2.txt | tail -1)"; save; }
+for kv in f32 f16; do [ $(el) -lt 230 ] && deep 16384 $kv; done
 [ $(el) -lt 250 ] && p32 e
 [ $(el) -lt 260 ] && p32 l
-deep() { timeout 30 env GPUPORT_KV_TYPE=$2 $X bench-llm /tmp/g.gguf --steps 8 --prompt-tokens $1 --gen-tokens 128 --json $R/g-$1-$2.json > $R/g-$1-$2.txt 2>&1; echo "g depth $1 $2 rc=$? at $(el) s: $(grep -A1 'steps/submit' $R/g-$1-$2.txt | tail -1)"; save; }
-for kv in f32 f16; do [ $(el) -lt 280 ] && deep 16384 $kv; done
 kill $CLK
 awk -F, '{print $2}' $R/clocks.txt | sort | uniq -c
 save; rm -rf $R
