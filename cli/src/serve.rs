@@ -121,11 +121,10 @@ pub fn run(a: ServeArgs) -> u8 {
             "--max-seqs, --engines, --queue, --prefill-rows and --decode-steps must be at least 1",
         );
     }
-    // The KV cache type, checked before anything loads (an engine loads lazily); unset, each
-    // engine takes its adapter's default.
+    // The KV cache type, checked before anything loads (an engine loads lazily).
     let kv_type = match a.kv_type {
-        Some(kv) => Some(kv),
-        None => match gpuport_llm::kv_cache::env_kv_type() {
+        Some(kv) => kv,
+        None => match gpuport_llm::kv_cache::default_kv_type() {
             Ok(kv) => kv,
             Err(e) => return usage_error(&e.to_string()),
         },
@@ -189,7 +188,7 @@ pub fn run(a: ServeArgs) -> u8 {
     }
     let shape = EngineShape {
         prefill_rows: a.prefill_rows,
-        kv_type,
+        kv_type: Some(kv_type),
         ..EngineShape::new(a.max_seqs, context)
     };
     let loader = LlmLoader::new(

@@ -217,10 +217,9 @@ impl Model {
     }
 
     /// Reads the configuration, checks the plan against the adapter (every blocker reported),
-    /// and uploads the weights. Its KV caches hold [`kv_cache::default_kv_type`] values (f16 on
-    /// GPUs, f32 on CPU adapters, unless `GPUPORT_KV_TYPE` says otherwise).
+    /// and uploads the weights. Its KV caches hold [`kv_cache::default_kv_type`] values.
     pub fn load(gpu: &Gpu, g: &Gguf, ctx: usize) -> Result<Model, LlmError> {
-        Model::load_with_kv(gpu, g, ctx, kv_cache::default_kv_type(gpu)?)
+        Model::load_with_kv(gpu, g, ctx, kv_cache::default_kv_type()?)
     }
 
     /// [`Model::load`] with KV caches of `kv` values (one of
