@@ -267,7 +267,7 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
     }
 }
 
-/// Whether the tensor-core GEMM has a run form for weights of `ty` ([`CoopTile::runs`]):
+/// Whether the tensor-core GEMM has a run form for weights of `ty` ([`CoopFetch::Runs`]):
 /// Q4_K (the block head and whole quant words) and Q6_K (the run's low- and high-bit words,
 /// its scale word and d).
 pub fn coop_runs(ty: GgmlType) -> bool {

@@ -1955,8 +1955,8 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// from the 32-row threshold), rows ragged across row tiles (37, 53, 200),
 /// every tile shape, the plain and both GLU inputs, a residual, a bias and neither, X rows
 /// on and off vec4 boundaries, Y written from column 3, the weights bound in row chunks,
-/// f32/f16 matrices whose width leaves a partial 32-column chunk, and the columns split
-/// along K 1, 3 and 4 ways (short last splits included).
+/// f32/f16 matrices whose width leaves a partial 32-column chunk, the columns split along K
+/// 1, 3 and 6 ways (short and odd last splits included), and every way of fetching weights.
 #[test]
 fn coop_gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm;

@@ -13,13 +13,14 @@ enable wgpu_cooperative_matrix;
 //
 // Software pipeline, one barrier per chunk of KC columns: the tiles live in workgroup memory
 // twice (stages 0 and 1). While the subgroups multiply the fragments of chunk c (stage c % 2),
-// every thread already holds chunk c + 1 in registers — its share of the TN × KC weight tile
-// decoded to f16 (the quant snippet's step_weights, 4 or 4 + 4 values a step, consecutive lanes
-// consecutive steps of a row, as the GEMV's) and of the TM × KC input tile (vec4 loads where the
-// stride allows, the GLU forms applied, clamped to f16's range) — whose loads were issued before
-// the multiplies, so their latency hides behind them. The registers are stored into the other
-// stage and one barrier publishes it: the next stores into a stage come after the barrier that
-// follows every subgroup's multiplies of it.
+// every thread already holds chunk c + 1 in registers (and c + 2 with DEPTH 2) — its share of
+// the TN × KC weight tile, decoded to f16 (the quant snippet's step_weights, 4 or 4 + 4 values
+// a step, consecutive lanes consecutive steps of a row, as the GEMV's) or, for the types with a
+// run form (RUN 1), as raw words decoded when published; and of the TM × KC input tile (vec4
+// loads where the stride allows, the GLU forms applied, clamped to f16's range) — whose loads
+// were issued before the multiplies, so their latency hides behind them. A share is stored
+// into its chunk's stage and one barrier publishes it: the next stores into a stage come after
+// the barrier that follows every subgroup's multiplies of it.
 //
 // The per-thread shares (NWS weight steps, NXS input vec4s a chunk) are named registers filled
 // by straight-line code, and every load is branch-free (indices clamped, zeros selected past
@@ -59,7 +60,8 @@ override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
 override XH: u32 = 0u;
 // RUN 1: the weights fetched in runs where the coop_weights snippet has a run form
-// (coop_weights/q4_k.wgsl); 0, and for every other type: a step at a time (`fetch_steps`).
+// (coop_weights/q4_k.wgsl, q6_k.wgsl); 0, and for every other type: a step at a time
+// (`fetch_steps`).
 override RUN: u32 = 1u;
 // Chunks in flight beyond the one being multiplied: 1, or 2 (the main loop's sets a and b;
 // only where the weights come in runs, whose fetch is loads alone).

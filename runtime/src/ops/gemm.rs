@@ -237,6 +237,10 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
             coop_tiles(gpu)
                 .into_iter()
                 .max_by_key(|t| (t.tm() * t.tn(), std::cmp::Reverse(t.kc)))
+                .map(|fits| CoopTile {
+                    fetch: t.fetch,
+                    ..fits
+                })
         };
         if let Some(tile) = t {
             let splits = coop_splits(tile, rows, cols, call.tokens);
@@ -1017,7 +1021,12 @@ mod tests {
         assert_eq!(coop_tile(1024, 64), t(2, 1));
         for tokens in [1, 64, 65, 512] {
             for rows in [1, 64, 4096] {
-                assert!(CoopTile::all().contains(&coop_tile(rows, tokens)));
+                let fetch = gemm::CoopFetch::Runs;
+                let tile = CoopTile {
+                    fetch,
+                    ..coop_tile(rows, tokens)
+                };
+                assert!(CoopTile::all().contains(&tile));
             }
         }
     }
