@@ -1956,7 +1956,8 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// every tile shape, the plain and both GLU inputs, a residual, a bias and neither, X rows
 /// on and off vec4 boundaries, Y written from column 3, the weights bound in row chunks,
 /// f32/f16 matrices whose width leaves a partial 32-column chunk, the columns split along K
-/// 1, 3 and 6 ways (short and odd last splits included), and every way of fetching weights.
+/// 1, 3 and 6 ways (short and odd last splits included), and every way of fetching weights
+/// (each Q4_K and Q6_K case all three, which must give the same bits).
 #[test]
 fn coop_gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm;
@@ -2025,6 +2026,31 @@ fn coop_gemm_matches_cpu_for_every_type() {
                 diff.is_none(),
                 "{case:?}: f16 input rows differ at {diff:?}"
             );
+            // Every way of fetching a run type's weights decodes the same values and sums
+            // them in the same order: the same bits as the way this case took.
+            if gemm::coop_runs(ty) {
+                for other in fetch.into_iter().filter(|&f| f != tile.fetch) {
+                    let path = ops::GemmPath::Coop {
+                        tile: gemm::CoopTile {
+                            fetch: other,
+                            ..tile
+                        },
+                        splits,
+                        x16: false,
+                    };
+                    let on = Some((path, max_binding));
+                    let got = check_gemm_case(&gpu, GemmCase { on, ..case });
+                    let diff = formed_here
+                        .iter()
+                        .zip(&got)
+                        .position(|(a, b)| a.to_bits() != b.to_bits());
+                    assert!(
+                        diff.is_none(),
+                        "{case:?}: fetching {other:?} differs from {:?} at {diff:?}",
+                        tile.fetch
+                    );
+                }
+            }
         }
     }
     // The path `ops::gemm` takes for prompts here, and for f32 rows from `coop_min_tokens`.
