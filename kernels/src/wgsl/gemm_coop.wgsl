@@ -22,13 +22,14 @@ enable wgpu_cooperative_matrix;
 // into its chunk's stage and one barrier publishes it: the next stores into a stage come after
 // the barrier that follows every subgroup's multiplies of it.
 //
-// The per-thread shares (NWS weight steps, NXS input vec4s a chunk) are named registers filled
-// by straight-line code, and every load is branch-free (indices clamped, zeros selected past
+// The per-thread shares (NWS weight steps or a run's words, NXS input vec4s a chunk) are struct
+// values with named fields filled by straight-line code, and every load is branch-free (indices clamped, zeros selected past
 // the edges), so every load of a chunk is in flight at once: on NVIDIA a load inside a branch
 // waited out its latency before the next one issued. The edge tests combine with `&`, not `&&`:
 // naga lowers a runtime `&&` or `||` to an `if` (WGSL's short-circuit), and that branch per
-// step kept the driver from issuing a step's loads before the previous step's were used. Tile rows are KS = KC + 8 halves apart (80
-// bytes): 16-byte aligned fragment rows that do not all start in one bank.
+// step kept the driver from issuing a step's loads before the previous step's were used. Tile
+// rows are KS = KC + 8 halves apart (80 bytes): 16-byte aligned fragment rows that do not all
+// start in one bank.
 //
 // Precision: products of f16-rounded weights and inputs, summed in f32 (llama.cpp's f16
 // tensor-core path does the same); the CPU reference sums exact products in f64, so the

@@ -421,13 +421,12 @@ pub fn coop_x16() -> bool {
 }
 
 /// How the tensor-core GEMM fetches weights of the types with a run form
-/// ([`gemm::CoopFetch`]): in runs, one chunk ahead, by default (v37 on an H100: the Llama
-/// shapes' GEMMs at 64 rows 1.24–1.61× faster than a step at a time); `GPUPORT_COOP_FETCH` =
-/// 0 (a step at a time, as before v37) or 2 (runs, two chunks ahead; not yet measured) for
-/// A/Bs.
+/// ([`gemm::CoopFetch`]): [`gemm::CoopFetch::DEFAULT`] unless `GPUPORT_COOP_FETCH` says 0 (a
+/// step at a time, as before v37), 1 (runs) or 2 (runs, two chunks ahead; not yet measured),
+/// for A/Bs.
 pub fn coop_fetch() -> gemm::CoopFetch {
     static WAY: OnceLock<u32> = OnceLock::new();
-    let way = knob(&WAY, "GPUPORT_COOP_FETCH", 1) as usize;
+    let way = knob(&WAY, "GPUPORT_COOP_FETCH", gemm::CoopFetch::DEFAULT as u32) as usize;
     gemm::CoopFetch::ALL[way.min(gemm::CoopFetch::ALL.len() - 1)]
 }
 
@@ -762,7 +761,7 @@ fn coop_fits(gpu: &Gpu, t: CoopTile) -> bool {
     let limits = gpu.limits();
     gpu.has_coop_f16()
         && CoopTile::all().contains(&CoopTile {
-            fetch: gemm::CoopFetch::Runs,
+            fetch: gemm::CoopFetch::DEFAULT,
             ..t
         })
         && t.threads() <= limits.max_compute_invocations_per_workgroup
@@ -1021,9 +1020,8 @@ mod tests {
         assert_eq!(coop_tile(1024, 64), t(2, 1));
         for tokens in [1, 64, 65, 512] {
             for rows in [1, 64, 4096] {
-                let fetch = gemm::CoopFetch::Runs;
                 let tile = CoopTile {
-                    fetch,
+                    fetch: gemm::CoopFetch::DEFAULT,
                     ..coop_tile(rows, tokens)
                 };
                 assert!(CoopTile::all().contains(&tile));

@@ -3,7 +3,7 @@
 // RUN 1 (the default): each thread owns a run of NWS consecutive steps of one tile row (a chunk
 // of 32 columns is one sub-block, 8 steps: NWS 8 is the whole sub-block, NWS 4 half of it) and
 // fetches it as whole words — the block's 16-byte head and the run's quant words, one vec4 per
-// four steps, from `w4` — into three registers before the multiplies; it decodes them after
+// four steps, from `w4` — into its share before the multiplies; it decodes them after
 // the multiplies, when the chunk is published. Three loads a chunk instead of two per step
 // (sixteen at NWS 8), and none waited for until the tensor cores have had the previous chunk.
 // A row past the matrix loads the last row and keeps a zero head (d = dmin = 0: every weight
