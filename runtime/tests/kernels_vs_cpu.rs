@@ -1997,8 +1997,8 @@ fn coop_gemm_matches_cpu_for_every_type() {
             // f32/f16 11 chunks: 4 + 4 + 3 and 2 + 2 + 2 + 2 + 2 + 1).
             let splits = [1, 3, 6][(c + c / 3) % 3];
             // Cases cycle through the ways of fetching weights (`CoopTile::fetch`).
-            let fetch = gpuport_kernels::gemm::CoopFetch::ALL;
-            let tile = gpuport_kernels::gemm::CoopTile {
+            let fetch = gemm::CoopFetch::ALL;
+            let tile = gemm::CoopTile {
                 fetch: fetch[(c + c / 4) % fetch.len()],
                 ..tiles[c % tiles.len()]
             };
@@ -2018,10 +2018,13 @@ fn coop_gemm_matches_cpu_for_every_type() {
             };
             let on = Some((path, max_binding));
             let formed_first = check_gemm_case(&gpu, GemmCase { on, ..case });
-            let diff = formed_here
-                .iter()
-                .zip(&formed_first)
-                .position(|(a, b)| a.to_bits() != b.to_bits());
+            // Where two results first differ in their bits.
+            let differ = |a: &[f32], b: &[f32]| {
+                a.iter()
+                    .zip(b)
+                    .position(|(a, b)| a.to_bits() != b.to_bits())
+            };
+            let diff = differ(&formed_here, &formed_first);
             assert!(
                 diff.is_none(),
                 "{case:?}: f16 input rows differ at {diff:?}"
@@ -2040,10 +2043,7 @@ fn coop_gemm_matches_cpu_for_every_type() {
                     };
                     let on = Some((path, max_binding));
                     let got = check_gemm_case(&gpu, GemmCase { on, ..case });
-                    let diff = formed_here
-                        .iter()
-                        .zip(&got)
-                        .position(|(a, b)| a.to_bits() != b.to_bits());
+                    let diff = differ(&formed_here, &got);
                     assert!(
                         diff.is_none(),
                         "{case:?}: fetching {other:?} differs from {:?} at {diff:?}",
