@@ -190,9 +190,11 @@ pub const COOP_WM: [u32; 2] = [2, 4];
 /// Allowed subgroups along the weight rows of a [`CoopTile`].
 pub const COOP_WN: [u32; 2] = [1, 2];
 
-/// Allowed columns per chunk of a [`CoopTile`] (wider chunks would give a thread more weight
-/// steps and input vectors than the kernel's named registers hold).
-pub const COOP_KC: [u32; 1] = [32];
+/// Allowed columns per chunk of a [`CoopTile`]: 32 for every type; 64 where a chunk is a pair
+/// of sub-blocks fetched in runs ([`coop_pairs`]), at the tiles with two subgroups along the
+/// rows (elsewhere a thread's share of a 64-column chunk would outgrow the kernel's named
+/// registers). See [`CoopTile::for_type`].
+pub const COOP_KC: [u32; 2] = [32, 64];
 
 /// Lanes per subgroup the tensor-core GEMM is written for (its subgroup layout and the 16 × 16
 /// fragments' lane mapping assume it).
@@ -223,26 +225,65 @@ impl CoopTile {
         COOP_SUBGROUP * self.wm * self.wn
     }
 
-    /// Bytes of workgroup memory: the f16 weight and input tiles twice (rows of `kc + 8`
-    /// halves) and one 16 × 16 f32 staging block per subgroup.
-    pub fn workgroup_bytes(self) -> u32 {
-        2 * (self.tm() + self.tn()) * (self.kc + 8) * 2 + self.wm * self.wn * 256 * 4
+    /// Stages of the tiles in workgroup memory (`gemm_coop.wgsl`, STAGES): two for chunks of
+    /// 32 columns; one for 64, whose two stages would pass 48 KiB at the wide tiles.
+    pub fn stages(self) -> u32 {
+        if self.kc > 32 { 1 } else { 2 }
     }
 
-    /// Every allowed tile (fetching as [`CoopFetch::DEFAULT`]).
+    /// Bytes of workgroup memory: the f16 weight and input tiles once per stage (rows of
+    /// `kc + 8` halves) and one 16 × 16 f32 staging block per subgroup.
+    pub fn workgroup_bytes(self) -> u32 {
+        self.stages() * (self.tm() + self.tn()) * (self.kc + 8) * 2 + self.wm * self.wn * 256 * 4
+    }
+
+    /// Every tile of chunks of 32 columns, which every type takes (fetching as
+    /// [`CoopFetch::DEFAULT`]).
     pub fn all() -> Vec<CoopTile> {
         let mut out = Vec::new();
-        for kc in COOP_KC {
-            for wm in COOP_WM {
-                out.extend(COOP_WN.map(|wn| CoopTile {
-                    wm,
-                    wn,
-                    kc,
-                    fetch: CoopFetch::DEFAULT,
-                }));
-            }
+        for wm in COOP_WM {
+            out.extend(COOP_WN.map(|wn| CoopTile {
+                wm,
+                wn,
+                kc: 32,
+                fetch: CoopFetch::DEFAULT,
+            }));
         }
         out
+    }
+
+    /// Every tile weights of `ty` take (fetching as [`CoopFetch::DEFAULT`]): [`CoopTile::all`],
+    /// and where [`coop_pairs`] holds the two-subgroups-wide tiles in chunks of 64 columns.
+    pub fn for_type(ty: GgmlType) -> Vec<CoopTile> {
+        let mut out = CoopTile::all();
+        if coop_pairs(ty) {
+            out.extend(COOP_WM.map(|wm| CoopTile {
+                wm,
+                wn: 2,
+                kc: 64,
+                fetch: CoopFetch::DEFAULT,
+            }));
+        }
+        out
+    }
+
+    /// The ways this tile may fetch weights: every way at 32 columns a chunk (for the types
+    /// without a run form the field is ignored: they fetch a step at a time), the run ways at
+    /// 64 (a step at a time is written for one sub-block a chunk).
+    pub fn fetches(self) -> Vec<CoopFetch> {
+        CoopFetch::ALL
+            .into_iter()
+            .filter(|&f| self.kc == 32 || f != CoopFetch::Steps)
+            .collect()
+    }
+
+    /// Whether weights of `ty` may take this tile, its fetch included.
+    pub fn takes(self, ty: GgmlType) -> bool {
+        let base = CoopTile {
+            fetch: CoopFetch::DEFAULT,
+            ..self
+        };
+        CoopTile::for_type(ty).contains(&base) && self.fetches().contains(&self.fetch)
     }
 }
 
@@ -250,6 +291,9 @@ impl CoopTile {
 /// [`INPUTS`]); `x_vec4`: the input rows start at multiples of 4 elements (vec4 loads).
 pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> KernelSpec {
     let mut constants = vec![("WM", t.wm), ("WN", t.wn), ("KC", t.kc)];
+    if t.stages() == 1 {
+        constants.push(("STAGES", 1));
+    }
     if coop_runs(ty) {
         match t.fetch {
             CoopFetch::Steps => constants.push(("RUN", 0)),
@@ -276,6 +320,13 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
 /// its scale word and d).
 pub fn coop_runs(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q4K | GgmlType::Q6K)
+}
+
+/// Whether the tensor-core GEMM's run form for weights of `ty` takes chunks of 64 columns: a
+/// pair of sub-blocks whose elements share quant words (Q4_K: 2j in the low nibbles, 2j + 1 in
+/// the high), so a run's loads bring twice the weights.
+pub fn coop_pairs(ty: GgmlType) -> bool {
+    ty == GgmlType::Q4K
 }
 
 /// The tensor-core variant for weights of `ty` and tile `t` that reads its input formed and
@@ -322,12 +373,11 @@ pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
         })
         .collect();
     if coop_runs(ty) {
-        for t in CoopTile::all() {
-            for fetch in CoopFetch::ALL
-                .into_iter()
-                .filter(|&f| f != CoopFetch::DEFAULT)
-            {
-                out.push(coop_x16_spec(ty, CoopTile { fetch, ..t }));
+        for t in CoopTile::for_type(ty) {
+            for fetch in t.fetches() {
+                if t.kc > 32 || fetch != CoopFetch::DEFAULT {
+                    out.push(coop_x16_spec(ty, CoopTile { fetch, ..t }));
+                }
             }
         }
     }
@@ -817,15 +867,29 @@ mod tests {
 
     #[test]
     fn coop_tiles_fit_and_every_type_validates() {
-        for t in CoopTile::all() {
+        for t in CoopTile::for_type(GgmlType::Q4K) {
             assert!(t.threads() <= 256, "{t:?}");
             // A thread's share of a chunk fits the kernel's named registers: 2, 4 or 8 weight
-            // steps of 4 values (at most 4 of 4 + 4), 4 or 8 input vec4s.
+            // steps of 4 values (at most 4 of 4 + 4), or at 64 columns a run of 4 or 8
+            // Q4_K words (two steps each); 4 or 8 input vec4s.
             let steps = t.tn() * t.kc / 4 / t.threads();
-            assert!(
-                [2, 4, 8].contains(&steps) && [2, 4].contains(&(steps / 2)),
-                "{t:?}"
-            );
+            if t.kc == 32 {
+                assert!(
+                    [2, 4, 8].contains(&steps) && [2, 4].contains(&(steps / 2)),
+                    "{t:?}"
+                );
+            } else {
+                assert!([4, 8].contains(&(steps / 2)), "{t:?}");
+                assert!(!t.takes(GgmlType::Q6K) && !t.takes(GgmlType::Q8_0), "{t:?}");
+                assert!(
+                    !CoopTile {
+                        fetch: CoopFetch::Steps,
+                        ..t
+                    }
+                    .takes(GgmlType::Q4K)
+                );
+            }
+            assert!(t.takes(GgmlType::Q4K), "{t:?}");
             assert!([4, 8].contains(&(t.tm() * t.kc / 4 / t.threads())), "{t:?}");
             assert!(t.workgroup_bytes() <= 48 * 1024, "{t:?}");
         }

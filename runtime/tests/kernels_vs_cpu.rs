@@ -1956,8 +1956,9 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// every tile shape, the plain and both GLU inputs, a residual, a bias and neither, X rows
 /// on and off vec4 boundaries, Y written from column 3, the weights bound in row chunks,
 /// f32/f16 matrices whose width leaves a partial 32-column chunk, the columns split along K
-/// 1, 3 and 6 ways (short and odd last splits included), and every way of fetching weights
-/// (each Q4_K and Q6_K case all three, which must give the same bits).
+/// 1, 3 and 6 ways (short and odd last splits included), every way of fetching weights
+/// (each Q4_K and Q6_K case every way its tile takes, which must give the same bits), and
+/// Q4_K's chunks of 64 columns (unsplit, the same bits as chunks of 32).
 #[test]
 fn coop_gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm;
@@ -1966,9 +1967,9 @@ fn coop_gemm_matches_cpu_for_every_type() {
         return;
     }
     let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
-    let tiles = ops::coop_tiles(&gpu);
     let mut n = 0;
     for ty in GgmlType::ALL {
+        let tiles = ops::coop_tiles(&gpu, ty);
         let cols = match ty {
             GgmlType::F32 => 332,
             GgmlType::F16 => 328,
@@ -1976,12 +1977,15 @@ fn coop_gemm_matches_cpu_for_every_type() {
         };
         // 40 tokens: a batched decode step's rows between the threshold (32) and 64, one
         // partial token tile.
-        for (tokens, rows) in [
+        let shapes = [
             (65, 37),
             (130, 200),
             (gemm::FEW_ROWS_MAX + 1, 129),
             (40, 53),
-        ] {
+        ];
+        // Every shape, and every tile at least once.
+        for i in 0..shapes.len().max(tiles.len()) {
+            let (tokens, rows) = shapes[i % shapes.len()];
             let c = n;
             n += 1;
             let row_bytes = ty.row_bytes(cols).unwrap() as u64;
@@ -1996,11 +2000,13 @@ fn coop_gemm_matches_cpu_for_every_type() {
             // 6 + 6 + 4 and 3 + 3 + 3 + 3 + 3 + 1, odd counts for the two-chunks-ahead loop;
             // f32/f16 11 chunks: 4 + 4 + 3 and 2 + 2 + 2 + 2 + 2 + 1).
             let splits = [1, 3, 6][(c + c / 3) % 3];
-            // Cases cycle through the ways of fetching weights (`CoopTile::fetch`).
-            let fetch = gemm::CoopFetch::ALL;
+            // Cases cycle through the tiles and the ways of fetching weights
+            // (`CoopTile::fetch`) each tile takes.
+            let tile = tiles[i % tiles.len()];
+            let fetch = tile.fetches();
             let tile = gemm::CoopTile {
                 fetch: fetch[(c + c / 4) % fetch.len()],
-                ..tiles[c % tiles.len()]
+                ..tile
             };
             let path = ops::GemmPath::Coop {
                 tile,
@@ -2050,6 +2056,22 @@ fn coop_gemm_matches_cpu_for_every_type() {
                         tile.fetch
                     );
                 }
+            }
+            // Chunks of 64 columns multiply the same fragments in the same order as chunks
+            // of 32 (only the barriers move): unsplit, the same bits.
+            if tile.kc > 32 && splits == 1 {
+                let path = ops::GemmPath::Coop {
+                    tile: gemm::CoopTile { kc: 32, ..tile },
+                    splits,
+                    x16: false,
+                };
+                let on = Some((path, max_binding));
+                let got = check_gemm_case(&gpu, GemmCase { on, ..case });
+                let diff = differ(&formed_here, &got);
+                assert!(
+                    diff.is_none(),
+                    "{case:?}: 32 columns a chunk differ at {diff:?}"
+                );
             }
         }
     }

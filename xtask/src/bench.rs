@@ -534,7 +534,7 @@ fn gemm_sweep(
             .map(ops::GemmPath::Tiled)
             .collect();
         // Every tensor-core tile unsplit, split as `ops::coop_splits` would, and 2-8 ways.
-        for tile in ops::coop_tiles(gpu) {
+        for tile in ops::coop_tiles(gpu, shape.ty) {
             let auto = ops::coop_splits(tile, shape.rows, shape.cols, tokens);
             let mut splits = vec![1, auto, 2, 4, 8];
             splits.retain(|&s| ops::coop_split_fits(tile, (shape.rows, shape.cols, tokens), s));

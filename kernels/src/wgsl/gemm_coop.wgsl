@@ -70,9 +70,14 @@ override DEPTH: u32 = 1u;
 override TM: u32 = 32u * WM;
 override TN: u32 = 64u * WN;
 override WG: u32 = 32u * WM * WN;
-// Columns per chunk (32: `gemm::COOP_KC`) and the tiles' row pitch in halves.
+// Columns per chunk (`gemm::COOP_KC`: 32, or 64 where the type's run form takes two
+// sub-blocks a chunk) and the tiles' row pitch in halves.
 override KC: u32 = 32u;
 override KS: u32 = KC + 8u;
+// Stages of the tiles in workgroup memory: 2 (chunk c in stage c % 2, one barrier a chunk), or
+// 1 where two stages of 64-column tiles would pass the adapter's 48 KiB (a second barrier a
+// chunk: every subgroup's multiplies of a chunk before the next chunk's stores).
+override STAGES: u32 = 2u;
 // Weight elements per step, steps per row and chunk, and each thread's share of a chunk:
 // NWS weight steps and NXS input vec4s (the tiles allowed by `CoopTile::all` keep them to the
 // registers below).
@@ -81,8 +86,8 @@ override SPC: u32 = KC / EPS;
 override NWS: u32 = TN * SPC / WG;
 override NXS: u32 = TM * KC / 4u / WG;
 
-var<workgroup> ws: array<f16, 2u * TN * KS>;
-var<workgroup> xs: array<f16, 2u * TM * KS>;
+var<workgroup> ws: array<f16, STAGES * TN * KS>;
+var<workgroup> xs: array<f16, STAGES * TM * KS>;
 var<workgroup> stage: array<f32, 256u * WM * WN>;
 
 //!include common.wgsl
@@ -240,8 +245,8 @@ fn fetch_inputs(c: u32, m0: u32, lid: u32) -> XShare {
 
 // Where this thread's run of chunk `c` sits, for the coop_weights snippets' run forms: the byte
 // offset of its row's block (the last row's past the matrix), whether its row is in the
-// matrix, its first step in the chunk's sub-block (threads take NWS consecutive steps of one
-// tile row, SUB_STEPS / NWS threads a row) and where its values start in a weight tile.
+// matrix, its first step in the chunk (threads take NWS consecutive steps of one tile row,
+// SPC / NWS threads a row) and where its tile row starts in a weight tile.
 struct RunAt {
     b: u32,
     live: bool,
@@ -250,14 +255,14 @@ struct RunAt {
 }
 
 fn run_at(c: u32, n0: u32, lid: u32) -> RunAt {
-    let threads = SUB_STEPS / NWS;
+    let threads = SPC / NWS;
     let r = lid / threads;
     let k0 = (lid % threads) * NWS;
     let row = n0 + r;
-    // Chunk c is sub-block c % subs of block c / subs (KC = SUB_ELEMS).
-    let subs = UNIT_ELEMS / SUB_ELEMS;
-    let b = p.w_offset + min(row, p.rows - 1u) * p.row_bytes + (c / subs) * UNIT_BYTES;
-    return RunAt(b, row < p.rows, k0, r * KS + 4u * k0);
+    // Chunk c is chunk c % per of block c / per (KC divides the block's elements).
+    let per = UNIT_ELEMS / KC;
+    let b = p.w_offset + min(row, p.rows - 1u) * p.row_bytes + (c / per) * UNIT_BYTES;
+    return RunAt(b, row < p.rows, k0, r * KS);
 }
 
 fn put_step(c: u32, lid: u32, j: u32, base: u32, a: vec4<f16>, b: vec4<f16>) {
@@ -294,9 +299,18 @@ fn publish_steps(r: StepShare, c: u32, wbase: u32, lid: u32) {
     }
 }
 
-// Chunk `c`'s share (weights `w`, inputs `x`) into stage `c % 2`.
+// The stage chunk `c` goes to.
+fn stage_of(c: u32) -> u32 {
+    return select(0u, c & 1u, STAGES > 1u);
+}
+
+// Chunk `c`'s share (weights `w`, inputs `x`) into its stage. With one stage, after a barrier:
+// every subgroup has multiplied the chunk before it.
 fn publish(w: WShare, x: XShare, c: u32, lid: u32) {
-    let st = c & 1u;
+    if STAGES == 1u {
+        workgroupBarrier();
+    }
+    let st = stage_of(c);
     coop_publish_weights(w, c, st * TN * KS, lid);
     let xbase = st * TM * KS;
     put_input(lid, 0u, xbase, x.x0);
@@ -407,7 +421,7 @@ fn main(
         workgroupBarrier();
         wa = coop_fetch_weights(min(c + DEPTH, last), n0, lid);
         xa = fetch_inputs(min(c + DEPTH, last), m0, lid);
-        multiply(c & 1u, sm, sn, &c00, &c01, &c02, &c03, &c10, &c11, &c12, &c13);
+        multiply(stage_of(c), sm, sn, &c00, &c01, &c02, &c03, &c10, &c11, &c12, &c13);
         // Set b's chunk. Its fetch sits in this branch; the shares of types whose
         // `coop_fetch_weights` decodes (RUN 0, `fetch_steps`) are fetched with DEPTH 1 only.
         if DEPTH > 1u && c + 1u < chunks {
@@ -415,7 +429,7 @@ fn main(
             workgroupBarrier();
             wb = coop_fetch_weights(min(c + 1u + DEPTH, last), n0, lid);
             xb = fetch_inputs(min(c + 1u + DEPTH, last), m0, lid);
-            multiply((c + 1u) & 1u, sm, sn, &c00, &c01, &c02, &c03, &c10, &c11, &c12, &c13);
+            multiply(stage_of(c + 1u), sm, sn, &c00, &c01, &c02, &c03, &c10, &c11, &c12, &c13);
         }
     }
     let t0 = m0 + sm;

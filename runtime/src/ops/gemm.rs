@@ -230,11 +230,11 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
     }
     if takes_coop_rows(gpu, call.tokens) {
         // The chosen tile, or the largest the adapter's limits hold.
-        let t = coop_tile(rows, call.tokens);
-        let t = if coop_fits(gpu, t) {
+        let t = coop_tile(ty, rows, call.tokens);
+        let t = if coop_fits(gpu, ty, t) {
             Some(t)
         } else {
-            coop_tiles(gpu)
+            coop_tiles(gpu, ty)
                 .into_iter()
                 .max_by_key(|t| (t.tm() * t.tn(), std::cmp::Reverse(t.kc)))
                 .map(|fits| CoopTile {
@@ -307,10 +307,11 @@ pub fn takes_coop_rows(gpu: &Gpu, tokens: usize) -> bool {
     gpu.has_coop_f16() && tokens >= coop_min_tokens()
 }
 
-/// The tensor-core tile for `rows` weight rows and `tokens` tokens: 128 tokens wide from 65
-/// tokens (64 below), and 128 rows wide where that grid still has [`COOP_MIN_TILES`]
-/// workgroups (else 64), in chunks of 32 columns, weights fetched as [`coop_fetch`] says.
-pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
+/// The tensor-core tile for `rows` weight rows of `ty` and `tokens` tokens: 128 tokens wide
+/// from 65 tokens (64 below), and 128 rows wide where that grid still has [`COOP_MIN_TILES`]
+/// workgroups (else 64), in chunks of [`coop_kc`] columns where the tile takes them (else
+/// 32), weights fetched as [`coop_fetch`] says.
+pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     let wm = if tokens <= 64 { 2 } else { 4 };
     let grid = |t: CoopTile| rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
     let wide = CoopTile {
@@ -319,11 +320,22 @@ pub fn coop_tile(rows: usize, tokens: usize) -> CoopTile {
         kc: 32,
         fetch: coop_fetch(),
     };
-    if grid(wide) >= COOP_MIN_TILES {
+    let t = if grid(wide) >= COOP_MIN_TILES {
         wide
     } else {
         CoopTile { wn: 1, ..wide }
-    }
+    };
+    let wider = CoopTile { kc: coop_kc(), ..t };
+    if wider.takes(ty) { wider } else { t }
+}
+
+/// Columns per chunk [`coop_tile`] gives the types and tiles that take more than 32
+/// ([`gemm::coop_pairs`]): 32 unless `GPUPORT_COOP_KC` says 64 (a Q4_K chunk as the pair of
+/// sub-blocks that share their quant words; written in v38, not yet measured), for A/Bs.
+pub fn coop_kc() -> u32 {
+    static KC: OnceLock<u32> = OnceLock::new();
+    let kc = knob(&KC, "GPUPORT_COOP_KC", 32) as u32;
+    if gemm::COOP_KC.contains(&kc) { kc } else { 32 }
 }
 
 /// Workgroups below which [`coop_tile`] narrows the tile.
@@ -526,7 +538,7 @@ pub fn gemm_on(
                     call.tokens
                 )));
             }
-            check_coop(gpu, tile, call.tokens)?;
+            check_coop(gpu, ty, tile, call.tokens)?;
             if !coop_split_fits(tile, (rows, cols, call.tokens), splits) {
                 return Err(GpuError::Shape(format!(
                     "tensor-core GEMM of {rows} rows × {cols} columns × {} tokens split {splits} \
@@ -747,34 +759,32 @@ fn check_few_rows(gpu: &Gpu, t: FewRowTunables, valid: bool) -> Result<(), GpuEr
     Ok(())
 }
 
-/// The tensor-core tiles this device's threads and workgroup memory hold (empty without
-/// [`Gpu::has_coop_f16`]).
-pub fn coop_tiles(gpu: &Gpu) -> Vec<CoopTile> {
-    CoopTile::all()
+/// The tensor-core tiles over weights of `ty` this device's threads and workgroup memory hold
+/// (fetching as [`gemm::CoopFetch::DEFAULT`]; empty without [`Gpu::has_coop_f16`]).
+pub fn coop_tiles(gpu: &Gpu, ty: GgmlType) -> Vec<CoopTile> {
+    CoopTile::for_type(ty)
         .into_iter()
-        .filter(|&t| coop_fits(gpu, t))
+        .filter(|&t| coop_fits(gpu, ty, t))
         .collect()
 }
 
-/// Whether tile `t` is a variant this device runs (see [`coop_tiles`]).
-fn coop_fits(gpu: &Gpu, t: CoopTile) -> bool {
+/// Whether tile `t` over weights of `ty` is a variant this device runs (see [`coop_tiles`]).
+fn coop_fits(gpu: &Gpu, ty: GgmlType, t: CoopTile) -> bool {
     let limits = gpu.limits();
     gpu.has_coop_f16()
-        && CoopTile::all().contains(&CoopTile {
-            fetch: gemm::CoopFetch::DEFAULT,
-            ..t
-        })
+        && t.takes(ty)
         && t.threads() <= limits.max_compute_invocations_per_workgroup
         && t.workgroup_bytes() <= limits.max_compute_workgroup_storage_size
 }
 
-fn check_coop(gpu: &Gpu, t: CoopTile, tokens: usize) -> Result<(), GpuError> {
+fn check_coop(gpu: &Gpu, ty: GgmlType, t: CoopTile, tokens: usize) -> Result<(), GpuError> {
     let limits = gpu.limits();
-    if !coop_fits(gpu, t) {
+    if !coop_fits(gpu, ty, t) {
         return Err(GpuError::Shape(format!(
-            "tensor-core GEMM tile {t:?}: not among this adapter's tiles {:?} (none without \
-             f16 cooperative matrices)",
-            coop_tiles(gpu)
+            "tensor-core GEMM tile {t:?} over {} weights: not among this adapter's tiles {:?} \
+             (none without f16 cooperative matrices)",
+            ty.name(),
+            coop_tiles(gpu, ty)
         )));
     }
     if tokens as u64 > u64::from(t.tm()) * u64::from(limits.max_compute_workgroups_per_dimension) {
@@ -1009,22 +1019,24 @@ mod tests {
             kc: 32,
             fetch: coop_fetch(),
         };
+        // Q6_K: chunks of 32 columns whatever `GPUPORT_COOP_KC` says.
+        let tile = |rows, tokens| coop_tile(GgmlType::Q6K, rows, tokens);
         // 28,672 rows × 256 tokens: 224 row tiles of 128, times 2 token tiles.
-        assert_eq!(coop_tile(28_672, 256), t(4, 2));
+        assert_eq!(tile(28_672, 256), t(4, 2));
         // 2,048 rows × 256 tokens: 16 × 2 = 32 tiles of 128 rows, 64 of 64.
-        assert_eq!(coop_tile(2048, 256), t(4, 1));
-        assert_eq!(coop_tile(2048, 512), t(4, 2));
-        assert_eq!(coop_tile(512, 100), t(4, 1));
+        assert_eq!(tile(2048, 256), t(4, 1));
+        assert_eq!(tile(2048, 512), t(4, 2));
+        assert_eq!(tile(512, 100), t(4, 1));
         // 64 tokens or fewer: one token tile of 64.
-        assert_eq!(coop_tile(65_536, 20), t(2, 2));
-        assert_eq!(coop_tile(1024, 64), t(2, 1));
-        for tokens in [1, 64, 65, 512] {
-            for rows in [1, 64, 4096] {
-                let tile = CoopTile {
-                    fetch: gemm::CoopFetch::DEFAULT,
-                    ..coop_tile(rows, tokens)
-                };
-                assert!(CoopTile::all().contains(&tile));
+        assert_eq!(tile(65_536, 20), t(2, 2));
+        assert_eq!(tile(1024, 64), t(2, 1));
+        for ty in GgmlType::ALL {
+            for tokens in [1, 64, 65, 512] {
+                for rows in [1, 64, 4096] {
+                    let t = coop_tile(ty, rows, tokens);
+                    assert!(t.takes(ty), "{ty:?} {rows} × {tokens}: {t:?}");
+                    assert!(t.kc == 32 || t.kc == coop_kc() && gemm::coop_pairs(ty));
+                }
             }
         }
     }

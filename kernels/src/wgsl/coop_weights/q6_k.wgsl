@@ -89,7 +89,7 @@ fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32) {
     let s = c % 8u;
     let at = run_at(c, 0u, lid);
     let k0 = at.k0;
-    let o = wbase + at.o;
+    let o = wbase + at.o + 4u * k0;
     let sh = r.shift;
     let l = r.l0;
     let hh = r.h0;
