@@ -28,7 +28,7 @@ pub fn run(model: &Path, (ctx, kv): (Option<usize>, Option<GgmlType>), as_json: 
         let context = llm::context_for(&cfg, ctx, source.context);
         let kv = match kv {
             Some(kv) => kv,
-            None => gpuport_llm::kv_cache::default_kv_type()?,
+            None => gpuport_llm::kv_cache::default_kv_type(&gpu)?,
         };
         let plan = Model::plan(&gpu, &g, &cfg, (context, kv));
         Ok((gpu.info().name.clone(), cfg, (context, kv), plan))

@@ -36,8 +36,8 @@ pub struct SamplingArgs {
     /// KV cache positions (default: the bundle's, else min(4096, the model's)).
     #[arg(long)]
     pub ctx: Option<usize>,
-    /// KV cache element type: f32, or f16 for half the cache memory (default: f32, or
-    /// `GPUPORT_KV_TYPE`).
+    /// KV cache element type: f32, or f16 for half the cache memory (default:
+    /// `GPUPORT_KV_TYPE`, else f16 on a GPU and f32 on a CPU adapter).
     #[arg(long, value_name = "TYPE", value_parser = crate::llm::parse_kv_type)]
     pub kv_type: Option<gpuport_runtime::gguf::GgmlType>,
     /// Decode steps recorded per GPU submit.

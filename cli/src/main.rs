@@ -149,7 +149,8 @@ enum Command {
         /// KV cache positions to plan for.
         #[arg(long)]
         ctx: Option<usize>,
-        /// KV cache element type to plan for: f32 or f16 (default: f32, or `GPUPORT_KV_TYPE`).
+        /// KV cache element type to plan for: f32 or f16 (default: `GPUPORT_KV_TYPE`, else f16
+        /// on a GPU and f32 on a CPU adapter).
         #[arg(long, value_name = "TYPE", value_parser = llm::parse_kv_type)]
         kv_type: Option<gpuport_runtime::gguf::GgmlType>,
         /// Print JSON.

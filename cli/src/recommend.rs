@@ -18,8 +18,9 @@ const CEILING_BYTES: u64 = 256 << 20;
 
 /// Runs `gpuport recommend`.
 pub fn run(max_vram_mb: Option<u64>, as_json: bool) -> u8 {
-    // The KV cache type the sizes are planned for (`GPUPORT_KV_TYPE` when set).
-    let kv = match gpuport_llm::kv_cache::default_kv_type() {
+    // The KV cache type the sizes are planned for (`GPUPORT_KV_TYPE` when set, else the
+    // adapter's default once it is open).
+    let kv = match gpuport_llm::kv_cache::env_kv_type() {
         Ok(kv) => kv,
         Err(e) => {
             eprintln!("error [{}]: {e}", e.code());
@@ -40,6 +41,7 @@ pub fn run(max_vram_mb: Option<u64>, as_json: bool) -> u8 {
             return crate::EXIT_INVALID;
         }
     };
+    let kv = kv.unwrap_or_else(|| gpuport_llm::kv_cache::adapter_kv_type(&gpu));
     let ceiling = match stream_ceiling(&gpu, CEILING_BYTES, true) {
         Ok(c) => c.gbps,
         Err(e) => {

@@ -51,8 +51,8 @@ pub struct ServeArgs {
     /// backed by the KV pool.
     #[arg(long, value_name = "N")]
     pub ctx: Option<usize>,
-    /// KV cache element type: f32, or f16 for half the pool's memory (default: f32, or
-    /// `GPUPORT_KV_TYPE`).
+    /// KV cache element type: f32, or f16 for half the pool's memory (default:
+    /// `GPUPORT_KV_TYPE`, else f16 on a GPU and f32 on a CPU adapter).
     #[arg(long, value_name = "TYPE", value_parser = crate::llm::parse_kv_type)]
     pub kv_type: Option<gpuport_runtime::gguf::GgmlType>,
     /// The most requests waiting per priority band; past it a request gets 429 with
@@ -121,10 +121,11 @@ pub fn run(a: ServeArgs) -> u8 {
             "--max-seqs, --engines, --queue, --prefill-rows and --decode-steps must be at least 1",
         );
     }
-    // The KV cache type, checked before anything loads (an engine loads lazily).
+    // The KV cache type, checked before anything loads (an engine loads lazily); unset, each
+    // engine takes its adapter's default.
     let kv_type = match a.kv_type {
-        Some(kv) => kv,
-        None => match gpuport_llm::kv_cache::default_kv_type() {
+        Some(kv) => Some(kv),
+        None => match gpuport_llm::kv_cache::env_kv_type() {
             Ok(kv) => kv,
             Err(e) => return usage_error(&e.to_string()),
         },
@@ -188,7 +189,7 @@ pub fn run(a: ServeArgs) -> u8 {
     }
     let shape = EngineShape {
         prefill_rows: a.prefill_rows,
-        kv_type: Some(kv_type),
+        kv_type,
         ..EngineShape::new(a.max_seqs, context)
     };
     let loader = LlmLoader::new(

@@ -168,9 +168,10 @@ pub enum CoopFetch {
     /// Each thread a run of consecutive steps of one tile row, its words loaded before the
     /// multiplies and decoded after them (RUN 1).
     Runs,
-    /// Runs, the next two chunks in flight instead of one (RUN 1, DEPTH 2). Validated by naga
-    /// and tested against the CPU only where the adapter has cooperative matrices; not yet run
-    /// on one (v37's device calls were refused), so not the default.
+    /// Runs, the next two chunks in flight instead of one (RUN 1, DEPTH 2). Slower than
+    /// [`CoopFetch::Runs`] on an H100 in v38 on most shapes (8B gate|up 234.5 → 254.0 µs in
+    /// chunks of 32, 221.5 → 213.4 in chunks of 64; 1B down 58.3 → 63.9), its 64 streams no
+    /// faster: kept for A/Bs (`GPUPORT_COOP_FETCH=2`).
     RunsAhead,
 }
 

@@ -35,12 +35,6 @@ use gpuport_runtime::tensor::{Elem, Tensor};
 /// whole key blocks of up to 64 keys).
 pub const DEFAULT_PAGE: usize = PAGE_MULTIPLE as usize;
 
-/// The KV cache element type unless asked otherwise: f32 (the llama.cpp fixtures of
-/// `llm_reference` are taken with an f32 cache, and every speed figure in docs/performance.md
-/// before v36 is on one). f16 ([`Model::load_with_kv`](crate::Model::load_with_kv),
-/// `--kv-type f16`, [`KV_TYPE_ENV`]) halves the cache.
-pub const DEFAULT_KV_TYPE: GgmlType = GgmlType::F32;
-
 /// The environment variable that sets the KV cache type of the models loaded
 /// ([`default_kv_type`]): `f32` or `f16`.
 pub const KV_TYPE_ENV: &str = "GPUPORT_KV_TYPE";
@@ -66,13 +60,35 @@ pub fn check_kv_type(kv: GgmlType) -> Result<GgmlType, LlmError> {
         .map_err(|e| LlmError::Request(e.to_string()))
 }
 
-/// The KV cache type a model loads with: [`KV_TYPE_ENV`] when set (a request error naming it
-/// when it is not a type [`parse_kv_type`] takes), else [`DEFAULT_KV_TYPE`].
-pub fn default_kv_type() -> Result<GgmlType, LlmError> {
-    match std::env::var(KV_TYPE_ENV) {
-        Ok(v) => parse_kv_type(&v).map_err(|e| LlmError::Request(format!("{KV_TYPE_ENV}: {e}"))),
-        Err(_) => Ok(DEFAULT_KV_TYPE),
+/// The KV cache type on `gpu` where neither the caller nor [`KV_TYPE_ENV`] chooses one: f16 on
+/// GPUs — llama.cpp's default and half the memory; on the H100 Gemma 3 decoded 4% faster after
+/// a 4,096-token prompt (v37), level after 16,384 with its prompt 4% faster (v38), the 8B's
+/// streams level, and the attention tests' f16 rounding passed there (docs/performance.md,
+/// "v37", "v38") — and f32 on CPU adapters, where f16 bought no speed (lavapipe, v36) and where
+/// `llm_reference`'s llama.cpp fixtures (taken on f32 caches) are checked.
+pub fn adapter_kv_type(gpu: &Gpu) -> GgmlType {
+    if gpu.is_cpu() {
+        GgmlType::F32
+    } else {
+        GgmlType::F16
     }
+}
+
+/// [`KV_TYPE_ENV`]'s type when it is set (a request error naming it when it is not a type
+/// [`parse_kv_type`] takes).
+pub fn env_kv_type() -> Result<Option<GgmlType>, LlmError> {
+    match std::env::var(KV_TYPE_ENV) {
+        Ok(v) => parse_kv_type(&v)
+            .map(Some)
+            .map_err(|e| LlmError::Request(format!("{KV_TYPE_ENV}: {e}"))),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The KV cache type a model loads with on `gpu`: [`KV_TYPE_ENV`]'s when set ([`env_kv_type`]),
+/// else [`adapter_kv_type`].
+pub fn default_kv_type(gpu: &Gpu) -> Result<GgmlType, LlmError> {
+    Ok(env_kv_type()?.unwrap_or_else(|| adapter_kv_type(gpu)))
 }
 
 /// Bytes of the key and value pools of a cache of `capacity` positions in pages of `page`

@@ -328,7 +328,7 @@ pub enum LoadStage {
 
 /// Opens the GPU (`gpu`: which adapter, and how) and loads `source` with a KV cache plan for
 /// `context` positions (the user's; else the bundle's, capped by the model) of `kv` values (the
-/// user's; else [`crate::kv_cache::default_kv_type`]). With
+/// user's; else [`crate::kv_cache::default_kv_type`] on the adapter). With
 /// `need_template`, a file without a chat template is refused before the GPU is touched.
 /// `stage` hears each stage as it starts.
 pub fn load(
@@ -338,9 +338,10 @@ pub fn load(
     need_template: bool,
     stage: &dyn Fn(LoadStage),
 ) -> Result<Loaded, LoadError> {
+    // The environment's cache type is checked before anything is read.
     let kv = match kv {
-        Some(kv) => kv,
-        None => crate::kv_cache::default_kv_type()?,
+        Some(kv) => Some(kv),
+        None => crate::kv_cache::env_kv_type()?,
     };
     let started = Instant::now();
     stage(LoadStage::Reading);
@@ -355,6 +356,7 @@ pub fn load(
     let tokenizer = Tokenizer::from_gguf(&g).map_err(|e| LlmError::Tokenizer(e.0))?;
     let template = ChatTemplate::from_gguf(&g, &tokenizer)?;
     stage(LoadStage::Uploading(g.file_bytes()));
+    let kv = kv.unwrap_or_else(|| crate::kv_cache::adapter_kv_type(&gpu));
     let model = Model::load_with_kv(&gpu, &g, context, kv)?;
     let stop = stop_tokens(&tokenizer);
     Ok(Loaded {

@@ -217,9 +217,10 @@ impl Model {
     }
 
     /// Reads the configuration, checks the plan against the adapter (every blocker reported),
-    /// and uploads the weights. Its KV caches hold [`kv_cache::default_kv_type`] values.
+    /// and uploads the weights. Its KV caches hold [`kv_cache::default_kv_type`] values (f16 on
+    /// GPUs, f32 on CPU adapters, unless `GPUPORT_KV_TYPE` says otherwise).
     pub fn load(gpu: &Gpu, g: &Gguf, ctx: usize) -> Result<Model, LlmError> {
-        Model::load_with_kv(gpu, g, ctx, kv_cache::default_kv_type()?)
+        Model::load_with_kv(gpu, g, ctx, kv_cache::default_kv_type(gpu)?)
     }
 
     /// [`Model::load`] with KV caches of `kv` values (one of

@@ -12,8 +12,8 @@
 
 use gpuport_testing as support;
 
-use gpuport_llm::{Model, Request, Sampling, Session, StopReason};
-use gpuport_runtime::gguf::Gguf;
+use gpuport_llm::{Model, Request, Sampling, Session, StopReason, kv_cache};
+use gpuport_runtime::gguf::{Gguf, GgmlType};
 use serde::Deserialize;
 
 /// The full comparison (six prompts, 32 greedy tokens each) takes ~10 minutes on lavapipe with
@@ -55,7 +55,10 @@ fn check(file: &str, fixture: &str, logit_tol: f32) {
     )
     .unwrap();
     let g = Gguf::open(&path).unwrap();
-    let model = Model::load(&gpu, &g, 128).unwrap();
+    // The fixtures were taken on llama.cpp's f32 cache: an f32 cache here too unless
+    // GPUPORT_KV_TYPE asks for another (docs/reference-agreement.md has the f16 figures).
+    let kv = kv_cache::env_kv_type().unwrap().unwrap_or(GgmlType::F32);
+    let model = Model::load_with_kv(&gpu, &g, 128, kv).unwrap();
     let mut session = Session::new(&gpu, &model, 128).unwrap();
     let (prompts, steps) = scope();
     let mut identical = 0;
