@@ -13,7 +13,7 @@
 use gpuport_testing as support;
 
 use gpuport_llm::{Model, Request, Sampling, Session, StopReason, kv_cache};
-use gpuport_runtime::gguf::{Gguf, GgmlType};
+use gpuport_runtime::gguf::{GgmlType, Gguf};
 use serde::Deserialize;
 
 /// The full comparison (six prompts, 32 greedy tokens each) takes ~10 minutes on lavapipe with
