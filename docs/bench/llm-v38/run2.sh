@@ -5,7 +5,7 @@
 # layouts) and issue 13's depth goal (Gemma 3 after 0 / 4,096 / 16,384 prompt tokens against
 # `llama-bench -fa 1 -p 0 -n 128 -d 0,4096,16384`). llama.cpp builds on cores 0-12 while
 # gpuport runs pinned to 13-15 (its host thread then meets no compiler); llama.cpp's runs come
-# after its build, then the 8B's batched step by kernel (32 and 64 rows: where a step's time
+# after its build, then the 8B's batched step by kernel (8, 32 and 64 rows: where a step's time
 # goes beside the GEMMs) and gpuport's second round of the 1B/8B where time is left.
 # Build and carry as run1.sh says.
 set -u
@@ -37,7 +37,7 @@ echo "llama built at $(el) s"; tail -1 $R/llama-build.txt
 bb() { timeout 45 /tmp/lc/b/bin/llama-batched-bench -m /tmp/$1.gguf -ngl 99 -fa on -c 20480 -b 2048 -ub 512 -npp 128 -ntg 128 -npl 1,8,32,64 --output-format jsonl > $R/$1-bb.jsonl 2>$R/$1-bb.err; echo "bb $1 rc=$? at $(el) s"; grep -o '"pl": [0-9]*\|"speed_tg": [0-9.]*' $R/$1-bb.jsonl | tr '\n' ' '; echo; save; }
 bb e; bb l; bb g; bb s
 timeout 60 /tmp/lc/b/bin/llama-bench -m /tmp/g.gguf -ngl 99 -fa 1 -p 0 -n 128 -d 0,4096,16384 -o jsonl > $R/g-lb-depth.jsonl 2>$R/g-lb-depth.err; echo "llama-bench depth rc=$? at $(el) s"; grep -o '"n_depth": [0-9]*\|"avg_ts": [0-9.]*' $R/g-lb-depth.jsonl | tr '\n' ' '; echo; save
-prof() { timeout 40 $X bench-llm /tmp/$1.gguf --steps 8 --prompt-tokens 16 --gen-tokens 16 --batch 32,64 --json $R/$1-batch.json > $R/$1-batch.txt 2>&1; echo "$1 batch profile rc=$? at $(el) s"; grep -A1 "batch of" $R/$1-batch.txt; save; }
+prof() { timeout 40 $X bench-llm /tmp/$1.gguf --steps 8 --prompt-tokens 16 --gen-tokens 16 --batch 8,32,64 --json $R/$1-batch.json > $R/$1-batch.txt 2>&1; echo "$1 batch profile rc=$? at $(el) s"; grep -A1 "batch of" $R/$1-batch.txt; save; }
 [ $(el) -lt 460 ] && prof e
 [ $(el) -lt 480 ] && par e 2
 [ $(el) -lt 510 ] && par l 2
