@@ -143,15 +143,19 @@ pub fn reference(
         .collect()
 }
 
-/// The tile of the tensor-core GEMM: `wm × wn` subgroups of 32 lanes, each owning 32 tokens ×
-/// 64 rows of the output as eight 16 × 16 accumulator fragments; the tiles are held twice in
-/// workgroup memory (a two-stage software pipeline, `gemm_coop.wgsl`).
+/// The tile of the tensor-core GEMM: `wm × wn` subgroups of 32 lanes, each owning
+/// `sub_tokens` (32 or 16) tokens × 64 rows of the output as eight or four 16 × 16 accumulator
+/// fragments; the tiles are held in workgroup memory once or twice ([`CoopTile::stages`]: a
+/// software pipeline, `gemm_coop.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CoopTile {
     /// Subgroups along the tokens: one of [`COOP_WM`].
     pub wm: u32,
     /// Subgroups along the weight rows: one of [`COOP_WN`].
     pub wn: u32,
+    /// Tokens per subgroup: 32 (two 16-token fragments), or 16 for the 32-token tile of
+    /// batches of up to 32 rows ([`COOP_SUB_TOKENS`]; `TF` in the kernel).
+    pub sub_tokens: u32,
     /// Columns per reduction chunk (one barrier each): one of [`COOP_KC`].
     pub kc: u32,
     /// How threads fetch a chunk's weights, for types with a run form ([`coop_runs`]; the
@@ -191,6 +195,10 @@ pub const COOP_WM: [u32; 2] = [2, 4];
 /// Allowed subgroups along the weight rows of a [`CoopTile`].
 pub const COOP_WN: [u32; 2] = [1, 2];
 
+/// Allowed tokens per subgroup of a [`CoopTile`]: 32, and 16 at two subgroups along the tokens
+/// (the 32-token tile: at 32 rows a 64-token tile's second half multiplies zeros).
+pub const COOP_SUB_TOKENS: [u32; 2] = [32, 16];
+
 /// Allowed columns per chunk of a [`CoopTile`]: 32 for every type; 64 where a chunk is a pair
 /// of sub-blocks fetched in runs ([`coop_pairs`]), at the tiles with two subgroups along the
 /// rows (elsewhere a thread's share of a 64-column chunk would outgrow the kernel's named
@@ -207,13 +215,14 @@ impl CoopTile {
     pub const DEFAULT: CoopTile = CoopTile {
         wm: 4,
         wn: 2,
+        sub_tokens: 32,
         kc: 32,
         fetch: CoopFetch::DEFAULT,
     };
 
     /// Tokens per tile.
     pub fn tm(self) -> u32 {
-        32 * self.wm
+        self.sub_tokens * self.wm
     }
 
     /// Weight rows per tile.
@@ -239,17 +248,26 @@ impl CoopTile {
     }
 
     /// Every tile of chunks of 32 columns, which every type takes (fetching as
-    /// [`CoopFetch::DEFAULT`]).
+    /// [`CoopFetch::DEFAULT`]): 32 tokens a subgroup at every [`COOP_WM`] × [`COOP_WN`], and
+    /// the 32-token tiles (16 a subgroup, two along the tokens).
     pub fn all() -> Vec<CoopTile> {
         let mut out = Vec::new();
         for wm in COOP_WM {
             out.extend(COOP_WN.map(|wn| CoopTile {
                 wm,
                 wn,
+                sub_tokens: 32,
                 kc: 32,
                 fetch: CoopFetch::DEFAULT,
             }));
         }
+        out.extend(COOP_WN.map(|wn| CoopTile {
+            wm: 2,
+            wn,
+            sub_tokens: 16,
+            kc: 32,
+            fetch: CoopFetch::DEFAULT,
+        }));
         out
     }
 
@@ -261,9 +279,17 @@ impl CoopTile {
             out.extend(COOP_WM.map(|wm| CoopTile {
                 wm,
                 wn: 2,
+                sub_tokens: 32,
                 kc: 64,
                 fetch: CoopFetch::DEFAULT,
             }));
+            out.push(CoopTile {
+                wm: 2,
+                wn: 2,
+                sub_tokens: 16,
+                kc: 64,
+                fetch: CoopFetch::DEFAULT,
+            });
         }
         out
     }
@@ -292,6 +318,9 @@ impl CoopTile {
 /// [`INPUTS`]); `x_vec4`: the input rows start at multiples of 4 elements (vec4 loads).
 pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> KernelSpec {
     let mut constants = vec![("WM", t.wm), ("WN", t.wn), ("KC", t.kc)];
+    if t.sub_tokens == 16 {
+        constants.push(("TF", 1));
+    }
     if t.stages() == 1 {
         constants.push(("STAGES", 1));
     }
@@ -872,7 +901,7 @@ mod tests {
             assert!(t.threads() <= 256, "{t:?}");
             // A thread's share of a chunk fits the kernel's named registers: 2, 4 or 8 weight
             // steps of 4 values (at most 4 of 4 + 4), or at 64 columns a run of 4 or 8
-            // Q4_K words (two steps each); 4 or 8 input vec4s.
+            // Q4_K words (two steps each); 2, 4 or 8 input vec4s.
             let steps = t.tn() * t.kc / 4 / t.threads();
             if t.kc == 32 {
                 assert!(
@@ -891,7 +920,10 @@ mod tests {
                 );
             }
             assert!(t.takes(GgmlType::Q4K), "{t:?}");
-            assert!([4, 8].contains(&(t.tm() * t.kc / 4 / t.threads())), "{t:?}");
+            assert!(
+                [2, 4, 8].contains(&(t.tm() * t.kc / 4 / t.threads())),
+                "{t:?}"
+            );
             assert!(t.workgroup_bytes() <= 48 * 1024, "{t:?}");
         }
         assert_eq!(CoopTile::DEFAULT.workgroup_bytes(), 48 * 1024);

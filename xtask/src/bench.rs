@@ -689,8 +689,8 @@ fn gemm_sweep(
                 } => {
                     let x = if x16 { "f16 x" } else { "f32 x" };
                     format!(
-                        "coop WM={} WN={} KC={} splits={splits} {x}",
-                        t.wm, t.wn, t.kc
+                        "coop WM={} WN={} TOK={} KC={} splits={splits} {x}",
+                        t.wm, t.wn, t.sub_tokens, t.kc
                     )
                 }
                 ops::GemmPath::FewRows(t) => format!("{t:?}"),

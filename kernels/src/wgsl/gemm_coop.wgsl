@@ -7,9 +7,10 @@ enable wgpu_cooperative_matrix;
 // (+ res[t, r] when `residual` is 1, + res[y_offset + r] when it is 2: a bias), W a row-major
 // GGUF matrix, X and Y f32 token-major with their own row strides.
 //
-// Tiling: a workgroup of WM × WN subgroups (32 lanes each) owns a TM = 32 WM token × TN = 64 WN
-// row tile of Y; each subgroup a 32 × 64 part of it as eight 16 × 16 f32 accumulators (two
-// token fragments times four row fragments: six fragment loads feed eight multiply-adds).
+// Tiling: a workgroup of WM × WN subgroups (32 lanes each) owns a TM = 16 TF WM token × TN =
+// 64 WN row tile of Y; each subgroup a 16 TF × 64 part of it as 16 × 16 f32 accumulators: TF
+// (2, or 1 for batches of up to 32 rows) token fragments times four row fragments — with TF 2
+// six fragment loads feed eight multiply-adds.
 //
 // Software pipeline, one barrier per chunk of KC columns: the tiles live in workgroup memory
 // twice (stages 0 and 1). While the subgroups multiply the fragments of chunk c (stage c % 2),
@@ -54,9 +55,12 @@ enable wgpu_cooperative_matrix;
 
 //!include gemm_io.wgsl
 
-// Subgroups along the tokens (2 or 4) and along the rows (1 or 2).
+// Subgroups along the tokens (2 or 4) and along the rows (1 or 2), and token fragments of 16
+// per subgroup (2, or 1: a 32-token tile at WM 2 whose multiplies are not half wasted on a
+// batch of 32 rows).
 override WM: u32 = 4u;
 override WN: u32 = 2u;
+override TF: u32 = 2u;
 override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
 override XH: u32 = 0u;
@@ -67,7 +71,7 @@ override RUN: u32 = 1u;
 // Chunks in flight beyond the one being multiplied: 1, or 2 (the main loop's sets a and b;
 // only where the weights come in runs, whose fetch is loads alone).
 override DEPTH: u32 = 1u;
-override TM: u32 = 32u * WM;
+override TM: u32 = 16u * TF * WM;
 override TN: u32 = 64u * WN;
 override WG: u32 = 32u * WM * WN;
 // Columns per chunk (`gemm::COOP_KC`: 32, or 64 where the type's run form takes two
@@ -227,13 +231,15 @@ fn fetch_steps(c: u32, n0: u32, lid: u32) -> StepShare {
     return r;
 }
 
-// This thread's NXS (4 or 8) input vec4s of chunk `c` (tokens m0..).
+// This thread's NXS (2, 4 or 8) input vec4s of chunk `c` (tokens m0..).
 fn fetch_inputs(c: u32, m0: u32, lid: u32) -> XShare {
     var r: XShare;
     r.x0 = input_vec(c, m0, lid, 0u);
     r.x1 = input_vec(c, m0, lid, 1u);
-    r.x2 = input_vec(c, m0, lid, 2u);
-    r.x3 = input_vec(c, m0, lid, 3u);
+    if NXS > 2u {
+        r.x2 = input_vec(c, m0, lid, 2u);
+        r.x3 = input_vec(c, m0, lid, 3u);
+    }
     if NXS > 4u {
         r.x4 = input_vec(c, m0, lid, 4u);
         r.x5 = input_vec(c, m0, lid, 5u);
@@ -315,8 +321,10 @@ fn publish(w: WShare, x: XShare, c: u32, lid: u32) {
     let xbase = st * TM * KS;
     put_input(lid, 0u, xbase, x.x0);
     put_input(lid, 1u, xbase, x.x1);
-    put_input(lid, 2u, xbase, x.x2);
-    put_input(lid, 3u, xbase, x.x3);
+    if NXS > 2u {
+        put_input(lid, 2u, xbase, x.x2);
+        put_input(lid, 3u, xbase, x.x3);
+    }
     if NXS > 4u {
         put_input(lid, 4u, xbase, x.x4);
         put_input(lid, 5u, xbase, x.x5);
@@ -359,6 +367,18 @@ fn multiply(
     let wo = st * TN * KS + sn * KS;
     for (var kk = 0u; kk < KC; kk += 16u) {
         let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + kk], KS);
+        if TF == 1u {
+            // One token fragment: four multiply-adds, each row fragment loaded as used.
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk], KS);
+            *c00 = coopMultiplyAdd(a0, b0, *c00);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * KS + kk], KS);
+            *c01 = coopMultiplyAdd(a0, b1, *c01);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * KS + kk], KS);
+            *c02 = coopMultiplyAdd(a0, b2, *c02);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * KS + kk], KS);
+            *c03 = coopMultiplyAdd(a0, b3, *c03);
+            continue;
+        }
         let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + 16u * KS + kk], KS);
         let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk], KS);
         *c00 = coopMultiplyAdd(a0, b0, *c00);
@@ -384,8 +404,8 @@ fn main(
 ) {
     let n0 = wg.x * TN;
     let m0 = wg.y * TM;
-    // This subgroup's 32 × 64 part: tokens sm.., rows sn.. of the tile.
-    let sm = (sg / WN) * 32u;
+    // This subgroup's 16 TF × 64 part: tokens sm.., rows sn.. of the tile.
+    let sm = (sg / WN) * 16u * TF;
     let sn = (sg % WN) * 64u;
     // This workgroup's chunks of columns: all of them, or split wg.z's (see gemm_params).
     var c_first = 0u;
@@ -439,8 +459,10 @@ fn main(
     store_fragment(z, c01, sg, lane, t0, r0 + 16u);
     store_fragment(z, c02, sg, lane, t0, r0 + 32u);
     store_fragment(z, c03, sg, lane, t0, r0 + 48u);
-    store_fragment(z, c10, sg, lane, t0 + 16u, r0);
-    store_fragment(z, c11, sg, lane, t0 + 16u, r0 + 16u);
-    store_fragment(z, c12, sg, lane, t0 + 16u, r0 + 32u);
-    store_fragment(z, c13, sg, lane, t0 + 16u, r0 + 48u);
+    if TF > 1u {
+        store_fragment(z, c10, sg, lane, t0 + 16u, r0);
+        store_fragment(z, c11, sg, lane, t0 + 16u, r0 + 16u);
+        store_fragment(z, c12, sg, lane, t0 + 16u, r0 + 32u);
+        store_fragment(z, c13, sg, lane, t0 + 16u, r0 + 48u);
+    }
 }

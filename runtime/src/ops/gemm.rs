@@ -308,15 +308,22 @@ pub fn takes_coop_rows(gpu: &Gpu, tokens: usize) -> bool {
 }
 
 /// The tensor-core tile for `rows` weight rows of `ty` and `tokens` tokens: 128 tokens wide
-/// from 65 tokens (64 below), and 128 rows wide where that grid still has [`COOP_MIN_TILES`]
-/// workgroups (else 64), in chunks of [`coop_kc`] columns where the tile takes them (else
-/// 32), weights fetched as [`coop_fetch`] says.
+/// from 65 tokens, 64 from 33, 32 below (16 a subgroup; from [`coop_narrow_tokens`] rows
+/// only) and 128 rows wide where that grid still has [`COOP_MIN_TILES`] workgroups (else 64),
+/// in chunks of [`coop_kc`] columns where the tile takes them (else 32), weights fetched as
+/// [`coop_fetch`] says.
 pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     let wm = if tokens <= 64 { 2 } else { 4 };
+    let sub_tokens = if tokens <= 32 && tokens >= coop_narrow_tokens() {
+        16
+    } else {
+        32
+    };
     let grid = |t: CoopTile| rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
     let wide = CoopTile {
         wm,
         wn: 2,
+        sub_tokens,
         kc: 32,
         fetch: coop_fetch(),
     };
@@ -328,6 +335,21 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     let wider = CoopTile { kc: coop_kc(), ..t };
     if wider.takes(ty) { wider } else { t }
 }
+
+/// Fewest tokens (up to 32) whose tensor-core tile [`coop_tile`] makes 32 tokens wide instead
+/// of 64: [`COOP_NARROW_TOKENS`] (never) unless `GPUPORT_COOP_NARROW_TOKENS` says otherwise
+/// (1: every batch that fits it), for A/Bs.
+pub fn coop_narrow_tokens() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    knob(&MIN, "GPUPORT_COOP_NARROW_TOKENS", COOP_NARROW_TOKENS)
+}
+
+/// The default of [`coop_narrow_tokens`]: 33, past any batch the 32-token tile holds, so no
+/// GEMM takes it yet. Written in v38 for batches of 32 rows (a 64-token tile multiplies half
+/// zeros there: 32 streams of SmolLM2 and Gemma 3 on f32 rows, and of the 1B/8B with
+/// `GPUPORT_COOP_MIN_Q8_TOKENS=32`), validated by naga and in `kvc coop`'s list, but not yet
+/// run on an adapter with cooperative matrices.
+pub const COOP_NARROW_TOKENS: usize = 33;
 
 /// Columns per chunk [`coop_tile`] gives the types and tiles that take more than 32
 /// ([`gemm::coop_pairs`]: a Q4_K chunk as the pair of sub-blocks that share their quant
@@ -1022,6 +1044,7 @@ mod tests {
         let t = |wm, wn| CoopTile {
             wm,
             wn,
+            sub_tokens: 32,
             kc: 32,
             fetch: coop_fetch(),
         };
@@ -1033,9 +1056,17 @@ mod tests {
         assert_eq!(tile(2048, 256), t(4, 1));
         assert_eq!(tile(2048, 512), t(4, 2));
         assert_eq!(tile(512, 100), t(4, 1));
-        // 64 tokens or fewer: one token tile of 64.
-        assert_eq!(tile(65_536, 20), t(2, 2));
+        // 64 tokens or fewer: one token tile of 64, or of 32 (16 a subgroup) up to 32.
+        assert_eq!(tile(65_536, 40), t(2, 2));
         assert_eq!(tile(1024, 64), t(2, 1));
+        let narrow = if coop_narrow_tokens() <= 20 { 16 } else { 32 };
+        assert_eq!(
+            tile(65_536, 20),
+            CoopTile {
+                sub_tokens: narrow,
+                ..t(2, 2)
+            }
+        );
         for ty in GgmlType::ALL {
             for tokens in [1, 64, 65, 512] {
                 for rows in [1, 64, 4096] {
@@ -1052,6 +1083,7 @@ mod tests {
         let t = |wm, wn| CoopTile {
             wm,
             wn,
+            sub_tokens: 32,
             kc: 32,
             fetch: coop_fetch(),
         };
