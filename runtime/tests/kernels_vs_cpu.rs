@@ -1983,9 +1983,18 @@ fn coop_gemm_matches_cpu_for_every_type() {
             (gemm::FEW_ROWS_MAX + 1, 129),
             (40, 53),
         ];
-        // Every shape, and every tile at least once.
-        for i in 0..shapes.len().max(tiles.len()) {
-            let (tokens, rows) = shapes[i % shapes.len()];
+        // Every shape, and every tile at least once; each 32-token tile also on a batch
+        // inside one tile (24 tokens: its second subgroup's fragment half past the rows).
+        let mut cases: Vec<_> = (0..shapes.len().max(tiles.len()))
+            .map(|i| (shapes[i % shapes.len()], tiles[i % tiles.len()]))
+            .collect();
+        cases.extend(
+            tiles
+                .iter()
+                .filter(|t| t.sub_tokens == 16)
+                .map(|&t| ((24, 77), t)),
+        );
+        for ((tokens, rows), tile) in cases {
             let c = n;
             n += 1;
             let row_bytes = ty.row_bytes(cols).unwrap() as u64;
@@ -1998,11 +2007,12 @@ fn coop_gemm_matches_cpu_for_every_type() {
             };
             // Unsplit, and split along K 3 and 6 ways (16 chunks of the 512 columns:
             // 6 + 6 + 4 and 3 + 3 + 3 + 3 + 3 + 1, odd counts for the two-chunks-ahead loop;
-            // f32/f16 11 chunks: 4 + 4 + 3 and 2 + 2 + 2 + 2 + 2 + 1).
+            // f32/f16 11 chunks: 4 + 4 + 3 and 2 + 2 + 2 + 2 + 2 + 1; Q4_K's 8 chunks of 64
+            // columns: 3 + 3 + 2 and 2 + 2 + 2 + 2 + 0 + 0, empty splits that fetch nothing
+            // past the matrix and add zeros).
             let splits = [1, 3, 6][(c + c / 3) % 3];
-            // Cases cycle through the tiles and the ways of fetching weights
-            // (`CoopTile::fetch`) each tile takes.
-            let tile = tiles[i % tiles.len()];
+            // Cases cycle through the ways of fetching weights (`CoopTile::fetch`) each tile
+            // takes.
             let fetch = tile.fetches();
             let tile = gemm::CoopTile {
                 fetch: fetch[(c + c / 4) % fetch.len()],

@@ -427,9 +427,10 @@ fn main(
     // a whole chunk's publish and multiplies to land, not only the multiplies. The fetch is
     // unconditional (past the last chunk it fetches the last one again, unused): inside an
     // `if` a decode would wait out its loads before the multiplies below could issue.
+    // (An empty split — its first chunk past the last — fetches the last chunk, unused.)
     let last = chunks - 1u;
-    var wa = coop_fetch_weights(c_first, n0, lid);
-    var xa = fetch_inputs(c_first, m0, lid);
+    var wa = coop_fetch_weights(min(c_first, last), n0, lid);
+    var xa = fetch_inputs(min(c_first, last), m0, lid);
     var wb: WShare;
     var xb: XShare;
     if DEPTH > 1u {

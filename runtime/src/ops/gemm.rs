@@ -229,18 +229,20 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
         return Ok(GemmPath::FewRowsQ8(FewRowTunables { nx, ..t }));
     }
     if takes_coop_rows(gpu, call.tokens) {
-        // The chosen tile, or the largest the adapter's limits hold.
+        // The chosen tile, or the largest the adapter's limits hold that fetches the same way
+        // in chunks no wider.
         let t = coop_tile(ty, rows, call.tokens);
         let t = if coop_fits(gpu, ty, t) {
             Some(t)
         } else {
             coop_tiles(gpu, ty)
                 .into_iter()
-                .max_by_key(|t| (t.tm() * t.tn(), std::cmp::Reverse(t.kc)))
                 .map(|fits| CoopTile {
                     fetch: t.fetch,
                     ..fits
                 })
+                .filter(|fits| fits.takes(ty) && fits.kc <= t.kc)
+                .max_by_key(|t| (t.tm() * t.tn(), std::cmp::Reverse(t.kc)))
         };
         if let Some(tile) = t {
             let splits = coop_splits(tile, rows, cols, call.tokens);
