@@ -2045,43 +2045,36 @@ fn coop_gemm_matches_cpu_for_every_type() {
                 diff.is_none(),
                 "{case:?}: f16 input rows differ at {diff:?}"
             );
-            // Every way of fetching a run type's weights decodes the same values and sums
-            // them in the same order: the same bits as the way this case took.
-            if gemm::coop_runs(ty) {
-                for other in fetch.into_iter().filter(|&f| f != tile.fetch) {
-                    let path = ops::GemmPath::Coop {
-                        tile: gemm::CoopTile {
-                            fetch: other,
-                            ..tile
-                        },
-                        splits,
-                        x16: false,
-                    };
-                    let on = Some((path, max_binding));
-                    let got = check_gemm_case(&gpu, GemmCase { on, ..case });
-                    let diff = differ(&formed_here, &got);
-                    assert!(
-                        diff.is_none(),
-                        "{case:?}: fetching {other:?} differs from {:?} at {diff:?}",
-                        tile.fetch
-                    );
-                }
-            }
-            // Chunks of 64 columns multiply the same fragments in the same order as chunks
-            // of 32 (only the barriers move): unsplit, the same bits.
-            if tile.kc > 32 && splits == 1 {
+            // `tile` instead of this case's, unsplit or split as it is: the same bits.
+            let same_bits = |tile: gemm::CoopTile, what: &str| {
                 let path = ops::GemmPath::Coop {
-                    tile: gemm::CoopTile { kc: 32, ..tile },
+                    tile,
                     splits,
                     x16: false,
                 };
                 let on = Some((path, max_binding));
                 let got = check_gemm_case(&gpu, GemmCase { on, ..case });
                 let diff = differ(&formed_here, &got);
-                assert!(
-                    diff.is_none(),
-                    "{case:?}: 32 columns a chunk differ at {diff:?}"
-                );
+                assert!(diff.is_none(), "{case:?}: {what} differs at {diff:?}");
+            };
+            // Every way of fetching a run type's weights decodes the same values and sums
+            // them in the same order: the same bits as the way this case took.
+            if gemm::coop_runs(ty) {
+                for other in fetch.into_iter().filter(|&f| f != tile.fetch) {
+                    let what = format!("fetching {other:?} (not {:?})", tile.fetch);
+                    same_bits(
+                        gemm::CoopTile {
+                            fetch: other,
+                            ..tile
+                        },
+                        &what,
+                    );
+                }
+            }
+            // Chunks of 64 columns multiply the same fragments in the same order as chunks
+            // of 32 (only the barriers move): unsplit, the same bits.
+            if tile.kc > 32 && splits == 1 {
+                same_bits(gemm::CoopTile { kc: 32, ..tile }, "32 columns a chunk");
             }
         }
     }
