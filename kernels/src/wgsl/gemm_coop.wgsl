@@ -13,7 +13,8 @@ enable wgpu_cooperative_matrix;
 // six fragment loads feed eight multiply-adds.
 //
 // Software pipeline, one barrier per chunk of KC columns: the tiles live in workgroup memory
-// twice (stages 0 and 1). While the subgroups multiply the fragments of chunk c (stage c % 2),
+// twice (stages 0 and 1; with STAGES 1, for 64-column chunks, once, and a second barrier before
+// each chunk's stores). While the subgroups multiply the fragments of chunk c (stage c % 2),
 // every thread already holds chunk c + 1 in registers (and c + 2 with DEPTH 2) — its share of
 // the TN × KC weight tile, decoded to f16 (the quant snippet's step_weights, 4 or 4 + 4 values
 // a step, consecutive lanes consecutive steps of a row, as the GEMV's) or, for the types with a

@@ -363,7 +363,7 @@ pub fn coop_kc() -> u32 {
 }
 
 /// The default of [`coop_kc`]: 64. On an H100 (docs/performance.md, "v38"; two interleaved
-/// rounds at 64 rows) the Llama shapes' Q4_K GEMMs took 3–8% less time than in chunks of 32
+/// rounds at 64 rows) the Llama shapes' Q4_K GEMMs took 3–7% less time than in chunks of 32
 /// (1B gate|up 72.0 → 67.3 µs, 8B q|k|v 69.7 → 67.3, 8B gate|up 234.5 → 221.5), and the
 /// 8B's 64 streams decoded 2,790 tok/s against 2,723 and 2,733.
 pub const COOP_KC_WIDE: u32 = 64;
@@ -464,8 +464,8 @@ pub fn coop_x16() -> bool {
 
 /// How the tensor-core GEMM fetches weights of the types with a run form
 /// ([`gemm::CoopFetch`]): [`gemm::CoopFetch::DEFAULT`] unless `GPUPORT_COOP_FETCH` says 0 (a
-/// step at a time, as before v37), 1 (runs) or 2 (runs, two chunks ahead; not yet measured),
-/// for A/Bs.
+/// step at a time, as before v37), 1 (runs) or 2 (runs, two chunks ahead: slower on most
+/// shapes in v38), for A/Bs.
 pub fn coop_fetch() -> gemm::CoopFetch {
     static WAY: OnceLock<u32> = OnceLock::new();
     let way = knob(&WAY, "GPUPORT_COOP_FETCH", gemm::CoopFetch::DEFAULT as u32) as usize;

@@ -9,9 +9,10 @@ alias KvWord = vec2<u32>;
 // `x` rounded to the nearest f16 (ties to even), clamped to f16's finite range: by integer
 // operations on its bits, and below f16's normal range (step 2^-24) by exact scaling, not as
 // `unpack2x16float(pack2x16float(x))`: NVIDIA's compiler folds that pair to `x` (the H100's
-// decode then summed a new value unrounded while the cache held it rounded, v37), and WGSL lets `pack2x16float` round either way. f16 subnormals are kept (as `half` and
-// llama.cpp keep them); a driver that flushed them in `pack2x16float` would store 0 where
-// this returns a value below 6.1e-5.
+// decode then summed a new value unrounded while the cache held it rounded, v37), and WGSL
+// lets `pack2x16float` round either way. f16 subnormals are kept (as `half` and llama.cpp
+// keep them); a driver that flushed them in `pack2x16float` would store 0 where this returns
+// a value below 6.1e-5.
 fn f16_round(x: f32) -> f32 {
     let c = clamp(x, -65504.0, 65504.0);
     let tiny = round(c * 16777216.0) * (1.0 / 16777216.0);
