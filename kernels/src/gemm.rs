@@ -161,6 +161,29 @@ pub struct CoopTile {
     /// How threads fetch a chunk's weights, for types with a run form ([`coop_runs`]; the
     /// others always fetch [`CoopFetch::Steps`]).
     pub fetch: CoopFetch,
+    /// How the weights' integers become floats, for the types that take either way
+    /// ([`coop_bits`]; the others always convert: [`CoopDecode::Convert`]).
+    pub decode: CoopDecode,
+}
+
+/// How the tensor-core GEMM turns the integers of weights of [`coop_bits`] types into floats
+/// (`gemm_coop.wgsl`'s `small_f32`, INT_BITS): the same values either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CoopDecode {
+    /// By conversion instructions (INT_BITS 0), which NVIDIA runs on its conversion units at
+    /// a quarter of the arithmetic's rate or less.
+    Convert,
+    /// Through their bits (INT_BITS 1): `n | 0x4B000000` is the f32 2^23 + n, less 2^23 — an
+    /// OR and a subtraction at the arithmetic's full rate.
+    Bits,
+}
+
+impl CoopDecode {
+    /// Both, in the order `GPUPORT_COOP_DECODE` numbers them (0, 1: their discriminants).
+    pub const ALL: [CoopDecode; 2] = [CoopDecode::Convert, CoopDecode::Bits];
+
+    /// The decode of every tile of [`CoopTile::all`].
+    pub const DEFAULT: CoopDecode = CoopDecode::Convert;
 }
 
 /// How the tensor-core GEMM's threads fetch a chunk's weights (`gemm_coop.wgsl`, RUN and
@@ -218,6 +241,7 @@ impl CoopTile {
         sub_tokens: 32,
         kc: 32,
         fetch: CoopFetch::DEFAULT,
+        decode: CoopDecode::DEFAULT,
     };
 
     /// Tokens per tile.
@@ -259,6 +283,7 @@ impl CoopTile {
                 sub_tokens: 32,
                 kc: 32,
                 fetch: CoopFetch::DEFAULT,
+                decode: CoopDecode::DEFAULT,
             }));
         }
         out.extend(COOP_WN.map(|wn| CoopTile {
@@ -267,6 +292,7 @@ impl CoopTile {
             sub_tokens: 16,
             kc: 32,
             fetch: CoopFetch::DEFAULT,
+            decode: CoopDecode::DEFAULT,
         }));
         out
     }
@@ -282,6 +308,7 @@ impl CoopTile {
                 sub_tokens: 32,
                 kc: 64,
                 fetch: CoopFetch::DEFAULT,
+                decode: CoopDecode::DEFAULT,
             }));
             out.push(CoopTile {
                 wm: 2,
@@ -289,6 +316,7 @@ impl CoopTile {
                 sub_tokens: 16,
                 kc: 64,
                 fetch: CoopFetch::DEFAULT,
+                decode: CoopDecode::DEFAULT,
             });
         }
         out
@@ -304,10 +332,12 @@ impl CoopTile {
             .collect()
     }
 
-    /// Whether weights of `ty` may take this tile, its fetch included.
+    /// Whether weights of `ty` may take this tile, its fetch included (either decode: the
+    /// types outside [`coop_bits`] ignore it).
     pub fn takes(self, ty: GgmlType) -> bool {
         let base = CoopTile {
             fetch: CoopFetch::DEFAULT,
+            decode: CoopDecode::DEFAULT,
             ..self
         };
         CoopTile::for_type(ty).contains(&base) && self.fetches().contains(&self.fetch)
@@ -331,6 +361,9 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
             CoopFetch::RunsAhead => constants.push(("DEPTH", 2)),
         }
     }
+    if coop_bits(ty) && t.decode == CoopDecode::Bits {
+        constants.push(("INT_BITS", 1));
+    }
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
     }
@@ -349,6 +382,12 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
 /// Q4_K (the block head and whole quant words) and Q6_K (the run's low- and high-bit words,
 /// its scale word and d).
 pub fn coop_runs(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::Q4K | GgmlType::Q6K)
+}
+
+/// Whether the tensor-core GEMM may turn the integers of weights of `ty` into floats through
+/// their bits ([`CoopDecode::Bits`]): Q4_K and Q6_K, whose snippets take `small_f32`.
+pub fn coop_bits(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q4K | GgmlType::Q6K)
 }
 
@@ -405,11 +444,21 @@ pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
     if coop_runs(ty) {
         for t in CoopTile::for_type(ty) {
             for fetch in t.fetches() {
-                if t.kc > 32 || fetch != CoopFetch::DEFAULT {
-                    out.push(coop_x16_spec(ty, CoopTile { fetch, ..t }));
+                for decode in CoopDecode::ALL {
+                    let t = CoopTile { fetch, decode, ..t };
+                    if t.kc > 32 || fetch != CoopFetch::DEFAULT || decode != CoopDecode::DEFAULT {
+                        out.push(coop_x16_spec(ty, t));
+                    }
                 }
             }
         }
+    }
+    if coop_bits(ty) {
+        let t = CoopTile {
+            decode: CoopDecode::Bits,
+            ..CoopTile::DEFAULT
+        };
+        out.push(coop_spec(ty, t, GemvInput::SwiGlu, true));
     }
     for input in INPUTS {
         out.push(coop_spec(ty, CoopTile::DEFAULT, input, false));

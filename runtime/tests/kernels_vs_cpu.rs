@@ -2012,10 +2012,11 @@ fn coop_gemm_matches_cpu_for_every_type() {
             // past the matrix and add zeros).
             let splits = [1, 3, 6][(c + c / 3) % 3];
             // Cases cycle through the ways of fetching weights (`CoopTile::fetch`) each tile
-            // takes.
+            // takes, and the two decodes (`CoopTile::decode`: the same values either way).
             let fetch = tile.fetches();
             let tile = gemm::CoopTile {
                 fetch: fetch[(c + c / 4) % fetch.len()],
+                decode: gemm::CoopDecode::ALL[c / 2 % 2],
                 ..tile
             };
             let path = ops::GemmPath::Coop {
@@ -2070,6 +2071,18 @@ fn coop_gemm_matches_cpu_for_every_type() {
                         &what,
                     );
                 }
+            }
+            // Integers to floats by conversion or through their bits: the same values.
+            if gemm::coop_bits(ty) {
+                let other = gemm::CoopDecode::ALL[1 - c / 2 % 2];
+                let what = format!("decoding {other:?} (not {:?})", tile.decode);
+                same_bits(
+                    gemm::CoopTile {
+                        decode: other,
+                        ..tile
+                    },
+                    &what,
+                );
             }
             // Chunks of 64 columns multiply the same fragments in the same order as chunks
             // of 32 (only the barriers move): unsplit, the same bits.

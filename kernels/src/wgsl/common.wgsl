@@ -29,6 +29,20 @@ fn bytes4(v: u32) -> vec4<u32> {
     return vec4<u32>(v, v >> 8u, v >> 16u, v >> 24u) & vec4<u32>(0xFFu);
 }
 
+// INT_BITS 1: `small_f32` through the bits (gemm::CoopDecode::Bits); 0: by conversion.
+override INT_BITS: u32 = 0u;
+
+// The f32 values of `n` (each below 2^23) less `less` (a small integer), exactly either way.
+// INT_BITS 1: `n | 0x4B000000` is the f32 2^23 + n, so one OR and one subtraction (of
+// 2^23 + less) where a conversion runs on NVIDIA's conversion units at a quarter of the
+// arithmetic's rate or less (docs/design/coop-gemm.md, "Decoding").
+fn small_f32(n: vec4<u32>, less: f32) -> vec4<f32> {
+    if INT_BITS == 1u {
+        return bitcast<vec4<f32>>(n | vec4<u32>(0x4B000000u)) - vec4<f32>(8388608.0 + less);
+    }
+    return vec4<f32>(n) - vec4<f32>(less);
+}
+
 // The four bytes of `v` as lanes, sign-extended.
 fn sbytes4(v: u32) -> vec4<i32> {
     let s = bitcast<i32>(v);

@@ -55,6 +55,9 @@ enable wgpu_cooperative_matrix;
 // rows reads 2 bytes an input value instead of 4.
 
 //!include gemm_io.wgsl
+// (Before the overrides below: naga 30 panics specializing an override declared after one
+// initialized from others.)
+//!include common.wgsl
 
 // Subgroups along the tokens (2 or 4) and along the rows (1 or 2), and token fragments of 16
 // per subgroup (2, or 1: a 32-token tile at WM 2 whose multiplies are not half wasted on a
@@ -95,7 +98,6 @@ var<workgroup> ws: array<f16, STAGES * TN * KS>;
 var<workgroup> xs: array<f16, STAGES * TM * KS>;
 var<workgroup> stage: array<f32, 256u * WM * WN>;
 
-//!include common.wgsl
 //!include quant
 //!include gemm_input.wgsl
 // `x` again, as vec4s (read when XV4 is 1).

@@ -239,6 +239,7 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
                 .into_iter()
                 .map(|fits| CoopTile {
                     fetch: t.fetch,
+                    decode: t.decode,
                     ..fits
                 })
                 .filter(|fits| fits.takes(ty) && fits.kc <= t.kc)
@@ -313,7 +314,7 @@ pub fn takes_coop_rows(gpu: &Gpu, tokens: usize) -> bool {
 /// from 65 tokens, 64 from 33, 32 below (16 a subgroup; from [`coop_narrow_tokens`] rows
 /// only) and 128 rows wide where that grid still has [`COOP_MIN_TILES`] workgroups (else 64),
 /// in chunks of [`coop_kc`] columns where the tile takes them (else 32), weights fetched as
-/// [`coop_fetch`] says.
+/// [`coop_fetch`] says, decoded as [`coop_decode`] says.
 pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     let wm = if tokens <= 64 { 2 } else { 4 };
     let sub_tokens = if tokens <= 32 && tokens >= coop_narrow_tokens() {
@@ -328,6 +329,7 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
         sub_tokens,
         kc: 32,
         fetch: coop_fetch(),
+        decode: coop_decode(),
     };
     let t = if grid(wide) >= COOP_MIN_TILES {
         wide
@@ -470,6 +472,19 @@ pub fn coop_fetch() -> gemm::CoopFetch {
     static WAY: OnceLock<u32> = OnceLock::new();
     let way = knob(&WAY, "GPUPORT_COOP_FETCH", gemm::CoopFetch::DEFAULT as u32) as usize;
     gemm::CoopFetch::ALL[way.min(gemm::CoopFetch::ALL.len() - 1)]
+}
+
+/// How the tensor-core GEMM turns weights' integers into floats ([`gemm::CoopDecode`]):
+/// [`gemm::CoopDecode::DEFAULT`] unless `GPUPORT_COOP_DECODE` says 0 (conversions) or 1
+/// (through their bits), for A/Bs.
+pub fn coop_decode() -> gemm::CoopDecode {
+    static WAY: OnceLock<u32> = OnceLock::new();
+    let way = knob(
+        &WAY,
+        "GPUPORT_COOP_DECODE",
+        gemm::CoopDecode::DEFAULT as u32,
+    ) as usize;
+    gemm::CoopDecode::ALL[way.min(gemm::CoopDecode::ALL.len() - 1)]
 }
 
 /// Whether `tokens` rows of `cols` f16 input values fit one storage binding (and come in
@@ -1049,6 +1064,7 @@ mod tests {
             sub_tokens: 32,
             kc: 32,
             fetch: coop_fetch(),
+            decode: coop_decode(),
         };
         // Q6_K: chunks of 32 columns whatever `GPUPORT_COOP_KC` says.
         let tile = |rows, tokens| coop_tile(GgmlType::Q6K, rows, tokens);
@@ -1088,6 +1104,7 @@ mod tests {
             sub_tokens: 32,
             kc: 32,
             fetch: coop_fetch(),
+            decode: coop_decode(),
         };
         // At the default target, whatever the environment says.
         let splits = |t, rows, cols, tokens| {

@@ -72,7 +72,7 @@ fn put_run_step(r: WShare, o: u32, lo: u32, hi: u32, s: u32, k: u32) {
     let q = s & 3u;
     let l4 = bytes4(lo >> (4u * (q >> 1u))) & vec4<u32>(0xFu);
     let h4 = (bytes4(hi) >> vec4<u32>(2u * q)) & vec4<u32>(3u);
-    let v = vec4<f32>(l4 | (h4 << vec4<u32>(4u))) - vec4<f32>(32.0);
+    let v = small_f32(l4 | (h4 << vec4<u32>(4u)), 32.0);
     // The step's scale byte: byte (k >> 2) of the sub-block's pair, which starts at byte
     // 192 + 8h + 2q of the block (r.shift / 8 bytes into its word).
     let at = 8u * (((r.shift / 8u + 2u * q) & 3u) + (k >> 2u));

@@ -30,7 +30,7 @@ fn step_weights_head(h: vec4<u32>, qword: u32, s: u32) -> StepW {
     let dd = unpack2x16float(h.x);
     let sm = k_scale_min_words(h.y, h.z, h.w, s);
     let q = bytes4(qword >> (4u * (s & 1u))) & vec4<u32>(0xFu);
-    let v = fma(vec4<f32>(dd.x * sm.x), vec4<f32>(q), vec4<f32>(-(dd.y * sm.y)));
+    let v = fma(vec4<f32>(dd.x * sm.x), small_f32(q, 0.0), vec4<f32>(-(dd.y * sm.y)));
     return StepW(v, vec4<f32>(0.0));
 }
 

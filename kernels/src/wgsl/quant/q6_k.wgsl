@@ -33,7 +33,7 @@ fn step_weights(b: u32, s: u32, k: u32) -> StepW {
     let quarter = s & 3u;
     let l4 = bytes4(w_u32(b + 64u * h + 32u * (quarter & 1u) + 4u * k) >> (4u * (quarter >> 1u))) & vec4<u32>(0xFu);
     let h4 = (bytes4(w_u32(b + 128u + 32u * h + 4u * k)) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
-    let q = vec4<f32>(l4 | (h4 << vec4<u32>(4u))) - vec4<f32>(32.0);
+    let q = small_f32(l4 | (h4 << vec4<u32>(4u)), 32.0);
     let scale = w_f16(b + 208u) * q6_scale(b + 8u * h + 2u * quarter, k >> 2u);
     return StepW(scale * q, vec4<f32>(0.0));
 }
