@@ -391,6 +391,7 @@ pub fn attention_rows(
     // A row per workgroup and GQA group (or the largest part of one that fits).
     let limit = gpu.limits().max_compute_workgroup_storage_size;
     let fit = attention::row_keys(p.head_dim, limit)
+        .map(|kb| kb.min(row_keys_most()))
         .and_then(|kb| attention::row_group(p.heads, p.kv_heads, p.head_dim, kb).map(|g| (kb, g)));
     let Some((kb, group)) = fit else {
         return Err(GpuError::Shape(format!(
@@ -458,6 +459,19 @@ pub fn row_split_target() -> u32 {
         "GPUPORT_ROW_SPLIT_WORKGROUPS",
         attention::ROW_SPLIT_WORKGROUPS,
     )
+}
+
+/// Most keys per block of the per-row causal pass ([`attention::row_keys`] gives the most of
+/// 32, 16, 8, 4 that fit): 32 unless `GPUPORT_ROW_KEYS` says 16, 8 or 4, for A/Bs (fewer
+/// keys a block: fewer registers, shorter loops, more blocks).
+pub fn row_keys_most() -> u32 {
+    static MOST: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let most = super::knob(&MOST, "GPUPORT_ROW_KEYS", 32);
+    if [4, 8, 16, 32].contains(&most) {
+        most
+    } else {
+        32
+    }
 }
 
 /// Whether the causal pass of a batch of `tokens` consecutive rows of one sequence runs on

@@ -145,20 +145,26 @@ pub fn q8_pass_width() -> u32 {
 }
 
 /// Fewest rows whose int8-input GEMMs move to the tensor-core kernel (on f32 rows) where the
-/// device has it: [`gemm::FEW_ROWS_MAX`] (64) by default; `GPUPORT_COOP_MIN_Q8_TOKENS` moves
+/// device has it: [`COOP_MIN_Q8_TOKENS`] (32) by default; `GPUPORT_COOP_MIN_Q8_TOKENS` moves
 /// it (never below [`coop_min_tokens`]: fewer f32 rows would take the float few-row kernel;
-/// past [`gemm::FEW_ROWS_MAX`]: never). On the H200 (docs/performance.md, "v31") at 64 tokens
-/// the tensor-core GEMM took 39 / 101 / 67 µs on the Llama-1B shape's q|k|v, gate|up and down
-/// projections against 57 / 123 / 99 for the fastest int8 few-row variant, and 64 streams
-/// decoded at 7,312 tok/s on tensor cores against 4,833 (8B: 1,550 against 1,122); at 32
-/// streams the int8 few-row kernel stayed ahead (1B 4,977 against 4,305; 8B 1,106 against
-/// 888). The sums differ from the one-row int8 GEMV's by the input's rounding (f16 instead of
-/// int8 blocks), as a float model's batched rows already do: a sequence's greedy ids are held
-/// to its solo run where the margins are clear (docs/design/batched-forward.md).
+/// past [`gemm::FEW_ROWS_MAX`]: never). The sums differ from the one-row int8 GEMV's by the
+/// input's rounding (f16 instead of int8 blocks), as a float model's batched rows already do:
+/// a sequence's greedy ids are held to its solo run where the margins are clear
+/// (docs/design/batched-forward.md).
 pub fn coop_min_q8_tokens() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
-    knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", gemm::FEW_ROWS_MAX)
+    knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", COOP_MIN_Q8_TOKENS)
 }
+
+/// The default of [`coop_min_q8_tokens`]: 32 rows, with the 32-token tile
+/// ([`COOP_NARROW_TOKENS`]). On an H100 (docs/performance.md, "v39", one call) the Llama-8B
+/// shape's four GEMMs at 32 rows took 48.5 / 30.8 / 180.4 / 113.8 µs (q|k|v, attention
+/// output, gate|up, down) on tensor cores in that tile against 63.8 / 47.2 / 221.0 / 133.6 on
+/// the int8 few-row kernel, and 32 streams decoded 1,878 tok/s against 1,391 (the 1B 8,072
+/// against 5,060). Until v38 it was 64: the 64-token tile at 32 rows, half its multiplies on
+/// zeros, only matched the int8 kernel (v31 on the H200: 32 streams of the 1B 4,305 against
+/// 4,977 tok/s; at 64 rows tensor cores 7,312 against 4,833).
+pub const COOP_MIN_Q8_TOKENS: usize = 32;
 
 /// The rows per thread and target threads of the int8 few-row kernel's default variant
 /// ([`FewRowTunables::for_q8_matrix`]) for a call of `tokens` rows over a matrix of `rows`
@@ -341,19 +347,20 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
 }
 
 /// Fewest tokens (up to 32) whose tensor-core tile [`coop_tile`] makes 32 tokens wide instead
-/// of 64: [`COOP_NARROW_TOKENS`] (never) unless `GPUPORT_COOP_NARROW_TOKENS` says otherwise
-/// (1: every batch that fits it), for A/Bs.
+/// of 64: [`COOP_NARROW_TOKENS`] (every batch that fits it) unless
+/// `GPUPORT_COOP_NARROW_TOKENS` says otherwise (33: never), for A/Bs.
 pub fn coop_narrow_tokens() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
     knob(&MIN, "GPUPORT_COOP_NARROW_TOKENS", COOP_NARROW_TOKENS)
 }
 
-/// The default of [`coop_narrow_tokens`]: 33, past any batch the 32-token tile holds, so no
-/// GEMM takes it yet. Written in v38 for batches of 32 rows (a 64-token tile multiplies half
-/// zeros there: 32 streams of SmolLM2 and Gemma 3 on f32 rows, and of the 1B/8B with
-/// `GPUPORT_COOP_MIN_Q8_TOKENS=32`), validated by naga and in `kvc coop`'s list, but not yet
-/// run on an adapter with cooperative matrices.
-pub const COOP_NARROW_TOKENS: usize = 33;
+/// The default of [`coop_narrow_tokens`]: 1, every batch of up to 32 rows (a 64-token tile
+/// multiplies half zeros there). On an H100 (docs/performance.md, "v39", two interleaved
+/// rounds at 32 rows) it took the Llama-8B shape's GEMMs from 66.6 / 42.4 / 210.5 / 147.2 µs
+/// (q|k|v, attention output, gate|up, down) to 48.5 / 30.8 / 180.4 / 113.8 and the 1B's from
+/// 34.3 / 64.9 / 56.7 to 25.1 / 50.5 / 52.6; 32 streams of SmolLM2 and Gemma 3 from 7,462 and
+/// 8,323 tok/s to 8,398 and 9,312.
+pub const COOP_NARROW_TOKENS: usize = 1;
 
 /// Columns per chunk [`coop_tile`] gives the types and tiles that take more than 32
 /// ([`gemm::coop_pairs`]: a Q4_K chunk as the pair of sub-blocks that share their quant
@@ -531,7 +538,7 @@ pub fn coop_min_tokens() -> usize {
 /// chunk) runs on tensor cores. On the H200 (docs/performance.md, "v31") 32 streams decoded at
 /// 6,848–6,860 tok/s (SmolLM2) and 6,840–6,904 (Gemma 3) from 32 rows against 5,171 and 6,361
 /// through the float few-row kernel in the same call; from 8 rows, 8 streams fell from 3,225 to
-/// 2,019 (SmolLM2). Int8 rows keep their few-row kernel longer ([`coop_min_q8_tokens`]).
+/// 2,019 (SmolLM2). Int8 rows move from [`coop_min_q8_tokens`] (the same 32 by default).
 pub const COOP_MIN_TOKENS: usize = 32;
 
 /// Records one [`GemmCall`] (weights larger than one binding in row chunks) on the path
