@@ -143,6 +143,25 @@ pub fn row_keys(head_dim: u32, limit: u32) -> Option<u32> {
         .find(|&kb| kb * head_dim <= ROW_BLOCK_VALUES && row_workgroup_bytes(head_dim, kb) <= limit)
 }
 
+/// Most key (or value) elements of one block of the per-row causal pass over a row table
+/// (batched decode: [`row_table_keys`]).
+pub const ROW_TABLE_BLOCK_VALUES: u32 = 2048;
+
+/// Keys per block of the per-row causal pass over a row table (each row its own sequence: a
+/// batched decode step) at `head_dim` where workgroups get `limit` bytes: the most of 16, 8, 4
+/// whose block holds at most [`ROW_TABLE_BLOCK_VALUES`] values and fits `limit`. Half of
+/// [`row_keys`]' blocks: on an H100 (docs/performance.md, "v39"; `bench --other-kernels`, 64
+/// rows of 192 keys, f16 cache) 16 keys a block instead of 32 took the Llama-8B shape's
+/// attention from 165.5 to 129.7 µs, SmolLM2's from 39.5 to 29.2 and the 1B's from 77.4 to
+/// 74.1, and 8 instead of 16 Gemma 3's (head dim 256) from 59.1 to 47.7 — fewer registers a
+/// thread, more workgroups a core, shorter serial loops — while 8 at head dims 64 and 128
+/// was slower again (145.9, 97.3).
+pub fn row_table_keys(head_dim: u32, limit: u32) -> Option<u32> {
+    [16, 8, 4].into_iter().find(|&kb| {
+        kb * head_dim <= ROW_TABLE_BLOCK_VALUES && row_workgroup_bytes(head_dim, kb) <= limit
+    })
+}
+
 /// Bytes of workgroup memory the per-row causal pass takes at `head_dim` and `keys` per block:
 /// the block staged in rows of `head_dim + 4` floats, the queries and the scores.
 pub fn row_workgroup_bytes(head_dim: u32, keys: u32) -> u32 {

@@ -116,10 +116,13 @@ pub fn all_specs() -> Vec<KernelSpec> {
             }
         }
         // The per-row causal pass at the head dims of the layouts served, at 48 and 16 KiB of
-        // workgroup memory.
+        // workgroup memory, for prompts and for row tables.
         for hd in [64, 80, 128, 256] {
             for limit in [48 << 10, 16 << 10] {
                 if let Some(kb) = attention::row_keys(hd, limit) {
+                    out.push(attention::prefill_spec(hd, kb, kv));
+                }
+                if let Some(kb) = attention::row_table_keys(hd, limit) {
                     out.push(attention::prefill_spec(hd, kb, kv));
                 }
             }

@@ -957,6 +957,12 @@ fn row_table_attention_splits_match_the_cpu() {
     assert_eq!(attention::row_keys(256, 48 << 10), Some(16));
     assert_eq!(attention::row_keys(128, 16 << 10), Some(8));
     assert_eq!(attention::row_keys(4096, 1 << 20), None);
+    // A row table's: as many as 2048 values allow, at most 16.
+    assert_eq!(attention::row_table_keys(64, 48 << 10), Some(16));
+    assert_eq!(attention::row_table_keys(128, 48 << 10), Some(16));
+    assert_eq!(attention::row_table_keys(256, 48 << 10), Some(8));
+    assert_eq!(attention::row_table_keys(128, 16 << 10), Some(8));
+    assert_eq!(attention::row_table_keys(4096, 1 << 20), None);
 }
 
 /// The many-row argmax: each of a batch's sampled rows (named through a row table and a list

@@ -388,9 +388,14 @@ pub fn attention_rows(
             (p.heads, p.tokens.div_ceil(attention::tile_rows(p.head_dim))),
         );
     }
-    // A row per workgroup and GQA group (or the largest part of one that fits).
+    // A row per workgroup and GQA group (or the largest part of one that fits), in blocks of
+    // keys as many as suit a row table's rows or one sequence's.
     let limit = gpu.limits().max_compute_workgroup_storage_size;
-    let fit = attention::row_keys(p.head_dim, limit)
+    let keys = match rows {
+        Some(_) => attention::row_table_keys(p.head_dim, limit),
+        None => attention::row_keys(p.head_dim, limit),
+    };
+    let fit = keys
         .map(|kb| kb.min(row_keys_most()))
         .and_then(|kb| attention::row_group(p.heads, p.kv_heads, p.head_dim, kb).map(|g| (kb, g)));
     let Some((kb, group)) = fit else {
@@ -461,9 +466,9 @@ pub fn row_split_target() -> u32 {
     )
 }
 
-/// Most keys per block of the per-row causal pass ([`attention::row_keys`] gives the most of
-/// 32, 16, 8, 4 that fit): 32 unless `GPUPORT_ROW_KEYS` says 16, 8 or 4, for A/Bs (fewer
-/// keys a block: fewer registers, shorter loops, more blocks).
+/// Most keys per block of the per-row causal pass ([`attention::row_keys`] and
+/// [`attention::row_table_keys`] give the most that fit): 32 unless `GPUPORT_ROW_KEYS` says
+/// 16, 8 or 4, for A/Bs (fewer keys a block: fewer registers, shorter loops, more blocks).
 pub fn row_keys_most() -> u32 {
     static MOST: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     let most = super::knob(&MOST, "GPUPORT_ROW_KEYS", 32);
