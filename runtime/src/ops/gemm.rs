@@ -159,7 +159,7 @@ pub fn coop_min_q8_tokens() -> usize {
 /// The default of [`coop_min_q8_tokens`]: 32 rows, with the 32-token tile
 /// ([`COOP_NARROW_TOKENS`]). On an H100 (docs/performance.md, "v39", one call) the Llama-8B
 /// shape's four GEMMs at 32 rows took 48.5 / 30.8 / 180.4 / 113.8 µs (q|k|v, attention
-/// output, gate|up, down) on tensor cores in that tile against 63.8 / 47.2 / 221.0 / 133.6 on
+/// output, gate|up, down) on tensor cores in that tile against 63.8 / 47.2 / 220.9 / 133.6 on
 /// the int8 few-row kernel, and 32 streams decoded 1,878 tok/s against 1,391 (the 1B 8,072
 /// against 5,060). Until v38 it was 64: the 64-token tile at 32 rows, half its multiplies on
 /// zeros, only matched the int8 kernel (v31 on the H200: 32 streams of the 1B 4,305 against
