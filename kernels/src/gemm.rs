@@ -182,7 +182,10 @@ impl CoopDecode {
     /// Both, in the order `GPUPORT_COOP_DECODE` numbers them (0, 1: their discriminants).
     pub const ALL: [CoopDecode; 2] = [CoopDecode::Convert, CoopDecode::Bits];
 
-    /// The decode of every tile of [`CoopTile::all`].
+    /// The decode of every tile of [`CoopTile::all`]: conversions. Through the bits measured
+    /// level on an H100 (docs/performance.md, "v39": Q4_K GEMMs 1–2% slower, Q6_K 1–2%
+    /// faster; 64 streams of the 8B 2,799.7 against 2,786.4 tok/s), so the conversions do not
+    /// bound the kernel; kept for A/Bs (`GPUPORT_COOP_DECODE=1`).
     pub const DEFAULT: CoopDecode = CoopDecode::Convert;
 }
 
