@@ -329,6 +329,47 @@ pub fn prefill_spec(head_dim: u32, keys: u32, kv: GgmlType) -> KernelSpec {
     }
 }
 
+/// Most vec4s of workgroup memory the subgroup row pass (`attn_rows_sg.wgsl`, `PMAX`) holds
+/// for its subgroups' partial results: `128 / width` subgroups × heads × (head_dim / 4 + 1).
+pub const ROWS_SG_PARTS: u32 = 1024;
+
+/// The subgroup row pass's shape, `(heads a workgroup, vec4 columns a lane)`, for `heads`
+/// query heads on `kv_heads` KV heads of `head_dim` values (a multiple of 4) where subgroups
+/// have at least `min_width` lanes: a lane's share of a head's vec4s, rounded up to 1, 2 or 4
+/// (`NC`); the largest divisor of the GQA group up to 4 (`G`: a lane holds each head's query
+/// and sums in registers) whose subgroups' partials fit [`ROWS_SG_PARTS`]. `None` where a lane
+/// would need more than 4 columns, subgroups are narrower than 4 lanes, or no head fits.
+pub fn rows_sg_shape(
+    heads: u32,
+    kv_heads: u32,
+    head_dim: u32,
+    min_width: u32,
+) -> Option<(u32, u32)> {
+    if min_width < 4 || !head_dim.is_multiple_of(4) || head_dim == 0 {
+        return None;
+    }
+    let cols = (head_dim / 4).div_ceil(min_width);
+    let nc = [1, 2, 4].into_iter().find(|&n| n >= cols)?;
+    let group = heads.checked_div(kv_heads).filter(|g| *g > 0)?;
+    let subgroups = (128 / min_width).max(1);
+    let g = (1..=group.min(4)).rev().find(|&d| {
+        group.is_multiple_of(d) && subgroups * d * (head_dim / 4 + 1) <= ROWS_SG_PARTS
+    })?;
+    Some((g, nc))
+}
+
+/// The subgroup row pass (`attn_rows_sg.wgsl`) for heads of `head_dim` values, `group` query
+/// heads a workgroup and `columns` vec4 columns a lane ([`rows_sg_shape`]), over a cache of
+/// `kv` values.
+pub fn rows_sg_spec(head_dim: u32, group: u32, columns: u32, kv: GgmlType) -> KernelSpec {
+    KernelSpec {
+        family: Family::AttnRowsSubgroup,
+        quant: Some(kv),
+        reduction: None,
+        constants: vec![("HD", head_dim), ("G", group), ("NC", columns)],
+    }
+}
+
 /// Head dims the tiled prefill pass (`attn_tiles.wgsl`) takes; other models use the per-row
 /// pass ([`prefill_spec`]).
 pub const TILE_HEAD_DIMS: [u32; 3] = [64, 128, 256];

@@ -50,6 +50,8 @@ pub enum Family {
     AttnPrep,
     /// Prefill attention, second pass: causal attention of the batch, a row per workgroup.
     AttnPrefill,
+    /// Batched decode's attention over a row table on subgroups: one query a (row, head).
+    AttnRowsSubgroup,
     /// Prefill attention, second pass over tiles of rows of one sequence.
     AttnTiles,
     /// The same pass on cooperative matrices (tensor cores), f16 operands.
@@ -103,6 +105,7 @@ impl Family {
             Family::AttnCombine => "attn_combine",
             Family::AttnPrep => "attn_prep",
             Family::AttnPrefill => "attn_prefill",
+            Family::AttnRowsSubgroup => "attn_rows_sg",
             Family::AttnTiles => "attn_tiles",
             Family::AttnCoop => "attn_coop",
             Family::Sample => "sample",
@@ -142,6 +145,7 @@ impl Family {
             Family::AttnCombine => "attn_combine.wgsl",
             Family::AttnPrep => "attn_prep.wgsl",
             Family::AttnPrefill => "attn_prefill.wgsl",
+            Family::AttnRowsSubgroup => "attn_rows_sg.wgsl",
             Family::AttnTiles => "attn_tiles.wgsl",
             Family::AttnCoop => "attn_coop.wgsl",
             Family::Sample => "sample.wgsl",
@@ -187,7 +191,9 @@ impl KernelSpec {
 
     /// Whether the module uses subgroup operations or builtins (needs the SUBGROUP feature).
     pub fn needs_subgroups(&self) -> bool {
-        self.reduction == Some(Reduction::Subgroup) || self.needs_cooperative_matrix()
+        self.reduction == Some(Reduction::Subgroup)
+            || self.family == Family::AttnRowsSubgroup
+            || self.needs_cooperative_matrix()
     }
 
     /// Whether the module uses cooperative matrices on f16 operands (needs the

@@ -126,6 +126,13 @@ pub fn all_specs() -> Vec<KernelSpec> {
                     out.push(attention::prefill_spec(hd, kb, kv));
                 }
             }
+            // The subgroup row pass at GQA groups of 4 (Llama, Gemma 3) and 3 (SmolLM2), on 8-
+            // and 32-lane subgroups.
+            for (group, width) in [(4, 8), (4, 32), (3, 32)] {
+                if let Some((g, nc)) = attention::rows_sg_shape(group, 1, hd, width) {
+                    out.push(attention::rows_sg_spec(hd, g, nc, kv));
+                }
+            }
         }
         for hd in attention::TILE_HEAD_DIMS {
             for k in attention::TILE_KEYS {

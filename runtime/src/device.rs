@@ -277,6 +277,14 @@ impl Gpu {
         }
     }
 
+    /// Lanes of the adapter's narrowest subgroup (32 where it does not say).
+    pub fn subgroup_min_width(&self) -> u32 {
+        match self.info.subgroup_min_size {
+            0 => 32,
+            n => n,
+        }
+    }
+
     /// Whether subgroup operations are available.
     pub fn has_subgroups(&self) -> bool {
         self.features.contains(wgpu::Features::SUBGROUP)

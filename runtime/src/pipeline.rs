@@ -98,10 +98,11 @@ impl Gpu {
                 // functions check before dispatch (bindings cover rows x row bytes, x covers the
                 // columns, y the rows; loops are bounded by uniform counts or constants). Set
                 // GPUPORT_SHADER_CHECKS=1 to compile with checks when debugging a kernel, or
-                // GPUPORT_LOOP_BOUNDING=1 to keep loop bounding everywhere.
+                // GPUPORT_LOOP_BOUNDING=1 to keep loop bounding everywhere
+                // (GPUPORT_UNBOUNDED_LOOPS names more families to drop it for: an A/B).
                 #[allow(unsafe_code)]
                 unsafe {
-                    let bounded = !spec.unrolled_loops()
+                    let bounded = !(spec.unrolled_loops() || unbounded_family(spec))
                         || std::env::var_os("GPUPORT_LOOP_BOUNDING").is_some();
                     let checks = wgpu::ShaderRuntimeChecks {
                         bounds_checks: false,
@@ -273,6 +274,24 @@ fn write_cache_file(path: &Path, data: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Whether `spec`'s family is one `GPUPORT_UNBOUNDED_LOOPS` names (comma-separated family
+/// names, e.g. `attn_prefill,attn_decode`): compiled without naga's loop-bounding counter
+/// beside [`KernelSpec::unrolled_loops`]' families, to measure on an adapter what the counter
+/// costs a kernel whose inner loops have constant trip counts (the counter hides them from the
+/// driver's unroller). Unset by default: NVIDIA's 580 compiler crashed on some GEMV variants
+/// compiled with neither bounds checks nor loop bounding.
+fn unbounded_family(spec: &KernelSpec) -> bool {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            std::env::var("GPUPORT_UNBOUNDED_LOOPS")
+                .map(|v| v.split(',').map(|n| n.trim().to_owned()).collect())
+                .unwrap_or_default()
+        })
+        .iter()
+        .any(|n| n == spec.family.name())
 }
 
 #[cfg(test)]

@@ -765,6 +765,7 @@ fn row_table_attention_splits_match_the_cpu() {
         (2, 1, 64, 0, QkNorm::None, &[63, 64, 200], 3),
         (4, 4, 64, 0, QkNorm::None, &[1, 2, 3, 150], 2),
     ];
+    let mut on_subgroups_runs = 0;
     for (kv_type, case) in KV_TYPES.into_iter().flat_map(|t| cases.map(|c| (t, c))) {
         let (heads, kv_heads, head_dim, window, norm, positions, splits) = case;
         let tokens = positions.len();
@@ -872,7 +873,23 @@ fn row_table_attention_splits_match_the_cpu() {
             qk_norm: (norm != QkNorm::None).then_some(&nwt),
             part: (splits > 0).then_some(&part),
         };
-        run(&gpu, |rec| ops::attention_rows(&gpu, rec, call).unwrap());
+        run(&gpu, |rec| {
+            ops::attention_rows_on(&gpu, rec, call, ops::RowsPass::Blocks).unwrap()
+        });
+        // The same rows on subgroups, where the adapter's hold the heads (lavapipe's 8 lanes:
+        // head dims up to 128), into their own output (the preparation writes the same cache
+        // rows again).
+        let on_subgroups = ops::rows_sg_fits(&gpu, &p).map(|_| {
+            let out = gpu.zeros_f32(&[tokens * qn], "out on subgroups").unwrap();
+            let call = ops::RowsAttention {
+                out: Some(&out),
+                ..call
+            };
+            run(&gpu, |rec| {
+                ops::attention_rows_on(&gpu, rec, call, ops::RowsPass::Subgroups).unwrap()
+            });
+            gpu.readback_f32(&out).unwrap()
+        });
         // Every row prepared at its position into its sequence, then each row's attention.
         let mut q = Vec::new();
         for (t, &pos) in positions.iter().enumerate() {
@@ -916,7 +933,26 @@ fn row_table_attention_splits_match_the_cpu() {
             })
             .collect();
         close(&gpu.readback_f32(&out).unwrap(), &want, 1e-4, &what);
+        if let Some(got) = on_subgroups {
+            close(&got, &want, 1e-4, &format!("{what} on subgroups"));
+            on_subgroups_runs += 1;
+        }
     }
+    // Lavapipe's and NVIDIA's subgroups take most cases.
+    assert!(
+        on_subgroups_runs >= 8 || !gpu.has_subgroups(),
+        "{on_subgroups_runs}"
+    );
+    // The subgroup pass's shape: columns a lane from the narrowest subgroup, heads the largest
+    // divisor of the group up to 4 whose partials fit.
+    assert_eq!(attention::rows_sg_shape(32, 8, 128, 32), Some((4, 1)));
+    assert_eq!(attention::rows_sg_shape(9, 3, 64, 32), Some((3, 1)));
+    assert_eq!(attention::rows_sg_shape(4, 1, 256, 32), Some((2, 2)));
+    assert_eq!(attention::rows_sg_shape(14, 2, 64, 32), Some((1, 1)));
+    assert_eq!(attention::rows_sg_shape(8, 2, 128, 8), Some((1, 4)));
+    assert_eq!(attention::rows_sg_shape(4, 2, 64, 8), Some((2, 2)));
+    assert_eq!(attention::rows_sg_shape(4, 1, 256, 8), None);
+    assert_eq!(attention::rows_sg_shape(4, 0, 64, 32), None);
     // The split policy: about `ROW_SPLIT_WORKGROUPS` workgroups, whole blocks, the scratch's
     // limit, none for one split.
     let target = attention::ROW_SPLIT_WORKGROUPS;

@@ -55,6 +55,7 @@ var<workgroup> s: array<f32, SMAX>;
 
 //!include attn_pages.wgsl
 //!include attn_rows.wgsl
+//!include attn_row_out.wgsl
 
 // This thread's share of a block: keys in k0.., values in v0.. (vec4s lid, lid + WG, ..).
 var<private> k0: vec4<f32>;
@@ -161,17 +162,9 @@ fn add_block(a: Acc, g: u32, c: u32) -> Acc {
     return Acc(o, mx, l);
 }
 
-// Output `a` of query head h at vec4 column c of row t: normalized, or as split z's partial.
+// Output `a` of query head h at vec4 column c of row t (attn_row_out.wgsl).
 fn write_out(a: Acc, t: u32, h: u32, c: u32, z: u32) {
-    if p.split_keys > 0u {
-        let at = ((t * p.heads + h) * p.blocks + z) * (HD4 + 1u);
-        out[at + c] = a.o;
-        if c == 0u {
-            out[at + HD4] = vec4<f32>(a.m, a.l, 0.0, 0.0);
-        }
-    } else {
-        out[(t * p.heads + h) * HD4 + c] = a.o / a.l;
-    }
+    store_row_out(a.o, a.m, a.l, t, h, c, z);
 }
 
 @compute @workgroup_size(WG)

@@ -300,14 +300,63 @@ pub struct RowsAttention<'a> {
     pub part: Option<&'a Tensor>,
 }
 
+/// How the causal pass over a row table walks each row's keys ([`attention_rows_on`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowsPass {
+    /// `attn_prefill.wgsl`: a row's keys in blocks staged in workgroup memory, a thread per
+    /// (head, key) for the scores and per (head, column) for the values.
+    Blocks,
+    /// `attn_rows_sg.wgsl`: a row table's rows only; subgroups walk the keys, lanes across the
+    /// head dim, scores as subgroup sums ([`attention::rows_sg_shape`] must hold on the
+    /// adapter's narrowest subgroups).
+    Subgroups,
+}
+
+/// The pass [`attention_rows`] gives a row table: [`RowsPass::Subgroups`] where the adapter's
+/// subgroups hold the heads ([`rows_sg_fits`]) on CPU adapters, and on GPUs where
+/// `GPUPORT_ATTN_ROWS_SG=1` (0 keeps the blocks on a CPU adapter too); else
+/// [`RowsPass::Blocks`]. On lavapipe (this project's 2-core CI machine, docs/performance.md,
+/// "v39") 8 streams of SmolLM2 decoded 19.7 / 20.1 tok/s on subgroups against 16.1 / 16.3 in
+/// blocks; on GPUs it is written and tested but not yet timed.
+pub fn rows_pass(gpu: &Gpu, p: &DecodeAttnParams) -> RowsPass {
+    static ON: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let on = super::knob_set(&ON, "GPUPORT_ATTN_ROWS_SG").map_or(gpu.is_cpu(), |v| v == 1);
+    if on && rows_sg_fits(gpu, p).is_some() {
+        RowsPass::Subgroups
+    } else {
+        RowsPass::Blocks
+    }
+}
+
+/// The subgroup pass's `(heads a workgroup, columns a lane)` for `p`'s heads on this adapter:
+/// [`attention::rows_sg_shape`] at its narrowest subgroups, where it has subgroups.
+pub fn rows_sg_fits(gpu: &Gpu, p: &DecodeAttnParams) -> Option<(u32, u32)> {
+    let width = gpu.subgroup_min_width();
+    gpu.has_subgroups()
+        .then(|| attention::rows_sg_shape(p.heads, p.kv_heads, p.head_dim, width))
+        .flatten()
+}
+
 /// Records a [`RowsAttention`]: the preparation pass (queries into `q`, keys and values into
 /// each row's sequence at its position), then, with an output, the causal pass (each row
 /// attends to its own sequence's positions up to its own): over tiles of rows for consecutive
-/// rows of one sequence where [`tile_keys`] allows, else a row per workgroup.
+/// rows of one sequence where [`tile_keys`] allows, else a row per workgroup (for a row table
+/// as [`rows_pass`] says).
 pub fn attention_rows(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     call: RowsAttention<'_>,
+) -> Result<(), GpuError> {
+    attention_rows_on(gpu, rec, call, rows_pass(gpu, &call.p))
+}
+
+/// [`attention_rows`] with a row table's causal pass chosen by the caller (`pass`; without a
+/// row table it is ignored): tests run both.
+pub fn attention_rows_on(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: RowsAttention<'_>,
+    pass: RowsPass,
 ) -> Result<(), GpuError> {
     const WG: u32 = 128;
     let RowsAttention {
@@ -388,27 +437,47 @@ pub fn attention_rows(
             (p.heads, p.tokens.div_ceil(attention::tile_rows(p.head_dim))),
         );
     }
-    // A row per workgroup and GQA group (or the largest part of one that fits), in blocks of
-    // keys as many as suit a row table's rows or one sequence's.
-    let limit = gpu.limits().max_compute_workgroup_storage_size;
-    let keys = match rows {
-        Some(_) => attention::row_table_keys(p.head_dim, limit),
-        None => attention::row_keys(p.head_dim, limit),
-    };
-    let fit = keys
-        .map(|kb| kb.min(row_keys_most()))
-        .and_then(|kb| attention::row_group(p.heads, p.kv_heads, p.head_dim, kb).map(|g| (kb, g)));
-    let Some((kb, group)) = fit else {
-        return Err(GpuError::Shape(format!(
-            "prefill attention: heads of {} values do not fit the per-row pass's {} query \
-             values and {limit} bytes of workgroup memory",
-            p.head_dim,
-            attention::ROW_QUERY_VALUES
-        )));
+    // A row per workgroup and GQA group (or the largest part of one that fits): a row table's
+    // on subgroups where the caller asks; otherwise in blocks of keys as many as suit a row
+    // table's rows or one sequence's.
+    let (spec, group, kb) = match (rows, pass) {
+        (Some(_), RowsPass::Subgroups) => {
+            let Some((group, columns)) = rows_sg_fits(gpu, &p) else {
+                return Err(GpuError::Shape(format!(
+                    "row-table attention on subgroups: {} heads on {} KV heads of {} values do \
+                     not fit subgroups of {} lanes",
+                    p.heads,
+                    p.kv_heads,
+                    p.head_dim,
+                    gpu.subgroup_min_width()
+                )));
+            };
+            // Splits in whole units of 16 keys (any count would do: no blocks here).
+            let spec = attention::rows_sg_spec(p.head_dim, group, columns, kv_type);
+            (spec, group, 16)
+        }
+        _ => {
+            let limit = gpu.limits().max_compute_workgroup_storage_size;
+            let keys = match rows {
+                Some(_) => attention::row_table_keys(p.head_dim, limit),
+                None => attention::row_keys(p.head_dim, limit),
+            };
+            let fit = keys.map(|kb| kb.min(row_keys_most())).and_then(|kb| {
+                attention::row_group(p.heads, p.kv_heads, p.head_dim, kb).map(|g| (kb, g))
+            });
+            let Some((kb, group)) = fit else {
+                return Err(GpuError::Shape(format!(
+                    "prefill attention: heads of {} values do not fit the per-row pass's {} \
+                     query values and {limit} bytes of workgroup memory",
+                    p.head_dim,
+                    attention::ROW_QUERY_VALUES
+                )));
+            };
+            (attention::prefill_spec(p.head_dim, kb, kv_type), group, kb)
+        }
     };
     p.group = group;
     let groups = p.heads / group;
-    let spec = attention::prefill_spec(p.head_dim, kb, kv_type);
     let stride = attention::part_stride(p.head_dim);
     // Rows of several sequences, few enough for the partials' scratch: each row's keys split
     // across workgroups, then combined per (row, head).
