@@ -61,7 +61,7 @@ fn file(path: &str) -> Option<&'static str> {
         "attn_prep.wgsl" => include_str!("wgsl/attn_prep.wgsl"),
         "attn_prefill.wgsl" => include_str!("wgsl/attn_prefill.wgsl"),
         "attn_rows_sg.wgsl" => include_str!("wgsl/attn_rows_sg.wgsl"),
-        "attn_row_out.wgsl" => include_str!("wgsl/attn_row_out.wgsl"),
+        "attn_row_pass.wgsl" => include_str!("wgsl/attn_row_pass.wgsl"),
         "attn_tiles.wgsl" => include_str!("wgsl/attn_tiles.wgsl"),
         "attn_tile_rows.wgsl" => include_str!("wgsl/attn_tile_rows.wgsl"),
         "attn_coop.wgsl" => include_str!("wgsl/attn_coop.wgsl"),

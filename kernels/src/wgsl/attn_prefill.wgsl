@@ -55,7 +55,7 @@ var<workgroup> s: array<f32, SMAX>;
 
 //!include attn_pages.wgsl
 //!include attn_rows.wgsl
-//!include attn_row_out.wgsl
+//!include attn_row_pass.wgsl
 
 // This thread's share of a block: keys in k0.., values in v0.. (vec4s lid, lid + WG, ..).
 var<private> k0: vec4<f32>;
@@ -162,7 +162,7 @@ fn add_block(a: Acc, g: u32, c: u32) -> Acc {
     return Acc(o, mx, l);
 }
 
-// Output `a` of query head h at vec4 column c of row t (attn_row_out.wgsl).
+// Output `a` of query head h at vec4 column c of row t (attn_row_pass.wgsl).
 fn write_out(a: Acc, t: u32, h: u32, c: u32, z: u32) {
     store_row_out(a.o, a.m, a.l, t, h, c, z);
 }
@@ -170,19 +170,11 @@ fn write_out(a: Acc, t: u32, h: u32, c: u32, z: u32) {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let t = wg.y;
-    let at = batch_row(t);
-    let pos = at.x;
-    var first = 0u;
-    if p.window > 0u && pos + 1u > p.window {
-        first = pos + 1u - p.window;
-    }
-    // The keys [lo, hi] of this workgroup (empty when lo > hi).
-    var lo = first;
-    var hi = pos;
-    if p.split_keys > 0u {
-        lo = max(first, wg.z * p.split_keys);
-        hi = min(pos, wg.z * p.split_keys + p.split_keys - 1u);
-    }
+    // This workgroup's keys [lo, hi] (empty when lo > hi).
+    let rk = row_keys(t, wg.z);
+    let pos = rk.pos;
+    let lo = rk.lo;
+    let hi = rk.hi;
     let gs = p.group;
     let h0 = wg.x * gs;
     let kvh = h0 / (p.heads / p.kv_heads);
@@ -202,7 +194,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     // past the sequence's).
     let start = lo - lo % KB;
     let last = select(pos - pos % KB, hi - hi % KB, lo <= hi);
-    fetch(lid, cache_row_in(at.y, min(start, last)), row4, kb4);
+    fetch(lid, cache_row_in(rk.base, min(start, last)), row4, kb4);
     for (var j0 = start; j0 <= hi && lo <= hi; j0 += KB) {
         publish(lid, 0u, j0, 0u, 0xffffffffu);
         workgroupBarrier();
@@ -223,7 +215,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         workgroupBarrier();
         publish(lid, 1u, j0, lo, hi);
         // The next block (this one again after the last: unused), in flight during the values.
-        fetch(lid, cache_row_in(at.y, min(j0 + KB, last)), row4, kb4);
+        fetch(lid, cache_row_in(rk.base, min(j0 + KB, last)), row4, kb4);
         workgroupBarrier();
         if lid < items {
             a0 = add_block(a0, lid / HD4, lid % HD4);

@@ -37,7 +37,7 @@ override HD4: u32 = HD / 4u;
 
 //!include attn_pages.wgsl
 //!include attn_rows.wgsl
-//!include attn_row_out.wgsl
+//!include attn_row_pass.wgsl
 
 // The subgroups' results: per subgroup and head, HD4 vec4s of o then (m, l, 0, 0): 128 / width
 // subgroups × G × (HD4 + 1) vec4s, which `attention::rows_sg_shape` keeps to PMAX
@@ -78,30 +78,32 @@ fn col_live(lane: u32, width: u32, i: u32) -> bool {
     return lane + i * width < HD4;
 }
 
-// The lane's columns of cache row `row` (pool row, KV head offset kb4), zeros at dead ones.
-fn load_cols(cache: u32, row: u32, kb4: u32, lane: u32, width: u32) -> Cols {
-    let row4 = p.kv_heads * HD4;
-    let at = row * row4 + kb4;
-    var r: Cols;
-    let z = vec4<f32>(0.0);
+// Word `i` of the key cache (`cache` 0) or the value cache (1).
+fn cache_word(cache: u32, i: u32) -> KvWord {
     if cache == 0u {
-        r.c0 = select(z, kv_load(k[at + col(lane, width, 0u)]), col_live(lane, width, 0u));
-        if NC > 1u {
-            r.c1 = select(z, kv_load(k[at + col(lane, width, 1u)]), col_live(lane, width, 1u));
-        }
-        if NC > 2u {
-            r.c2 = select(z, kv_load(k[at + col(lane, width, 2u)]), col_live(lane, width, 2u));
-            r.c3 = select(z, kv_load(k[at + col(lane, width, 3u)]), col_live(lane, width, 3u));
-        }
-    } else {
-        r.c0 = select(z, kv_load(v[at + col(lane, width, 0u)]), col_live(lane, width, 0u));
-        if NC > 1u {
-            r.c1 = select(z, kv_load(v[at + col(lane, width, 1u)]), col_live(lane, width, 1u));
-        }
-        if NC > 2u {
-            r.c2 = select(z, kv_load(v[at + col(lane, width, 2u)]), col_live(lane, width, 2u));
-            r.c3 = select(z, kv_load(v[at + col(lane, width, 3u)]), col_live(lane, width, 3u));
-        }
+        return k[i];
+    }
+    return v[i];
+}
+
+// Column `n` of this lane of cache row `at` (its first word), zero at a dead one.
+fn cache_col(cache: u32, at: u32, lane: u32, width: u32, n: u32) -> vec4<f32> {
+    let word = cache_word(cache, at + col(lane, width, n));
+    return select(vec4<f32>(0.0), kv_load(word), col_live(lane, width, n));
+}
+
+// The lane's columns of cache row `row` (pool row, KV head offset kb4) of the key (`cache` 0)
+// or value (1) cache.
+fn load_cols(cache: u32, row: u32, kb4: u32, lane: u32, width: u32) -> Cols {
+    let at = row * p.kv_heads * HD4 + kb4;
+    var r: Cols;
+    r.c0 = cache_col(cache, at, lane, width, 0u);
+    if NC > 1u {
+        r.c1 = cache_col(cache, at, lane, width, 1u);
+    }
+    if NC > 2u {
+        r.c2 = cache_col(cache, at, lane, width, 2u);
+        r.c3 = cache_col(cache, at, lane, width, 3u);
     }
     return r;
 }
@@ -187,19 +189,10 @@ fn main(
     @builtin(subgroup_size) width: u32,
 ) {
     let t = wg.y;
-    let at = batch_row(t);
-    let pos = at.x;
-    var first = 0u;
-    if p.window > 0u && pos + 1u > p.window {
-        first = pos + 1u - p.window;
-    }
-    // The keys [lo, hi] of this workgroup (empty when lo > hi).
-    var lo = first;
-    var hi = pos;
-    if p.split_keys > 0u {
-        lo = max(first, wg.z * p.split_keys);
-        hi = min(pos, wg.z * p.split_keys + p.split_keys - 1u);
-    }
+    // This workgroup's keys [lo, hi] (empty when lo > hi).
+    let rk = row_keys(t, wg.z);
+    let lo = rk.lo;
+    let hi = rk.hi;
     let h0 = wg.x * G;
     let kb4 = (h0 / (p.heads / p.kv_heads)) * HD4;
     var a0 = load_query(t, h0, lane, width);
@@ -219,8 +212,8 @@ fn main(
     for (var j = lo + sg; j <= hi && lo <= hi; j += 2u * nsg) {
         let j2 = j + nsg;
         let live2 = j2 <= hi;
-        let r1 = cache_row_in(at.y, j);
-        let r2 = cache_row_in(at.y, select(j, j2, live2));
+        let r1 = cache_row_in(rk.base, j);
+        let r2 = cache_row_in(rk.base, select(j, j2, live2));
         let k1 = load_cols(0u, r1, kb4, lane, width);
         let v1 = load_cols(1u, r1, kb4, lane, width);
         let k2 = load_cols(0u, r2, kb4, lane, width);
