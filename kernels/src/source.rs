@@ -239,6 +239,18 @@ mod tests {
     }
 
     #[test]
+    fn the_subgroup_row_pass_holds_what_its_shape_allows() {
+        let pmax: u32 = file("attn_rows_sg.wgsl")
+            .and_then(|src| {
+                src.lines()
+                    .find_map(|l| l.strip_prefix("const PMAX: u32 = "))
+            })
+            .and_then(|v| v.trim_end_matches(';').trim_end_matches('u').parse().ok())
+            .expect("attn_rows_sg.wgsl: no `const PMAX`");
+        assert_eq!(pmax, crate::attention::ROWS_SG_PARTS);
+    }
+
+    #[test]
     fn kv_snippets_exist_for_the_cache_types_only() {
         use crate::attention::KV_TYPES;
         for ty in GgmlType::ALL {

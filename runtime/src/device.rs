@@ -277,10 +277,11 @@ impl Gpu {
         }
     }
 
-    /// Lanes of the adapter's narrowest subgroup (32 where it does not say).
+    /// Lanes of the adapter's narrowest subgroup (4, the least any backend reports, where it
+    /// does not say: a kernel that sizes its work by it must not over-estimate it).
     pub fn subgroup_min_width(&self) -> u32 {
         match self.info.subgroup_min_size {
-            0 => 32,
+            0 => 4,
             n => n,
         }
     }

@@ -1,5 +1,5 @@
 // The bindings 0-5 of the prefill causal passes (attn_prefill.wgsl, attn_tiles.wgsl,
-// attn_coop.wgsl): the
+// attn_coop.wgsl, attn_rows_sg.wgsl): the
 // uniform block, the prepared queries [tokens, heads, head_dim], the paged key and value caches,
 // the output [tokens, heads * head_dim], and the page table. The caches hold `KvWord`s
 // (the `kv` snippet: f32 or f16 values, four a word), read through `kv_load`.

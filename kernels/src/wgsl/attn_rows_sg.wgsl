@@ -1,13 +1,13 @@
 // Batched decode's attention over a row table, one query a (row, head), on subgroups: the pass
 // `ops::attention_rows` takes for a row table where the adapter has subgroups wide enough
-// (`attention::rows_sg_columns`), in place of attn_prefill.wgsl's block walk. Row t (its
+// (`attention::rows_sg_shape`), in place of attn_prefill.wgsl's block walk. Row t (its
 // position pos and page-table base from the row table, attn_rows.wgsl) attends to keys
 // [first, pos] (first = pos + 1 - window with a sliding window), or with p.split_keys > 0 to
 // split z's part of them, writing the partials attn_combine.wgsl adds up (the layout of
 // attn_prefill.wgsl's: o unnormalized, then m and l).
 //
 // Workgroup (g, t, z) takes the G query heads g G .. of row t, which share one KV head (G ≤ 4:
-// `attention::rows_sg_group`). Its subgroups walk the keys in turn (subgroup s takes keys lo +
+// `attention::rows_sg_shape`). Its subgroups walk the keys in turn (subgroup s takes keys lo +
 // s, lo + s + n, .. for n subgroups), two a step so that both keys' loads are in flight
 // together. A lane owns NC vec4 columns of the head dim (c = lane, lane + width, ..): it loads
 // its columns of each key and value row (a subgroup reads a row with consecutive word loads)
@@ -16,7 +16,9 @@
 // the same online softmax (running max m and sum l per head) and scales its own columns: no
 // workgroup memory and no barrier in the walk, and each score's exp is taken once a lane, not
 // once per column thread as in the block walk. At the end the subgroups' (m, l, o) meet in
-// workgroup memory and threads (head, column) combine them.
+// workgroup memory and threads (head, column) combine them. Every subgroup is assumed full
+// (128 threads in subgroups of the adapter's width, as the drivers served give them; Vulkan
+// promises it only to full-subgroup pipelines, which wgpu does not ask for).
 //
 // Why: the block walk (attn_prefill.wgsl) stages each block in workgroup memory behind four
 // barriers and walks it three times per thread (the score's dot, the block's max, the weighted

@@ -329,10 +329,12 @@ pub fn rows_pass(gpu: &Gpu, p: &DecodeAttnParams) -> RowsPass {
 }
 
 /// The subgroup pass's `(heads a workgroup, columns a lane)` for `p`'s heads on this adapter:
-/// [`attention::rows_sg_shape`] at its narrowest subgroups, where it has subgroups.
+/// [`attention::rows_sg_shape`] at its narrowest subgroups, where it has subgroups and gives a
+/// workgroup the memory of [`attention::ROWS_SG_PARTS`] vec4s.
 pub fn rows_sg_fits(gpu: &Gpu, p: &DecodeAttnParams) -> Option<(u32, u32)> {
     let width = gpu.subgroup_min_width();
-    gpu.has_subgroups()
+    let memory = gpu.limits().max_compute_workgroup_storage_size >= 16 * attention::ROWS_SG_PARTS;
+    (gpu.has_subgroups() && memory)
         .then(|| attention::rows_sg_shape(p.heads, p.kv_heads, p.head_dim, width))
         .flatten()
 }
