@@ -211,11 +211,28 @@ impl KernelSpec {
         )
     }
 
-    /// Whether the module's inner loops have constant trip counts that the driver should unroll
-    /// (the tensor-core kernels' fragment loops): it is compiled without naga's loop-bounding
-    /// counter, which hides the trip count.
-    pub fn unrolled_loops(&self) -> bool {
-        self.needs_cooperative_matrix()
+    /// Whether the module keeps naga's loop-bounding counter (a counter on every loop that
+    /// breaks out after 2^64 trips, so a runaway loop cannot hang the device). The counter hides
+    /// a loop's trip count from the driver's compiler, so loops with constant trip counts are
+    /// not unrolled: the tensor-core kernels (fragment loops), attention (the key and
+    /// head-dimension walks: the row-table pass measured 128.8 → 67.5 µs and the long-context
+    /// decode 40.8 → 25.4 µs without it on an H100, docs/performance.md "v40") and the int8
+    /// few-row GEMM (the 32-row GEMMs 14–26% faster) drop it. The other families keep it until
+    /// measured: NVIDIA's 580 compiler once crashed on GEMV variants compiled with neither index
+    /// clamps nor loop bounding, and the f32 tiled GEMM (`gemm`) drifts past its test's
+    /// tolerance on that driver without it. The runtime's
+    /// `GPUPORT_LOOP_BOUNDING` / `GPUPORT_UNBOUNDED_LOOPS` override this per family.
+    pub fn loop_bounding(&self) -> bool {
+        !(self.needs_cooperative_matrix()
+            || matches!(
+                self.family,
+                Family::AttnDecode
+                    | Family::AttnCombine
+                    | Family::AttnPrefill
+                    | Family::AttnRowsSubgroup
+                    | Family::AttnTiles
+                    | Family::GemmRowsQ8
+            ))
     }
 
     /// A stable, readable label: `gemv.q4_K.subgroup.WG=128.ROWS=8.RPT=2`.

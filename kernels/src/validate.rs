@@ -170,11 +170,15 @@ pub struct BufferBinding {
 impl Validated {
     /// `spec` (which must have this source) compiled to SPIR-V as the runtime has wgpu
     /// compile it for a Vulkan 1.3 device (`runtime/src/pipeline.rs`; SPIR-V 1.6): constants
-    /// applied, no index clamps, naga's loop bounding only where the family does not drop it
-    /// ([`KernelSpec::unrolled_loops`]), workgroup memory not zeroed. With the buffer bindings
-    /// of group 0, for a tool that builds the pipeline itself (`cargo xtask kernel-stats`:
-    /// what a Vulkan driver made of a variant).
-    pub fn spirv(&self, spec: &KernelSpec) -> Result<(Vec<u32>, Vec<BufferBinding>), ShaderError> {
+    /// applied, no index clamps, naga's loop bounding as `loop_bounding` says (the runtime's
+    /// choice for the variant: [`KernelSpec::loop_bounding`] unless overridden), workgroup
+    /// memory not zeroed. With the buffer bindings of group 0, for a tool that builds the
+    /// pipeline itself (`cargo xtask kernel-stats`: what a Vulkan driver made of a variant).
+    pub fn spirv(
+        &self,
+        spec: &KernelSpec,
+        loop_bounding: bool,
+    ) -> Result<(Vec<u32>, Vec<BufferBinding>), ShaderError> {
         let (module, info) = self.specialize(spec)?;
         let options = naga::back::spv::Options {
             // wgpu's for a Vulkan 1.3 device (the highest that version takes).
@@ -183,7 +187,7 @@ impl Validated {
             bounds_check_policies: naga::proc::BoundsCheckPolicies::default(),
             zero_initialize_workgroup_memory:
                 naga::back::spv::ZeroInitializeWorkgroupMemoryMode::None,
-            force_loop_bounding: !spec.unrolled_loops(),
+            force_loop_bounding: loop_bounding,
             ..Default::default()
         };
         let words = write_spirv(spec, &module, &info, &options)?;

@@ -88,22 +88,15 @@ impl Gpu {
                 self.device.create_shader_module(descriptor)
             } else {
                 // naga otherwise clamps every dynamic index, which lands in the innermost loop of
-                // each bandwidth-bound kernel. Only index clamps are dropped: with loop bounding
-                // off as well, NVIDIA's 580 driver compiler crashed (segfault in
-                // libnvidia-gpucomp) on some GEMV variants.
-                // Families whose inner loops the driver should unroll
-                // (`KernelSpec::unrolled_loops`) also drop loop bounding: its counter keeps a
-                // loop from having a known trip count.
+                // each bandwidth-bound kernel. Loop bounding is dropped only where
+                // `loop_bounding` says (see there).
                 // SAFETY: every kernel of gpuport-kernels indexes only inside ranges the `ops`
                 // functions check before dispatch (bindings cover rows x row bytes, x covers the
                 // columns, y the rows; loops are bounded by uniform counts or constants). Set
-                // GPUPORT_SHADER_CHECKS=1 to compile with checks when debugging a kernel, or
-                // GPUPORT_LOOP_BOUNDING=1 to keep loop bounding everywhere
-                // (GPUPORT_UNBOUNDED_LOOPS names more families to drop it for: an A/B).
+                // GPUPORT_SHADER_CHECKS=1 to compile with checks when debugging a kernel.
                 #[allow(unsafe_code)]
                 unsafe {
-                    let bounded = !(spec.unrolled_loops() || unbounded_family(spec))
-                        || std::env::var_os("GPUPORT_LOOP_BOUNDING").is_some();
+                    let bounded = loop_bounding(spec);
                     let checks = wgpu::ShaderRuntimeChecks {
                         bounds_checks: false,
                         force_loop_bounding: bounded,
@@ -276,22 +269,43 @@ fn write_cache_file(path: &Path, data: &[u8]) -> std::io::Result<()> {
     result
 }
 
-/// Whether `spec`'s family is one `GPUPORT_UNBOUNDED_LOOPS` names (comma-separated family
-/// names, e.g. `attn_prefill,attn_decode`): compiled without naga's loop-bounding counter
-/// beside [`KernelSpec::unrolled_loops`]' families, to measure on an adapter what the counter
-/// costs a kernel whose inner loops have constant trip counts (the counter hides them from the
-/// driver's unroller). Unset by default: NVIDIA's 580 compiler crashed on some GEMV variants
-/// compiled with neither bounds checks nor loop bounding.
-fn unbounded_family(spec: &KernelSpec) -> bool {
-    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    NAMES
-        .get_or_init(|| {
-            std::env::var("GPUPORT_UNBOUNDED_LOOPS")
-                .map(|v| v.split(',').map(|n| n.trim().to_owned()).collect())
-                .unwrap_or_default()
-        })
-        .iter()
-        .any(|n| n == spec.family.name())
+/// Whether `spec` is compiled with naga's loop-bounding counter: [`KernelSpec::loop_bounding`]
+/// unless the environment says otherwise for its family. `GPUPORT_LOOP_BOUNDING` keeps the
+/// counter (`1` or `all`: every family; else comma-separated family names, e.g.
+/// `attn_prefill,attn_decode`); `GPUPORT_UNBOUNDED_LOOPS` drops it (`all`, or names), for A/Bs
+/// of what the counter costs a kernel whose loops have constant trip counts. Bounding wins
+/// where both name a family.
+pub fn loop_bounding(spec: &KernelSpec) -> bool {
+    static KNOBS: std::sync::OnceLock<(FamilySet, FamilySet)> = std::sync::OnceLock::new();
+    let (bounded, unbounded) = KNOBS.get_or_init(|| {
+        (
+            FamilySet::from_env("GPUPORT_LOOP_BOUNDING"),
+            FamilySet::from_env("GPUPORT_UNBOUNDED_LOOPS"),
+        )
+    });
+    let family = spec.family.name();
+    bounded.names(family) || (spec.loop_bounding() && !unbounded.names(family))
+}
+
+/// Kernel families an environment variable names: `1` or `all` for every one, else
+/// comma-separated family names.
+struct FamilySet(Vec<String>);
+
+impl FamilySet {
+    fn from_env(var: &str) -> Self {
+        let value = std::env::var(var).unwrap_or_default();
+        Self(
+            value
+                .split(',')
+                .map(|n| n.trim().to_owned())
+                .filter(|n| !n.is_empty())
+                .collect(),
+        )
+    }
+
+    fn names(&self, family: &str) -> bool {
+        self.0.iter().any(|n| n == family || n == "all" || n == "1")
+    }
 }
 
 #[cfg(test)]

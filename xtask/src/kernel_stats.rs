@@ -61,7 +61,8 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             Some(v) if v.matches(spec) => current.insert(v),
             _ => current.insert(validate::Validated::new(spec)?),
         };
-        let (words, bindings) = validated.spirv(spec)?;
+        let (words, bindings) =
+            validated.spirv(spec, gpuport_runtime::pipeline::loop_bounding(spec))?;
         let report = vk
             .report(&words, &bindings)
             .with_context(|| format!("building {label}"))?;
