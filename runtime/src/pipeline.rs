@@ -283,6 +283,11 @@ pub fn loop_bounding(spec: &KernelSpec) -> bool {
             FamilySet::from_env("GPUPORT_UNBOUNDED_LOOPS"),
         )
     });
+    bounded_with(spec, bounded, unbounded)
+}
+
+/// [`loop_bounding`]'s rule with the two knobs given.
+fn bounded_with(spec: &KernelSpec, bounded: &FamilySet, unbounded: &FamilySet) -> bool {
     let family = spec.family.name();
     bounded.names(family) || (spec.loop_bounding() && !unbounded.names(family))
 }
@@ -293,7 +298,10 @@ struct FamilySet(Vec<String>);
 
 impl FamilySet {
     fn from_env(var: &str) -> Self {
-        let value = std::env::var(var).unwrap_or_default();
+        Self::parse(&std::env::var(var).unwrap_or_default())
+    }
+
+    fn parse(value: &str) -> Self {
         Self(
             value
                 .split(',')
@@ -311,6 +319,38 @@ impl FamilySet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loop_bounding_knobs_name_families_or_all() {
+        use gpuport_kernels::{attention, gemm};
+        let attn = attention::prefill_spec(64, 16, gpuport_gguf::GgmlType::F16);
+        let splits = gemm::splits_spec(true);
+        assert!(
+            !attn.loop_bounding() && splits.loop_bounding(),
+            "the defaults"
+        );
+        let none = FamilySet::parse("");
+        assert!(!bounded_with(&attn, &none, &none));
+        assert!(bounded_with(&splits, &none, &none));
+        for all in ["1", "all", " all "] {
+            let all = FamilySet::parse(all);
+            assert!(bounded_with(&attn, &all, &none), "bounding everywhere");
+            assert!(!bounded_with(&splits, &none, &all), "bounding nowhere");
+        }
+        let named = FamilySet::parse("gemv, attn_prefill,");
+        assert!(bounded_with(&attn, &named, &none), "attn_prefill named");
+        assert!(!bounded_with(
+            &splits,
+            &none,
+            &FamilySet::parse("gemm_splits")
+        ));
+        assert!(
+            bounded_with(&splits, &none, &named),
+            "gemm_splits not named"
+        );
+        // Where both knobs name a family, bounding wins.
+        assert!(bounded_with(&attn, &named, &named));
+    }
 
     #[test]
     fn cache_files_are_whole_or_ignored() {
