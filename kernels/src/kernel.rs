@@ -215,9 +215,9 @@ impl KernelSpec {
     /// breaks out after 2^64 trips, so a runaway loop cannot hang the device). The counter hides
     /// a loop's trip count from the driver's compiler, so loops with constant trip counts are
     /// not unrolled: the tensor-core kernels (fragment loops), attention (the key and
-    /// head-dimension walks: the row-table pass measured 128.8 → 67.5 µs and the long-context
+    /// head-dimension walks: the row-table pass measured 127.9 → 67.5 µs and the long-context
     /// decode 40.8 → 25.4 µs without it on an H100, docs/performance.md "v40") and the int8
-    /// few-row GEMM (the 32-row GEMMs 14–26% faster) drop it. The other families keep it until
+    /// few-row GEMM (the 32-row GEMMs 9–26% faster) drop it. The other families keep it until
     /// measured: NVIDIA's 580 compiler once crashed on GEMV variants compiled with neither index
     /// clamps nor loop bounding, and the f32 tiled GEMM (`gemm`) drifts past its test's
     /// tolerance on that driver without it. The runtime's

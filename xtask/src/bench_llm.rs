@@ -59,7 +59,7 @@ struct ParallelRun {
     itl_p50_ms: f64,
     itl_p99_ms: f64,
     /// Pipelines compiled during the measured round (0 when the warm-up round covered it: a
-    /// compile inside it is a stall of its own, ~10–50 ms on NVIDIA's driver).
+    /// compile inside it is a stall of its own, 1–45 ms a variant on lavapipe).
     compiled_while_measured: usize,
 }
 
