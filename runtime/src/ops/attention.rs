@@ -317,7 +317,9 @@ pub enum RowsPass {
 /// `GPUPORT_ATTN_ROWS_SG=1` (0 keeps the blocks on a CPU adapter too); else
 /// [`RowsPass::Blocks`]. On lavapipe (this project's 2-core CI machine, docs/performance.md,
 /// "v39") 8 streams of SmolLM2 decoded 19.7 / 20.1 tok/s on subgroups against 16.1 / 16.3 in
-/// blocks; on GPUs it is written and tested but not yet timed.
+/// blocks. On an H100 ("v40") it lost to the blocks once both dropped naga's loop bounding
+/// (the 8B's 64 rows × 192 keys 94.7 against 67.5 µs; only Gemma 3's head dim 256 was faster
+/// on subgroups, 22.0 against 24.2), so GPUs keep the blocks.
 pub fn rows_pass(gpu: &Gpu, p: &DecodeAttnParams) -> RowsPass {
     static ON: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let on = super::knob_set(&ON, "GPUPORT_ATTN_ROWS_SG").map_or(gpu.is_cpu(), |v| v == 1);
