@@ -17,18 +17,15 @@ pub struct SampleParams {
     pub top_k: u32,
     /// Recent ids to penalize: `tokens[recent_start..recent_start + n_recent]`.
     pub n_recent: u32,
-    /// The Philox counter: the index of the token being sampled.
-    pub step: u32,
+    /// The draw's random word: [`draw_word`] of the row's seed and the index of the token
+    /// being sampled (its 24 high bits are the uniform).
+    pub draw: u32,
     /// Temperature (≤ 0: greedy).
     pub temperature: f32,
     /// Nucleus mass to keep (≥ 1: off).
     pub top_p: f32,
     /// Repetition penalty (1 = off).
     pub penalty: f32,
-    /// Seed, low word.
-    pub seed_lo: u32,
-    /// Seed, high word.
-    pub seed_hi: u32,
     /// Index in `tokens` of the first recent id.
     pub recent_start: u32,
     /// Index in `tokens` that receives the chosen id.
@@ -148,10 +145,16 @@ pub fn philox4x32(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
     c
 }
 
-/// The uniform in `[0, 1)` the sampler draws at `step` for `seed` (24 bits of Philox output).
+/// The random word of the draw at `step` for `seed` ([`SampleParams::draw`]): the first
+/// word of Philox4x32-10 at counter `(step, 0, 0, 0)` under key `seed`.
+pub fn draw_word(seed: u64, step: u32) -> u32 {
+    philox4x32([step, 0, 0, 0], [seed as u32, (seed >> 32) as u32])[0]
+}
+
+/// The uniform in `[0, 1)` the sampler draws at `step` for `seed` (the 24 high bits of
+/// [`draw_word`]).
 pub fn uniform(seed: u64, step: u32) -> f32 {
-    let r = philox4x32([step, 0, 0, 0], [seed as u32, (seed >> 32) as u32]);
-    (r[0] >> 8) as f32 * (1.0 / 16_777_216.0)
+    (draw_word(seed, step) >> 8) as f32 * (1.0 / 16_777_216.0)
 }
 
 /// The ids the filters keep, by the definitions the kernel implements (exact arithmetic):

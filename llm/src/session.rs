@@ -3,7 +3,7 @@
 //! exactly, and the cache kept across calls so a prompt that extends the previous one (the
 //! next chat turn) prefills only what is new.
 
-use gpuport_kernels::sample::SampleParams;
+use gpuport_kernels::sample::{self, SampleParams};
 
 use super::error::LlmError;
 use super::kv_cache::{DEFAULT_PAGE, KvCache};
@@ -109,12 +109,10 @@ pub(crate) fn record_sample(
         } else {
             n_recent as u32
         },
-        step: pos as u32,
+        draw: sample::draw_word(s.seed, pos as u32),
         temperature: s.temperature,
         top_p: s.top_p,
         penalty: s.repeat_penalty,
-        seed_lo: s.seed as u32,
-        seed_hi: (s.seed >> 32) as u32,
         recent_start: (base + pos + 1 - n_recent) as u32,
         out_index: out_index as u32,
         round: 0,

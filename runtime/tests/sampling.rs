@@ -6,7 +6,7 @@
 
 use gpuport_testing as support;
 
-use gpuport_kernels::sample::{SampleParams, kept_reference, uniform};
+use gpuport_kernels::sample::{SampleParams, draw_word, kept_reference, uniform};
 use gpuport_runtime::{Elem, Gpu, Recorder, Tensor, ops};
 
 /// Distinct, well-separated logits: a shuffled ramp over [-5, 5).
@@ -26,12 +26,10 @@ fn params(vocab: usize) -> SampleParams {
         vocab: vocab as u32,
         top_k: 0,
         n_recent: 0,
-        step: 0,
+        draw: draw_word(7, 0),
         temperature: 1.0,
         top_p: 1.0,
         penalty: 1.0,
-        seed_lo: 7,
-        seed_hi: 0,
         recent_start: 0,
         out_index: 0,
         round: 0,
@@ -156,12 +154,10 @@ fn every_draw_follows_the_philox_stream() {
         let mut counts = vec![0u32; vocab];
         for step in 0..64u32 {
             let p = SampleParams {
-                step,
+                draw: draw_word(0x1_DEAD_BEEF, step),
                 top_k,
                 top_p,
                 temperature,
-                seed_lo: 0xDEAD_BEEF,
-                seed_hi: 1,
                 ..params(vocab)
             };
             let (token, _, probs, _) = run(&gpu, &logits, &[], p);

@@ -19,10 +19,13 @@
 //   threshold (0 otherwise) into `probs`, and each slice's sum;
 // 6 MASS (slices): probabilities below the top-p threshold zeroed; each slice's kept mass
 //   and count;
-// 7 DRAW (one): an inverse-CDF draw with a Philox4x32-10 uniform keyed by (seed_lo, seed_hi),
-//   counter (step, 0, 0, 0): the slice whose running mass passes u, then the element within
-//   it. The id goes to tokens[out_index] (the sequence buffer) and out[0], the kept count to
-//   out[1].
+// 7 DRAW (one): an inverse-CDF draw with the uniform u = (draw >> 8) / 2^24, `draw` the
+//   Philox4x32-10 word the host computed for the row's seed and step (`sample::draw_word`):
+//   the slice whose running mass passes u, then the element within it. The id goes to
+//   tokens[out_index] (the sequence buffer) and out[0], the kept count to out[1]. (Philox
+//   ran here until v41: its ten unrolled rounds of 16-bit multiplies took lavapipe ~9 s to
+//   compile, a stall before a CPU adapter's first sampled token, for a value the host knows
+//   when it records the draw.)
 // The recent ids are tokens[recent_start .. recent_start + n_recent]. Sums over slices are
 // taken in slice order by one workgroup's fixed tree, so every workgroup that needs a total
 // computes the same bits. One workgroup used to do all of this (0.9 ms at 262,144 logits on
@@ -33,12 +36,10 @@ struct Params {
     vocab: u32,
     top_k: u32,        // 0: off
     n_recent: u32,
-    step: u32,
+    draw: u32,
     temperature: f32,
     top_p: f32,        // >= 1: off
     penalty: f32,      // 1: off
-    seed_lo: u32,
-    seed_hi: u32,
     recent_start: u32,
     out_index: u32,
     round: u32,        // HIST, SELECT: the round (0-3), plus 16 for the top-p select
@@ -101,36 +102,6 @@ fn pset(i: u32, v: u32) {
 fn key(v: f32) -> u32 {
     let b = bitcast<u32>(v);
     return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
-}
-
-// (low, high) halves of the 64-bit product a * b (WGSL has no 64-bit integers).
-fn mul_wide(a: u32, b: u32) -> vec2<u32> {
-    let al = a & 0xFFFFu;
-    let ah = a >> 16u;
-    let bl = b & 0xFFFFu;
-    let bh = b >> 16u;
-    let ll = al * bl;
-    let lh = al * bh;
-    let hl = ah * bl;
-    let mid = (ll >> 16u) + (lh & 0xFFFFu) + (hl & 0xFFFFu);
-    return vec2<u32>((ll & 0xFFFFu) | (mid << 16u), ah * bh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u));
-}
-
-// Philox4x32-10 (Salmon et al., Random123).
-fn philox(counter: vec4<u32>, k0: u32, k1: u32) -> vec4<u32> {
-    var c = counter;
-    var key0 = k0;
-    var key1 = k1;
-    for (var r = 0u; r < 10u; r++) {
-        if r > 0u {
-            key0 += 0x9E3779B9u;
-            key1 += 0xBB67AE85u;
-        }
-        let a = mul_wide(0xD2511F53u, c.x);
-        let b = mul_wide(0xCD9E8D57u, c.z);
-        c = vec4<u32>(b.y ^ c.y ^ key0, b.x, a.y ^ c.w ^ key1, a.x);
-    }
-    return c;
 }
 
 // The workgroup's sum of v in a fixed order (the same bits in every workgroup).
@@ -388,8 +359,7 @@ fn draw(lid: u32) {
     let range = wg_scan(lid, run);
     // The scan's total, still in workgroup memory.
     let grand = redf[WG - 1u];
-    let r = philox(vec4<u32>(p.step, 0u, 0u, 0u), p.seed_lo, p.seed_hi);
-    let u = f32(r.x >> 8u) * (1.0 / 16777216.0) * grand;
+    let u = f32(p.draw >> 8u) * (1.0 / 16777216.0) * grand;
     if lid == 0u {
         bcast[0] = 0xFFFFFFFFu;
         bcast[1] = 0u;
