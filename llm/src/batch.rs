@@ -204,6 +204,18 @@ pub struct Batch<'m> {
     finished: u64,
 }
 
+/// What [`Batch::precompile`] did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Precompiled {
+    /// Forward shapes recorded.
+    pub forwards: usize,
+    /// Pipelines compiled (the others were compiled already, or came from the disk cache
+    /// without a compile).
+    pub pipelines: usize,
+    /// Wall time.
+    pub seconds: f64,
+}
+
 /// One forward pass of a submit: its rows and the rows whose logits are sampled.
 struct Forward {
     /// (sequence, position, token index) per row.
@@ -740,12 +752,7 @@ impl<'m> Batch<'m> {
         // them side by side, and only they cross to the host.
         let read_at = words.len();
         words.extend(read.iter().map(|i| *i as u32));
-        if words.len() > self.table.shape[0] {
-            let n = words.len().next_power_of_two();
-            self.table = self
-                .gpu
-                .upload(&vec![0u8; 4 * n], Elem::U32, &[n], "batch row tables")?;
-        }
+        self.reserve_table(words.len())?;
         self.gpu.queue.write_buffer(
             &self.table.buffer,
             self.table.offset,
@@ -784,6 +791,89 @@ impl<'m> Batch<'m> {
             return Ok(None);
         }
         Ok(Some((self.gpu.start_readback(&readout)?, read.len())))
+    }
+
+    /// Grows the row-table buffer to hold `words` words (its contents are written before each
+    /// submit).
+    fn reserve_table(&mut self, words: usize) -> Result<(), LlmError> {
+        if words > self.table.shape[0] {
+            let n = words.next_power_of_two();
+            self.table = self
+                .gpu
+                .upload(&vec![0u8; 4 * n], Elem::U32, &[n], "batch row tables")?;
+        }
+        Ok(())
+    }
+
+    /// Compiles every pipeline a forward of this batch can run, so that no request meets a
+    /// compile mid-stream (1–45 ms a variant on lavapipe, more on some drivers; with the
+    /// disk cache each is a load): kernel variants change with the rows a forward takes
+    /// (few-row, tensor-core and tiled GEMMs, split sums, the output head's rows), with the
+    /// keys its rows hold (the row tables' split path and its combine, the single-sequence
+    /// decode attention's splits) and with sampling (argmax, the sampler's stages).
+    ///
+    /// Each shape is recorded into a [`Recorder::compile_only`] recorder — the forward's
+    /// ops choose their kernels as for real, and nothing is dispatched, uploaded or written —
+    /// so it costs the compiles and host time only: every row count from 1 to
+    /// [`BatchShape::max_rows`], each with its keys at 1 and at the context (and at powers of
+    /// 4 between for up to [`BatchShape::slots`] rows, where decode lives), every sampled-row
+    /// count, greedy and with every sampler stage. Sequences and pages are untouched.
+    pub fn precompile(&mut self) -> Result<Precompiled, LlmError> {
+        let started = std::time::Instant::now();
+        let before = self.gpu.pipelines.len();
+        let (slots, capacity, max_rows) = (
+            self.shape.slots,
+            self.shape.seq_capacity,
+            self.shape.max_rows,
+        );
+        self.reserve_table(ROW_WORDS * max_rows + slots)?;
+        let greedy = Sampling::GREEDY;
+        // Every sampler stage: the penalty, top-k's and top-p's selections, the draw.
+        let sampler = Sampling {
+            temperature: 1.0,
+            top_k: 40,
+            top_p: 0.9,
+            repeat_penalty: 1.1,
+            ..Sampling::GREEDY
+        };
+        let mut keys = vec![1, capacity];
+        keys.extend((1..).map(|k| 4usize.pow(k)).take_while(|&k| k < capacity));
+        keys.sort_unstable();
+        // (rows, keys, sampled rows, sampling)
+        let mut shapes: Vec<(usize, usize, usize, Sampling)> = Vec::new();
+        for n in 1..=max_rows {
+            let m = n.min(slots);
+            let span: &[usize] = if n <= slots { &keys } else { &[1, capacity] };
+            shapes.extend(span.iter().map(|&k| (n, k, m, greedy)));
+        }
+        // A one-row forward without logits (a prompt's last chunk of one token that samples
+        // nothing), one sampled row among several, and the sampler.
+        shapes.push((1, 1, 0, greedy));
+        if max_rows > 1 {
+            shapes.push((2, 1, 1, greedy));
+            shapes.push((2, 1, 2.min(slots), sampler));
+        }
+        shapes.push((1, 1, 1, sampler));
+        let mut rec = Recorder::compile_only(&self.gpu);
+        for &(n, k, m, s) in &shapes {
+            // Row r of sequence r % slots at position k - 1: the row table's keys are k.
+            let rows = (0..n)
+                .map(|r| {
+                    let seq = SeqId((r % slots) as u32);
+                    (seq, k - 1, self.token_base(seq) + k - 1)
+                })
+                .collect();
+            let f = Forward {
+                rows,
+                sampled: (n - m..n).map(|r| (r, s)).collect(),
+            };
+            self.record_forward(&mut rec, &f, 0, ROW_WORDS * n)?;
+        }
+        Ok(Precompiled {
+            forwards: shapes.len(),
+            pipelines: self.gpu.pipelines.len() - before,
+            seconds: started.elapsed().as_secs_f64(),
+        })
     }
 
     /// Records one forward whose row table starts at word `first` of `self.table` and whose

@@ -62,7 +62,8 @@ use gpuport_scheduler::{
     Engine, EngineFailure, EngineLoader, JobId, LoadFailure, Progress, Refusal,
 };
 
-use super::batch::{Batch, BatchShape, DecodeItem, DecodeTicket, PrefillItem};
+use super::batch::{Batch, BatchShape, DecodeItem, DecodeTicket, Precompiled, PrefillItem};
+use super::error::LlmError;
 use super::kv_cache::{DEFAULT_PAGE, SeqId};
 use super::loader::{self, Source};
 use super::session::Sampling;
@@ -147,6 +148,9 @@ pub struct EngineShape {
     /// The KV pool's element type (f32 or f16); `None`: the loader's default
     /// ([`crate::kv_cache::default_kv_type`]).
     pub kv_type: Option<GgmlType>,
+    /// Compile every kernel variant the engine's forwards can run when it loads
+    /// ([`LlmEngine::precompile`]), so no request meets a compile; on by default.
+    pub precompile: bool,
 }
 
 impl EngineShape {
@@ -160,6 +164,7 @@ impl EngineShape {
             prefill_rows: 256,
             retained: slots,
             kv_type: None,
+            precompile: true,
         }
     }
 }
@@ -226,6 +231,14 @@ impl LlmEngine {
             stash: Vec::new(),
             failure: None,
         }
+    }
+
+    /// Compiles every pipeline the engine's forwards can run ([`Batch::precompile`]): the
+    /// loader does it at start ([`EngineShape::precompile`]), so that a long request's first
+    /// steps (the row tables' split path, a tensor-core tile for a large chunk) do not stall
+    /// every stream in the batch on a compile.
+    pub fn precompile(&mut self) -> Result<Precompiled, LlmError> {
+        self.batch.precompile()
     }
 
     /// The batch underneath (page accounting, the model).
@@ -796,6 +809,12 @@ impl EngineLoader for LlmLoader {
         };
         let batch = Batch::shared(Arc::new(loaded.gpu), Arc::new(loaded.model), batch_shape)
             .map_err(|e| LoadFailure::Failed(e.to_string()))?;
-        Ok(LlmEngine::new(batch, Arc::new(loaded.tokenizer), shape))
+        let mut engine = LlmEngine::new(batch, Arc::new(loaded.tokenizer), shape);
+        if shape.precompile {
+            engine
+                .precompile()
+                .map_err(|e| LoadFailure::Failed(format!("compiling the kernels: {e}")))?;
+        }
+        Ok(engine)
     }
 }

@@ -38,7 +38,7 @@ pub mod tokenizer;
 pub mod weights;
 
 pub use arch::{Arch, LayerNames, ModelConfig};
-pub use batch::{Batch, BatchShape, DecodeItem, Decoded, PrefillItem};
+pub use batch::{Batch, BatchShape, DecodeItem, Decoded, Precompiled, PrefillItem};
 pub use chat::{ChatTemplate, Message, stop_tokens};
 pub use engine::{EngineShape, Finish, GenChunk, GenJob, GenOutput, LlmEngine, LlmLoader};
 pub use error::LlmError;

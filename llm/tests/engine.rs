@@ -197,6 +197,44 @@ fn jobs_joining_and_leaving_a_batch_equal_their_solo_runs() {
 }
 
 #[test]
+fn a_precompiled_engine_compiles_nothing_while_it_runs() {
+    let Some(t) = tiny() else { return };
+    // Prompts of 1-40 tokens in chunks of 8 rows beside 1-4 decoding rows, greedy and
+    // sampled, decoded up to the whole context (the row tables' split path and its combine).
+    let mut jobs = Vec::new();
+    for i in 0..9u64 {
+        let prompt = ids(1 + (i as usize * 11) % 40, 300 + i);
+        let max_tokens = CONTEXT - prompt.len() - (i as usize % 3);
+        let sampling = if i % 3 == 1 {
+            sampled(i)
+        } else {
+            Sampling::GREEDY
+        };
+        jobs.push((JobId(i), job(prompt, max_tokens, sampling)));
+    }
+    let shape = EngineShape {
+        prefill_rows: 8,
+        retained: 0,
+        ..EngineShape::new(4, CONTEXT)
+    };
+    let mut e = engine(&t, shape);
+    let done = e.precompile().unwrap();
+    assert!(done.pipelines > 0 && done.forwards > 0, "{done:?}");
+    let compiled = t.gpu.pipelines.len();
+    let finished = run_all(&mut e, 0, jobs.clone());
+    assert_eq!(finished.len(), jobs.len());
+    assert_eq!(
+        t.gpu.pipelines.len(),
+        compiled,
+        "pipelines compiled after precompile ({done:?})"
+    );
+    // Precompiling touched no sequence or page: the jobs still equal their solo runs.
+    for (id, j) in jobs.iter().take(3) {
+        assert_eq!(finished[id].0.ids, solo(&t, j), "{id} against its solo run");
+    }
+}
+
+#[test]
 fn stop_tokens_and_stop_strings_end_a_job_as_a_solo_run_would() {
     let Some(t) = tiny() else { return };
     let prompt = ids(9, 77);

@@ -60,6 +60,8 @@ pub struct Recorder<'g> {
     /// (creating one costs microseconds of CPU; binding one costs almost nothing).
     groups: HashMap<GroupKey, wgpu::BindGroup>,
     profiler: Option<Profiler>,
+    /// [`Recorder::compile_only`]: pipelines are compiled, nothing is recorded.
+    compile_only: bool,
 }
 
 /// What a [`Recorder`] keeps between uses: its uniform buffers and the bind groups made over
@@ -99,7 +101,26 @@ impl<'g> Recorder<'g> {
             uniform_slots: HashMap::new(),
             groups: cache.groups,
             profiler: None,
+            compile_only: false,
         }
+    }
+
+    /// A recorder that records nothing: every launch recorded against it compiles its
+    /// pipeline (the caller's `Gpu::pipeline`) and stops there — no uniforms, bind groups,
+    /// passes or commands, and [`Recorder::submit`] sends nothing. Recording a forward pass
+    /// into one compiles every kernel variant that forward would run, with no GPU work and no
+    /// buffer touched: an engine does it at start for every shape it can reach, so no request
+    /// meets a compile (`Batch::precompile`).
+    pub fn compile_only(gpu: &'g Gpu) -> Self {
+        Recorder {
+            compile_only: true,
+            ..Self::new(gpu)
+        }
+    }
+
+    /// Whether this is a [`Recorder::compile_only`] recorder.
+    pub fn is_compile_only(&self) -> bool {
+        self.compile_only
     }
 
     /// Gives back the buffers and bind groups for [`Recorder::with_cache`] (after
@@ -202,6 +223,13 @@ impl<'g> Recorder<'g> {
     /// are uploaded at submit, before the commands that read them run.
     pub fn uniform<T: Pod>(&mut self, value: &T) -> Result<UniformSlot, GpuError> {
         let bytes = bytemuck::bytes_of(value);
+        if self.compile_only {
+            return Ok(UniformSlot {
+                chunk: 0,
+                offset: 0,
+                size: bytes.len() as u64,
+            });
+        }
         if let Some(slot) = self.uniform_slots.get(bytes) {
             return Ok(*slot);
         }
@@ -210,9 +238,26 @@ impl<'g> Recorder<'g> {
         Ok(slot)
     }
 
+    /// Binds the uniform `slot` (binding 0) and `storage` (tensor, byte start, byte length; at
+    /// bindings 1..) to `pipeline` and appends its dispatch over `grid` to the open pass; a
+    /// [`Recorder::compile_only`] recorder does neither.
+    pub fn launch(
+        &mut self,
+        pipeline: &Pipeline,
+        slot: UniformSlot,
+        storage: &[(&Tensor, u64, u64)],
+        grid: (u32, u32, u32),
+    ) {
+        if self.compile_only {
+            return;
+        }
+        let group = self.bind_group(pipeline, slot, storage);
+        self.dispatch(pipeline, &group, grid);
+    }
+
     /// The bind group of `pipeline` with the uniform `slot` at binding 0 and `storage` (tensor,
     /// byte start, byte length) at bindings 1.., from this recorder's cache when it has one.
-    pub fn bind_group(
+    fn bind_group(
         &mut self,
         pipeline: &Pipeline,
         slot: UniformSlot,
@@ -292,7 +337,7 @@ impl<'g> Recorder<'g> {
     }
 
     /// Appends a dispatch to the open pass (opening one if needed).
-    pub fn dispatch(
+    fn dispatch(
         &mut self,
         pipeline: &Pipeline,
         bind_group: &wgpu::BindGroup,
@@ -361,6 +406,9 @@ impl<'g> Recorder<'g> {
         dst_offset: u64,
         size: u64,
     ) {
+        if self.compile_only {
+            return;
+        }
         self.end_pass();
         self.encoder()
             .copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
@@ -369,6 +417,9 @@ impl<'g> Recorder<'g> {
     /// Ends the pass, uploads the uniforms, submits everything recorded, and (when profiling)
     /// waits and reads the pass timestamps.
     pub fn submit(&mut self) -> Result<(), GpuError> {
+        if self.compile_only {
+            return Ok(());
+        }
         self.end_pass();
         let timed = match &self.profiler {
             Some(p) => {

@@ -61,6 +61,12 @@ struct ParallelRun {
     /// Pipelines compiled during the measured round (0 when the warm-up round covered it: a
     /// compile inside it is a stall of its own, 1–45 ms a variant on lavapipe).
     compiled_while_measured: usize,
+    /// Pipelines the engine's precompile compiled at start (`LlmEngine::precompile`), its
+    /// wall time, and the pipelines compiled after it in both rounds (0 when it covered every
+    /// shape the runs reached).
+    precompiled_pipelines: usize,
+    precompile_s: f64,
+    compiled_after_precompile: usize,
 }
 
 #[derive(Serialize)]
@@ -312,6 +318,10 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             p.itl_p50_ms,
             p.itl_p99_ms
         );
+        println!(
+            "    precompiled {} pipelines in {:.2} s; {} compiled after it",
+            p.precompiled_pipelines, p.precompile_s, p.compiled_after_precompile
+        );
         if p.compiled_while_measured > 0 {
             println!(
                 "    ({} pipelines compiled during the measured round: its figures include \
@@ -356,6 +366,8 @@ fn parallel_run(
         },
     )?;
     let mut engine = LlmEngine::new(batch, Arc::clone(tokenizer), shape);
+    let precompiled = engine.precompile()?;
+    let after_precompile = gpu.pipelines.len();
     let vocab = model.cfg.vocab;
     let mut round = |seed: u64, tokens: usize| -> anyhow::Result<(f64, f64, Vec<f64>)> {
         for i in 0..n {
@@ -415,6 +427,7 @@ fn parallel_run(
     let compiled = gpu.pipelines.len();
     let (prefill_s, decode_s, mut gaps) = round(2, o.gen_tokens)?;
     let compiled_while_measured = gpu.pipelines.len() - compiled;
+    let compiled_after_precompile = gpu.pipelines.len() - after_precompile;
     gaps.sort_by(f64::total_cmp);
     let pct = |q: f64| {
         gaps.get(((gaps.len() as f64 - 1.0) * q).round() as usize)
@@ -434,6 +447,9 @@ fn parallel_run(
         itl_p50_ms: pct(0.5),
         itl_p99_ms: pct(0.99),
         compiled_while_measured,
+        precompiled_pipelines: precompiled.pipelines,
+        precompile_s: precompiled.seconds,
+        compiled_after_precompile,
     })
 }
 

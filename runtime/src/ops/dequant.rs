@@ -110,12 +110,8 @@ pub fn embed_chunked(
         };
         let slot = rec.uniform(&p)?;
         let len = (n * row_bytes as u64).div_ceil(4) * 4;
-        let group = rec.bind_group(
-            &pipeline,
-            slot,
-            &[(w, byte_offset, len), (ids, 0, ids.padded()), whole(out)],
-        );
-        rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+        let storage = [(w, byte_offset, len), (ids, 0, ids.padded()), whole(out)];
+        rec.launch(&pipeline, slot, &storage, (grid.0, grid.1, 1));
     }
     Ok(())
 }

@@ -955,9 +955,8 @@ fn tiled(
         if launch.w_again {
             bindings.push((call.w, byte_offset, len));
         }
-        let group = rec.bind_group(pipeline, slot, &bindings);
         let z = if split { launch.splits } else { 1 };
-        rec.dispatch(pipeline, &group, (grid.0, grid.1, z));
+        rec.launch(pipeline, slot, &bindings, (grid.0, grid.1, z));
         if let Some(part) = &scratch {
             // Four outputs a thread where they share a token row (the partials as vec4s).
             let vec4 = n.is_multiple_of(4);
@@ -982,8 +981,7 @@ fn tiled(
                 },
                 (part, 0, part_bytes),
             ];
-            let group = rec.bind_group(&sum, slot, &bindings);
-            rec.dispatch(&sum, &group, (grid.0, grid.1, 1));
+            rec.launch(&sum, slot, &bindings, (grid.0, grid.1, 1));
         }
     }
     Ok(())
@@ -1053,8 +1051,7 @@ fn few_rows(
             bindings.push(whole(call.x));
             bindings.push(whole(call.norm.map_or(call.x, |(w, _)| w)));
         }
-        let group = rec.bind_group(&pipeline, slot, &bindings);
-        rec.dispatch(&pipeline, &group, (grid.0, grid.1, 1));
+        rec.launch(&pipeline, slot, &bindings, (grid.0, grid.1, 1));
     }
     Ok(())
 }

@@ -253,23 +253,25 @@ fn dispatch_gemv(
     let slot = rec.uniform(&p)?;
     let x = call.x;
     let residual = whole(call.residual.or(fold_in).unwrap_or(x));
-    let group = if call.input == gemv::GemvInput::Q8Blocks {
+    let grid = (grid.0, grid.1, 1);
+    if call.input == gemv::GemvInput::Q8Blocks {
         // gemv_q8.wgsl has no input forms: weights, x, y, residual.
-        rec.bind_group(pipeline, slot, &[weights, whole(x), whole(y), residual])
-    } else {
-        rec.bind_group(
+        rec.launch(
             pipeline,
             slot,
-            &[
-                weights,
-                whole(x),
-                whole(y),
-                residual,
-                whole(call.norm.map_or(x, |(w, _)| w)),
-                whole(fold_out.unwrap_or(y)),
-            ],
-        )
-    };
-    rec.dispatch(pipeline, &group, (grid.0, grid.1, 1));
+            &[weights, whole(x), whole(y), residual],
+            grid,
+        );
+    } else {
+        let storage = [
+            weights,
+            whole(x),
+            whole(y),
+            residual,
+            whole(call.norm.map_or(x, |(w, _)| w)),
+            whole(fold_out.unwrap_or(y)),
+        ];
+        rec.launch(pipeline, slot, &storage, grid);
+    }
     Ok(())
 }

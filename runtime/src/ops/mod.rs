@@ -70,8 +70,7 @@ pub(crate) fn launch_3d<P: bytemuck::Pod>(
     let pipeline = gpu.pipeline(spec)?;
     let slot = rec.uniform(params)?;
     let storage: Vec<(&Tensor, u64, u64)> = tensors.iter().map(|t| whole(t)).collect();
-    let group = rec.bind_group(&pipeline, slot, &storage);
-    rec.dispatch(&pipeline, &group, grid);
+    rec.launch(&pipeline, slot, &storage, grid);
     Ok(())
 }
 
