@@ -132,6 +132,8 @@ pub struct Options {
     pub other_kernels: bool,
     /// Token rows per GEMM measurement ([`GEMM_TOKENS`] when `None`).
     pub gemm_tokens: Option<usize>,
+    /// Extra split counts for the tensor-core GEMMs (see [`gemm_sweep`]).
+    pub splits: Vec<u32>,
     /// Each GEMV kernel only at the tuning table's tunables for this adapter and type; each
     /// GEMM only on the path a forward takes.
     pub tuned: bool,
@@ -289,6 +291,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         opts.quick,
         opts.gemm_only,
         opts.tuned,
+        &opts.splits,
     )?;
     let others = if opts.quick || opts.gemm_only {
         Vec::new()
@@ -509,7 +512,8 @@ struct GemmRow {
 /// holds on each shape (with `tuned_only`, the tiled kernel at the tuned tile only), and the
 /// tensor-core kernel at each of its tiles where the adapter has it; prints the best per
 /// shape and returns every measurement and, per weight type, the tiled kernel's tile with the
-/// least total time over that type's shapes.
+/// least total time over that type's shapes. `extra_splits`: split counts each tensor-core
+/// tile (with `engine_only`, the engine's) is timed at besides its usual ones.
 fn gemm_sweep(
     gpu: &Gpu,
     shapes: &[&Shape],
@@ -517,6 +521,7 @@ fn gemm_sweep(
     quick: bool,
     tuned_only: bool,
     engine_only: bool,
+    extra_splits: &[u32],
 ) -> anyhow::Result<(Vec<GemmRow>, BestTiles)> {
     let storage = gpu.limits().max_compute_workgroup_storage_size;
     let table = gpuport_runtime::tuning::TuningTable::load();
@@ -537,6 +542,7 @@ fn gemm_sweep(
         for tile in ops::coop_tiles(gpu, shape.ty) {
             let auto = ops::coop_splits(tile, shape.rows, shape.cols, tokens);
             let mut splits = vec![1, auto, 2, 4, 8];
+            splits.extend_from_slice(extra_splits);
             splits.retain(|&s| ops::coop_split_fits(tile, (shape.rows, shape.cols, tokens), s));
             splits.sort_unstable();
             splits.dedup();
@@ -659,7 +665,17 @@ fn gemm_sweep(
         // --tuned: only what a forward of `tokens` rows runs here, on f32 input and (where the
         // type takes it) on int8 blocks.
         if engine_only {
-            paths = vec![ops::gemm_path(gpu, &call, tuned)?];
+            let engine = ops::gemm_path(gpu, &call, tuned)?;
+            paths = vec![engine];
+            if let ops::GemmPath::Coop { tile, x16, .. } = engine {
+                let dims = (shape.rows, shape.cols, tokens);
+                paths.extend(
+                    extra_splits
+                        .iter()
+                        .filter(|&&s| ops::coop_split_fits(tile, dims, s))
+                        .map(|&splits| ops::GemmPath::Coop { tile, splits, x16 }),
+                );
+            }
             if few && gemv::takes_q8_input(shape.ty) {
                 paths.push(ops::gemm_path(gpu, &q8_call, tuned)?);
             }

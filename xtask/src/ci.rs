@@ -37,6 +37,7 @@ pub fn run() -> anyhow::Result<()> {
         gemm_only: false,
         other_kernels: false,
         gemm_tokens: None,
+        splits: Vec::new(),
         tuned: false,
         kernel: None,
         exhaustive: false,

@@ -78,6 +78,11 @@ enum Command {
         /// Token rows per GEMM measurement (default 256: a prompt; 16–64: batched decode).
         #[arg(long, value_name = "N")]
         gemm_tokens: Option<usize>,
+        /// Also time each tensor-core GEMM split these ways along K (comma-separated; with
+        /// --tuned, the engine's tile at each count): how the split count meets the GPU's
+        /// waves of workgroups.
+        #[arg(long, value_delimiter = ',', value_name = "COUNTS")]
+        splits: Vec<u32>,
         /// Time each GEMV kernel only at the tunables the tuning table gives this adapter (what
         /// decode runs) instead of sweeping every variant: the per-type table at 256 MB in a
         /// few seconds (`--shapes large --tuned`); and each GEMM shape only on the path a
@@ -227,6 +232,7 @@ fn main() -> anyhow::Result<()> {
             gemm_only,
             other_kernels,
             gemm_tokens,
+            splits,
             tuned,
             kernel,
             exhaustive,
@@ -241,6 +247,7 @@ fn main() -> anyhow::Result<()> {
             gemm_only,
             other_kernels,
             gemm_tokens,
+            splits,
             tuned,
             kernel,
             exhaustive,

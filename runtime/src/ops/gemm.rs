@@ -128,7 +128,7 @@ pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
     };
     // Off int8 blocks only where the f32 rows then go to tensor cores (not to the float
     // few-row kernel).
-    let coop_from = coop_min_q8_tokens().max(coop_min_tokens());
+    let coop_from = coop_min_q8_tokens_for(ty).max(coop_min_tokens());
     gpuport_kernels::gemv::takes_q8_input(ty)
         && tokens <= gemm::FEW_ROWS_MAX
         && !(gpu.has_coop_f16() && tokens >= coop_from)
@@ -152,8 +152,50 @@ pub fn q8_pass_width() -> u32 {
 /// a sequence's greedy ids are held to its solo run where the margins are clear
 /// (docs/design/batched-forward.md).
 pub fn coop_min_q8_tokens() -> usize {
-    static MIN: OnceLock<usize> = OnceLock::new();
-    knob(&MIN, "GPUPORT_COOP_MIN_Q8_TOKENS", COOP_MIN_Q8_TOKENS)
+    coop_min_q8_rule().0
+}
+
+/// [`coop_min_q8_tokens`] for weights of `ty`: the default unless `GPUPORT_COOP_MIN_Q8_TOKENS`
+/// names the type (`32,q6_K=33`: a bare count sets every type's, `type=count` one type's).
+pub fn coop_min_q8_tokens_for(ty: GgmlType) -> usize {
+    let (all, per_type) = coop_min_q8_rule();
+    per_type
+        .iter()
+        .find(|(t, _)| *t == ty)
+        .map_or(*all, |(_, n)| *n)
+}
+
+/// The rule of [`coop_min_q8_tokens_for`]: every type's count and the types set apart.
+type Q8CoopRule = (usize, Vec<(GgmlType, usize)>);
+
+fn coop_min_q8_rule() -> &'static Q8CoopRule {
+    static RULE: OnceLock<Q8CoopRule> = OnceLock::new();
+    RULE.get_or_init(|| {
+        let text = std::env::var("GPUPORT_COOP_MIN_Q8_TOKENS").unwrap_or_default();
+        parse_q8_coop_rule(&text)
+    })
+}
+
+/// `text` as [`coop_min_q8_tokens_for`] reads it; entries that do not parse are skipped (a
+/// tuning knob falls back to the default rather than failing a forward).
+fn parse_q8_coop_rule(text: &str) -> Q8CoopRule {
+    let mut rule = (COOP_MIN_Q8_TOKENS, Vec::new());
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        match entry.split_once('=') {
+            None => {
+                if let Ok(n) = entry.parse() {
+                    rule.0 = n;
+                }
+            }
+            Some((name, n)) => {
+                let ty = GgmlType::ALL.into_iter().find(|t| t.name() == name.trim());
+                if let (Some(ty), Ok(n)) = (ty, n.trim().parse()) {
+                    rule.1.push((ty, n));
+                }
+            }
+        }
+    }
+    rule
 }
 
 /// The default of [`coop_min_q8_tokens`]: 32 rows, with the 32-token tile
@@ -1059,6 +1101,17 @@ fn few_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn int8_rows_move_to_tensor_cores_per_type() {
+        let rule = parse_q8_coop_rule("");
+        assert_eq!(rule, (COOP_MIN_Q8_TOKENS, vec![]));
+        let rule = parse_q8_coop_rule("48, q6_K=33,q4_K = 64");
+        assert_eq!(rule, (48, vec![(GgmlType::Q6K, 33), (GgmlType::Q4K, 64)]));
+        // Unknown types and counts that do not parse leave the default.
+        let rule = parse_q8_coop_rule("q9_K=3,q6_K=x,many");
+        assert_eq!(rule, (COOP_MIN_Q8_TOKENS, vec![]));
+    }
 
     #[test]
     fn coop_tiles_narrow_until_the_grid_fills_the_gpu() {
