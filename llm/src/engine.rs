@@ -57,7 +57,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use gpuport_kernels::quant::GgmlType;
-use gpuport_runtime::GpuOptions;
+use gpuport_runtime::{Gpu, GpuOptions};
 use gpuport_scheduler::{
     Engine, EngineFailure, EngineLoader, JobId, LoadFailure, Progress, Refusal,
 };
@@ -154,6 +154,26 @@ pub struct EngineShape {
 }
 
 impl EngineShape {
+    /// The [`BatchShape`] an engine of this shape runs on `gpu`: a slot for every job and
+    /// retained sequence, its pages, and forwards of `prefill_rows` rows (at least `slots`:
+    /// a decode step of every job is one forward) — on a CPU adapter at most
+    /// [`crate::prefill::prefill_batch`] rows, as a session's prompt batches there: past the
+    /// few-row kernels a float projection took the f32 tiled GEMM, 2.3× slower a row on
+    /// lavapipe (SmolLM2's down projection, 186 against 79 ms for 512 rows).
+    pub fn batch_shape(&self, gpu: &Gpu) -> BatchShape {
+        let rows = if gpu.is_cpu() {
+            self.prefill_rows.min(crate::prefill::prefill_batch(gpu))
+        } else {
+            self.prefill_rows
+        };
+        BatchShape {
+            slots: self.slots + self.retained,
+            seq_capacity: self.context,
+            pages: self.pages,
+            max_rows: rows.max(self.slots).max(1),
+        }
+    }
+
     /// `slots` jobs of up to `context` positions, every one fully backed, prompts in chunks
     /// of 256 rows, as many finished sequences retained as there are slots.
     pub fn new(slots: usize, context: usize) -> EngineShape {
@@ -801,12 +821,7 @@ impl EngineLoader for LlmLoader {
         let sizes = (Some(shape.context), shape.kv_type);
         let loaded = loader::load(source, &self.gpu, sizes, false, &|_| {})
             .map_err(|e| LoadFailure::Failed(e.to_string()))?;
-        let batch_shape = BatchShape {
-            slots: shape.slots + shape.retained,
-            seq_capacity: shape.context,
-            pages: shape.pages,
-            max_rows: shape.prefill_rows.max(shape.slots).max(1),
-        };
+        let batch_shape = shape.batch_shape(&loaded.gpu);
         let batch = Batch::shared(Arc::new(loaded.gpu), Arc::new(loaded.model), batch_shape)
             .map_err(|e| LoadFailure::Failed(e.to_string()))?;
         let mut engine = LlmEngine::new(batch, Arc::new(loaded.tokenizer), shape);

@@ -45,8 +45,8 @@ pub(crate) struct BatchScratch {
     /// `attention::ROW_SPLITS_MAX` splits. Only for a batch of sequences: one sequence's
     /// prompt attends over tiles (17 MB saved on the Llama-8B shape).
     part: Option<Tensor>,
-    /// The int8 blocks of a few-row GEMM's input rows (`ops::takes_q8_rows`): up to
-    /// `FEW_ROWS_MAX` rows of the widest input.
+    /// The int8 blocks of an int8 GEMM's input rows (`ops::takes_q8_rows`): up to
+    /// `ops::q8_block_rows` rows of the widest input.
     pub(crate) xq: Tensor,
 }
 
@@ -83,7 +83,7 @@ impl BatchScratch {
                 })
                 .transpose()?,
             xq: gpu.zeros_f32(
-                &[tokens.min(gpuport_kernels::gemm::FEW_ROWS_MAX)
+                &[ops::q8_block_rows(gpu, tokens)
                     * ops::Q8Blocks::words(c.embd.max(c.ff).max(c.q_dim()).next_multiple_of(32))],
                 "batch int8 rows",
             )?,

@@ -13,8 +13,8 @@ use gpuport_testing as support;
 use gpuport_testing::tiny_llm::{CONTEXT, EOS, VOCAB, build};
 
 use gpuport_llm::{
-    Batch, BatchShape, EngineShape, Finish, GenJob, GenOutput, LlmEngine, Model, Request, Sampling,
-    Session, Tokenizer,
+    Batch, EngineShape, Finish, GenJob, GenOutput, LlmEngine, Model, Request, Sampling, Session,
+    Tokenizer,
 };
 use gpuport_runtime::gguf::Gguf;
 use gpuport_runtime::{Gpu, GpuOptions};
@@ -48,12 +48,7 @@ fn tiny_on(gpu: Gpu) -> Option<Tiny> {
 }
 
 fn engine(t: &Tiny, shape: EngineShape) -> LlmEngine {
-    let batch = BatchShape {
-        slots: shape.slots + shape.retained,
-        seq_capacity: shape.context,
-        pages: shape.pages,
-        max_rows: shape.prefill_rows.max(shape.slots),
-    };
+    let batch = shape.batch_shape(&t.gpu);
     let b = Batch::shared(Arc::clone(&t.gpu), Arc::clone(&t.model), batch).unwrap();
     LlmEngine::new(b, Arc::clone(&t.tokenizer), shape)
 }

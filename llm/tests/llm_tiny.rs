@@ -886,6 +886,36 @@ fn int8_projections_give_batched_rows_the_session_ids() {
             batch.close(s).unwrap();
         }
     }
+    // Prompts of 10-24 tokens, 8 of them in forwards of up to 128 rows: past the few-row
+    // kernel's 64, where a CPU adapter's int8 tiled kernel takes the rows as int8 blocks too
+    // (`ops::q8_rows_fit`) and a GPU's rows round onto the same grid for the float GEMM.
+    let shape = BatchShape {
+        max_rows: 128,
+        ..shape
+    };
+    let mut batch = Batch::new(&gpu, &model, shape).unwrap();
+    let r = support::random_f32(8 * 24, 57);
+    let ps: Vec<Vec<u32>> = (0..8)
+        .map(|i| {
+            (0..10 + (i * 7) % 15)
+                .map(|j| ((r[i * 24 + j].abs() * 997.0) as u32) % VOCAB as u32)
+                .collect()
+        })
+        .collect();
+    assert!(ps.iter().map(Vec::len).sum::<usize>() > 64 + 8);
+    let seqs: Vec<_> = (0..8).map(|_| batch.open().unwrap()).collect();
+    let ids = greedy_in_batch(&mut batch, &seqs, &ps, 5);
+    for (i, (p, got)) in ps.iter().zip(ids).enumerate() {
+        session.reset();
+        let request = Request {
+            prompt: p,
+            max_tokens: 6,
+            stop: &[],
+            sampling: Sampling::GREEDY,
+        };
+        let alone = session.generate(&request, |_| true).unwrap();
+        assert_eq!(got, alone.tokens, "long prompt {i} against the session");
+    }
 }
 
 /// One forward with a sequence decoding (its pending token) beside another's prompt rows,

@@ -1778,14 +1778,16 @@ fn few_row_int8_gemm_variants_and_row_chunks_match_cpu() {
             (r.call(&r.q8_0, q8, 14), ops::GemmPath::FewRowsQ8(t)),
         ],
     );
-    // `takes_q8_rows`: the int8 types, few rows.
+    // `takes_q8_rows`: the int8 types, few rows — or, where the int8 tiled kernel takes
+    // every count (a CPU adapter), any number.
     assert!(ops::takes_q8_rows(&gpu, &r.q8_0, 8));
     assert!(!ops::takes_q8_rows(&gpu, &r.f16, 8));
-    assert!(!ops::takes_q8_rows(
-        &gpu,
-        &r.q8_0,
-        gpuport_kernels::gemm::FEW_ROWS_MAX + 1
-    ));
+    let many = gpuport_kernels::gemm::FEW_ROWS_MAX + 1;
+    assert_eq!(
+        ops::takes_q8_rows(&gpu, &r.q8_0, many),
+        ops::q8_tiles_min_tokens(&gpu) <= many && !ops::takes_coop_rows(&gpu, many)
+    );
+    assert_eq!(ops::takes_q8_rows(&gpu, &r.q8_0, 512), gpu.is_cpu());
 }
 
 /// The int8 tiled GEMM (`gemm_tiles_q8.wgsl`) against the CPU for every type with int8

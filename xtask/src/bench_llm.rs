@@ -80,6 +80,11 @@ struct BatchRun {
     /// One step's dispatches by kernel: (kernel, count, µs), slowest first (empty where the
     /// adapter has no timestamps inside passes).
     step_profile: Vec<(String, usize, f64)>,
+    /// The prompts' forward (every sequence's 64 tokens as rows of forwards of up to 512):
+    /// wall seconds, and its dispatches by kernel as `step_profile` (timed in a second,
+    /// profiled run of the same prompts on fresh sequences).
+    prefill_s: f64,
+    prefill_profile: Vec<(String, usize, f64)>,
 }
 
 #[derive(Serialize)]
@@ -305,6 +310,23 @@ pub fn run(o: Options) -> anyhow::Result<()> {
                 .collect();
             println!("  one step {total:.0} µs of GPU time: {}", top.join(", "));
         }
+        let total: f64 = b.prefill_profile.iter().map(|k| k.2).sum();
+        println!(
+            "  the prompts ({} × 64 tokens): {:.3} s wall",
+            b.sequences, b.prefill_s
+        );
+        if total > 0.0 {
+            let top: Vec<String> = b
+                .prefill_profile
+                .iter()
+                .take(6)
+                .map(|(k, n, us)| format!("{k} {n}× {us:.0} µs"))
+                .collect();
+            println!(
+                "  their forward {total:.0} µs of GPU time: {}",
+                top.join(", ")
+            );
+        }
     }
     for p in &report.parallel {
         println!(
@@ -355,16 +377,7 @@ fn parallel_run(
         retained: 0,
         ..EngineShape::new(n, context)
     };
-    let batch = Batch::shared(
-        Arc::clone(gpu),
-        Arc::clone(model),
-        BatchShape {
-            slots: n,
-            seq_capacity: context,
-            pages: shape.pages,
-            max_rows: shape.prefill_rows.max(n),
-        },
-    )?;
+    let batch = Batch::shared(Arc::clone(gpu), Arc::clone(model), shape.batch_shape(gpu))?;
     let mut engine = LlmEngine::new(batch, Arc::clone(tokenizer), shape);
     let precompiled = engine.precompile()?;
     let after_precompile = gpu.pipelines.len();
@@ -486,7 +499,9 @@ fn batch_decode(
             sample: Some(*sampling),
         })
         .collect();
+    let t = Instant::now();
     batch.prefill(&items)?;
+    let prefill_s = t.elapsed().as_secs_f64();
     let all: Vec<_> = seqs
         .iter()
         .map(|s| DecodeItem {
@@ -506,10 +521,27 @@ fn batch_decode(
     let wall = t.elapsed().as_secs_f64();
     let steps = rounds * STEPS;
     let mut step_profile = Vec::new();
+    let mut prefill_profile = Vec::new();
     if gpu.has_timestamps() {
         batch.profile_dispatches = true;
         batch.decode(&all, 1)?;
         step_profile = by_kernel(&batch.dispatch_profile);
+        // The same prompts again on fresh sequences, each dispatch timed.
+        for s in &seqs {
+            batch.close(*s)?;
+        }
+        let again: Vec<_> = (0..n).map(|_| batch.open()).collect::<Result<_, _>>()?;
+        let items: Vec<PrefillItem<'_>> = again
+            .iter()
+            .zip(&prompts)
+            .map(|(s, p)| PrefillItem {
+                seq: *s,
+                tokens: p,
+                sample: Some(*sampling),
+            })
+            .collect();
+        batch.prefill(&items)?;
+        prefill_profile = by_kernel(&batch.dispatch_profile);
     }
     Ok(BatchRun {
         sequences: n,
@@ -517,6 +549,8 @@ fn batch_decode(
         tokens_per_s: (n * steps) as f64 / wall,
         ms_per_step: wall * 1e3 / steps as f64,
         step_profile,
+        prefill_s,
+        prefill_profile,
     })
 }
 

@@ -117,9 +117,10 @@ impl GemmPath {
 }
 
 /// Whether a GEMM of `tokens` rows over `w` should take int8 input blocks: the weights have
-/// the int8 kernels ([`gpuport_kernels::gemv::takes_q8_input`]) and the call is one for a
-/// few-row kernel (at most [`gemm::FEW_ROWS_MAX`] rows) below [`coop_min_q8_tokens`] where the
-/// device has tensor cores. A caller that forms the blocks (`ops::q8_blocks`,
+/// the int8 kernels ([`gpuport_kernels::gemv::takes_q8_input`]) and the call is one for an
+/// int8 kernel ([`q8_rows_fit`]: the few-row kernel's at most [`gemm::FEW_ROWS_MAX`] rows, or
+/// the int8 tiled kernel's from [`q8_tiles_min_tokens`]) below [`coop_min_q8_tokens`] where
+/// the device has tensor cores. A caller that forms the blocks (`ops::q8_blocks`,
 /// `ops::norm_blocks`) then calls [`gemm()`] with [`GemvInput::Q8Blocks`]; otherwise it passes
 /// f32 rows.
 pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
@@ -130,8 +131,27 @@ pub fn takes_q8_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
     // few-row kernel).
     let coop_from = coop_min_q8_tokens_for(ty).max(coop_min_tokens());
     gpuport_kernels::gemv::takes_q8_input(ty)
-        && tokens <= gemm::FEW_ROWS_MAX
+        && q8_rows_fit(gpu, tokens)
         && !(gpu.has_coop_f16() && tokens >= coop_from)
+}
+
+/// Whether some int8-input kernel takes a GEMM of `tokens` rows: the few-row kernel up to
+/// [`gemm::FEW_ROWS_MAX`] rows, the int8 tiled kernel from [`q8_tiles_min_tokens`] (on a CPU
+/// adapter every count: a batched engine's prompt chunks of hundreds of rows there ran the f32
+/// tiled GEMM, ten times slower a row — SmolLM2's 8 × 64-row prompts on lavapipe 61 s).
+pub fn q8_rows_fit(gpu: &Gpu, tokens: usize) -> bool {
+    tokens <= gemm::FEW_ROWS_MAX || tokens >= q8_tiles_min_tokens(gpu)
+}
+
+/// Rows of int8 input blocks a batch of up to `tokens` rows needs room for ([`q8_rows_fit`]):
+/// `tokens` where the int8 tiled kernel takes batches that large, else at most
+/// [`gemm::FEW_ROWS_MAX`].
+pub fn q8_block_rows(gpu: &Gpu, tokens: usize) -> usize {
+    if q8_rows_fit(gpu, tokens) {
+        tokens
+    } else {
+        tokens.min(gemm::FEW_ROWS_MAX)
+    }
 }
 
 /// Most tokens per pass of the int8 few-row kernel on [`gemm_path`]'s path:
