@@ -148,8 +148,12 @@ pub struct EngineShape {
     /// The KV pool's element type (f32 or f16); `None`: the loader's default
     /// ([`crate::kv_cache::default_kv_type`]).
     pub kv_type: Option<GgmlType>,
-    /// Compile every kernel variant the engine's forwards can run when it loads
-    /// ([`LlmEngine::precompile`]), so no request meets a compile; on by default.
+    /// Compile every kernel variant the engine's forwards can run when it loads on a GPU
+    /// ([`LlmEngine::precompile`]), so no request meets a compile; on by default. A CPU
+    /// adapter skips it: llvmpipe generates much of its code at first dispatch anyway, and
+    /// the pipelines' creation took SmolLM2's 16 × 4,096 engine on lavapipe from 2.8–3.2 s
+    /// to 5.0–9.5 s to ready (`gpuport serve`), where a compile mid-stream costs tens of
+    /// milliseconds beside steps of hundreds.
     pub precompile: bool,
 }
 
@@ -822,10 +826,11 @@ impl EngineLoader for LlmLoader {
         let loaded = loader::load(source, &self.gpu, sizes, false, &|_| {})
             .map_err(|e| LoadFailure::Failed(e.to_string()))?;
         let batch_shape = shape.batch_shape(&loaded.gpu);
+        let cpu = loaded.gpu.is_cpu();
         let batch = Batch::shared(Arc::new(loaded.gpu), Arc::new(loaded.model), batch_shape)
             .map_err(|e| LoadFailure::Failed(e.to_string()))?;
         let mut engine = LlmEngine::new(batch, Arc::new(loaded.tokenizer), shape);
-        if shape.precompile {
+        if shape.precompile && !cpu {
             engine
                 .precompile()
                 .map_err(|e| LoadFailure::Failed(format!("compiling the kernels: {e}")))?;
