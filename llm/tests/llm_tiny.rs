@@ -865,16 +865,8 @@ fn int8_projections_give_batched_rows_the_session_ids() {
         let ps = prompts(n, 31 + n as u64);
         let seqs: Vec<_> = (0..n).map(|_| batch.open().unwrap()).collect();
         let ids = greedy_in_batch(&mut batch, &seqs, &ps, 5);
+        assert_session_ids(&mut session, &ps, &ids, &format!("N {n}"));
         for (i, (p, got)) in ps.iter().zip(ids).enumerate() {
-            session.reset();
-            let request = Request {
-                prompt: p,
-                max_tokens: 6,
-                stop: &[],
-                sampling: Sampling::GREEDY,
-            };
-            let alone = session.generate(&request, |_| true).unwrap();
-            assert_eq!(got, alone.tokens, "N {n}, sequence {i} against the session");
             // Int8 input moves the ids off the f64 forward only where its margins are thin.
             let cpu = cpu_greedy(&values, p, 6);
             assert_eq!(
@@ -905,6 +897,12 @@ fn int8_projections_give_batched_rows_the_session_ids() {
     assert!(ps.iter().map(Vec::len).sum::<usize>() > 64 + 8);
     let seqs: Vec<_> = (0..8).map(|_| batch.open().unwrap()).collect();
     let ids = greedy_in_batch(&mut batch, &seqs, &ps, 5);
+    assert_session_ids(&mut session, &ps, &ids, "long prompts");
+}
+
+/// Each prompt's batched ids (`ids[i]`: its first token and 5 more) equal the session's
+/// greedy run of it alone.
+fn assert_session_ids(session: &mut Session<'_>, ps: &[Vec<u32>], ids: &[Vec<u32>], what: &str) {
     for (i, (p, got)) in ps.iter().zip(ids).enumerate() {
         session.reset();
         let request = Request {
@@ -914,7 +912,10 @@ fn int8_projections_give_batched_rows_the_session_ids() {
             sampling: Sampling::GREEDY,
         };
         let alone = session.generate(&request, |_| true).unwrap();
-        assert_eq!(got, alone.tokens, "long prompt {i} against the session");
+        assert_eq!(
+            got, &alone.tokens,
+            "{what}, sequence {i} against the session"
+        );
     }
 }
 

@@ -490,17 +490,8 @@ fn batch_decode(
     let prompts: Vec<Vec<u32>> = (0..n)
         .map(|i| ids(PROMPT, model.cfg.vocab, 100 + i as u64))
         .collect();
-    let items: Vec<PrefillItem<'_>> = seqs
-        .iter()
-        .zip(&prompts)
-        .map(|(s, p)| PrefillItem {
-            seq: *s,
-            tokens: p,
-            sample: Some(*sampling),
-        })
-        .collect();
     let t = Instant::now();
-    batch.prefill(&items)?;
+    batch.prefill(&prefill_items(&seqs, &prompts, sampling))?;
     let prefill_s = t.elapsed().as_secs_f64();
     let all: Vec<_> = seqs
         .iter()
@@ -531,16 +522,7 @@ fn batch_decode(
             batch.close(*s)?;
         }
         let again: Vec<_> = (0..n).map(|_| batch.open()).collect::<Result<_, _>>()?;
-        let items: Vec<PrefillItem<'_>> = again
-            .iter()
-            .zip(&prompts)
-            .map(|(s, p)| PrefillItem {
-                seq: *s,
-                tokens: p,
-                sample: Some(*sampling),
-            })
-            .collect();
-        batch.prefill(&items)?;
+        batch.prefill(&prefill_items(&again, &prompts, sampling))?;
         prefill_profile = by_kernel(&batch.dispatch_profile);
     }
     Ok(BatchRun {
@@ -552,6 +534,22 @@ fn batch_decode(
         prefill_s,
         prefill_profile,
     })
+}
+
+/// Each of `seqs` with its prompt, its next token sampled with `sampling`.
+fn prefill_items<'a>(
+    seqs: &[gpuport_llm::SeqId],
+    prompts: &'a [Vec<u32>],
+    sampling: &Sampling,
+) -> Vec<PrefillItem<'a>> {
+    seqs.iter()
+        .zip(prompts)
+        .map(|(s, p)| PrefillItem {
+            seq: *s,
+            tokens: p,
+            sample: Some(*sampling),
+        })
+        .collect()
 }
 
 /// Times every dispatch of one decode step after `prompt`, summed per kernel variant.
