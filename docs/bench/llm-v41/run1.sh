@@ -7,7 +7,7 @@
 # llama-batched-bench and bench-llm at 1,8,32,64 streams (the engine now precompiles: each
 # run's `precompiled ... compiled after it` line should read 0); last, if time is left, 32
 # streams of the 1B and 8B with Q6_K's 32-row GEMMs on the int8 kernel (the per-type knob).
-# .devbin/xtask-t.xz, kvc.xz and rowk.xz were built at 42ca4c4 (rebuild them if HEAD moved).
+# .devbin/xtask-t.xz, kvc.xz and rowk.xz were built at d668984 (rebuild them if HEAD moved).
 # Carry [.gl, .devbin].
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
