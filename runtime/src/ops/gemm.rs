@@ -468,7 +468,17 @@ fn splits_for_target(
     if chunks == 0 {
         return 1;
     }
-    let want = target.div_ceil(grid.max(1));
+    let want = if tokens <= COOP_SPLIT_DECODE_ROWS && coop_decode_splits() {
+        // Batched decode's rows: whole at COOP_UNSPLIT_GRID tiles, else the most splits that
+        // stay within the target.
+        if grid >= COOP_UNSPLIT_GRID {
+            1
+        } else {
+            target / grid.max(1)
+        }
+    } else {
+        target.div_ceil(grid.max(1))
+    };
     let scratch = COOP_SPLIT_SCRATCH_MAX / (4 * rows * tokens).max(1);
     let splits = want
         .min(chunks / COOP_SPLIT_MIN_CHUNKS)
@@ -495,6 +505,29 @@ fn split_fits(kc: u32, (rows, cols, tokens): (usize, usize, usize), splits: u32)
     let most = cols.div_ceil(kc as usize).clamp(1, COOP_SPLITS_MAX);
     let partials = 4 * splits as usize * rows * tokens;
     (1..=most).contains(&(splits as usize)) && (splits == 1 || partials <= COOP_SPLIT_SCRATCH_MAX)
+}
+
+/// Most rows of a GEMM whose split count [`coop_splits`] takes by the decode rule (batched
+/// decode's 32–64 rows): no split from [`COOP_UNSPLIT_GRID`] tiles, else the most splits whose
+/// grid stays within the target (rounded down). On an H100 (docs/performance.md, "v41", one
+/// call) the Llama shapes' GEMMs at 32 and 64 rows, timed at 1–16 splits: the gate|up
+/// projections ran fastest whole (8B 163.1 / 206.9 µs at 32 / 64 rows against 181.1 / 220.4 in
+/// the 2 splits rounding up gave; 1B 38.9 / 54.0 against 50.8 / 67.9) and the q|k|v ones at
+/// 5 splits, not 6 (8B 41.3 / 56.8 against 49.2 / 68.6; 1B 19.6 / 26.5 against 25.2 /
+/// 35.3); the other projections' best counts (4 and 8) are what both rules give. Prompts keep
+/// rounding up (v30's sweep at 512 rows). `GPUPORT_COOP_DECODE_SPLITS=0` gives the rule before.
+pub const COOP_SPLIT_DECODE_ROWS: usize = 64;
+
+/// Tiles from which a GEMM of up to [`COOP_SPLIT_DECODE_ROWS`] rows is not split: 128, about
+/// one workgroup per core of an H100 or H200 (132).
+pub const COOP_UNSPLIT_GRID: usize = 128;
+
+/// Whether [`coop_splits`] takes the decode rule for up to [`COOP_SPLIT_DECODE_ROWS`] rows
+/// (`GPUPORT_COOP_DECODE_SPLITS`, 1 by default; 0: round up as prompts do, the rule before
+/// v41).
+pub fn coop_decode_splits() -> bool {
+    static ON: OnceLock<u32> = OnceLock::new();
+    knob(&ON, "GPUPORT_COOP_DECODE_SPLITS", 1) != 0
 }
 
 /// Workgroups [`coop_splits`] aims the grid at: [`COOP_SPLIT_TARGET`];
@@ -1189,6 +1222,13 @@ mod tests {
         };
         // The Llama-8B shape's down projection at 32 tokens: 64 tiles of 64 rows, 448 chunks.
         assert_eq!(splits(t(2, 1), 4096, 14_336, 32), 4);
+        // Batched decode's rows: q|k|v's 48 tiles in 5 splits (rounded down), gate|up's 224
+        // tiles whole.
+        if coop_decode_splits() {
+            assert_eq!(splits(t(2, 2), 6144, 4096, 32), 5);
+            assert_eq!(splits(t(2, 2), 28_672, 4096, 64), 1);
+            assert_eq!(splits(t(2, 2), 16_384, 2048, 32), 1);
+        }
         // Its gate|up at 512 tokens: 896 tiles already.
         assert_eq!(splits(t(4, 2), 28_672, 4096, 512), 1);
         // The attention output at 512 tokens: 128 tiles of 128 × 128, 2 splits of 64 chunks;
