@@ -300,33 +300,12 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             "batch of {:>3}: {:>8.1} tok/s ({:.3} ms per step of all, {} steps per submit)",
             b.sequences, b.tokens_per_s, b.ms_per_step, b.steps_per_submit
         );
-        let total: f64 = b.step_profile.iter().map(|k| k.2).sum();
-        if total > 0.0 {
-            let top: Vec<String> = b
-                .step_profile
-                .iter()
-                .take(4)
-                .map(|(k, n, us)| format!("{k} {n}× {us:.0} µs"))
-                .collect();
-            println!("  one step {total:.0} µs of GPU time: {}", top.join(", "));
-        }
-        let total: f64 = b.prefill_profile.iter().map(|k| k.2).sum();
+        print_top("one step", &b.step_profile, 4);
         println!(
             "  the prompts ({} × 64 tokens): {:.3} s wall",
             b.sequences, b.prefill_s
         );
-        if total > 0.0 {
-            let top: Vec<String> = b
-                .prefill_profile
-                .iter()
-                .take(6)
-                .map(|(k, n, us)| format!("{k} {n}× {us:.0} µs"))
-                .collect();
-            println!(
-                "  their forward {total:.0} µs of GPU time: {}",
-                top.join(", ")
-            );
-        }
+        print_top("their forward", &b.prefill_profile, 6);
     }
     for p in &report.parallel {
         println!(
@@ -534,6 +513,20 @@ fn batch_decode(
         prefill_s,
         prefill_profile,
     })
+}
+
+/// `what`'s GPU time and its `most` slowest kernels from a per-kernel profile (nothing where the
+/// profile is empty: no timestamps inside passes).
+fn print_top(what: &str, profile: &[(String, usize, f64)], most: usize) {
+    let total: f64 = profile.iter().map(|k| k.2).sum();
+    if total > 0.0 {
+        let top: Vec<String> = profile
+            .iter()
+            .take(most)
+            .map(|(k, n, us)| format!("{k} {n}× {us:.0} µs"))
+            .collect();
+        println!("  {what} {total:.0} µs of GPU time: {}", top.join(", "));
+    }
 }
 
 /// Each of `seqs` with its prompt, its next token sampled with `sampling`.

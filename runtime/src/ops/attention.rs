@@ -169,7 +169,7 @@ pub fn attention_split(
         kv,
         qk_norm,
     } = call;
-    let kb = decode_keys_per_block(gpu, p.head_dim);
+    let kb = decode_keys_per_block(p.head_dim);
     let kv_type = cache_type(kv)?;
     let (heads, hd) = (p.heads as usize, p.head_dim as usize);
     p.blocks = p.n_keys.div_ceil(kb).max(1);
@@ -258,7 +258,7 @@ pub(super) fn attention_inputs_fit(
 /// barrier a switch between them, and every block prepares its head's query again. Not the CPU
 /// default yet: with it `llm/tests/engine.rs::smollm2_repeated_prompt_replies_the_same` replied
 /// differently from the cache at its 8th token (docs/design/next-kernels.md, "as of v41").
-pub fn decode_keys_per_block(_gpu: &Gpu, head_dim: u32) -> u32 {
+pub fn decode_keys_per_block(head_dim: u32) -> u32 {
     static KB: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let least = attention::keys_per_block(head_dim);
     super::knob_set(&KB, "GPUPORT_ATTN_DECODE_KB")
