@@ -12,6 +12,7 @@ use std::sync::Arc;
 use gpuport_testing as support;
 use gpuport_testing::tiny_llm::{CONTEXT, EOS, VOCAB, build};
 
+use gpuport_kernels::quant::GgmlType;
 use gpuport_llm::{
     Batch, EngineShape, Finish, GenJob, GenOutput, LlmEngine, Model, Request, Sampling, Session,
     Tokenizer,
@@ -486,37 +487,108 @@ fn a_repeated_prompt_reuses_the_cache_and_replies_the_same() {
     }
 }
 
-/// The same on SmolLM2 (30 layers, Q4_1): a chat prompt repeated after its first run.
-#[test]
-fn smollm2_repeated_prompt_replies_the_same() {
-    let Some(path) = support::model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
-        return;
-    };
-    let Some(gpu) = support::gpu() else { return };
+/// SmolLM2's chat prompt (37 tokens), the model on a cache of `kv` values with its
+/// projections on float input (`Model::with_int8_min_bytes(u64::MAX)`: int8 input only for the
+/// tied output head, past `SEPARATE_INPUT_ROWS`) unless `int8`, every product in f32 (no
+/// tensor-core paths, whose f16 products part from the one-row path's f32 ones); `None`
+/// without the model or an adapter.
+fn smollm2_chat(kv: GgmlType, int8: bool) -> Option<(Tiny, Vec<u32>)> {
+    let path = support::model("SmolLM2-135M-Instruct.Q4_1.gguf")?;
+    let gpu = support::gpu_with(&support::Needs::none().f32_products())?;
     let g = Gguf::open(&path).unwrap();
-    let model = Model::load(&gpu, &g, 384).unwrap();
-    let tokenizer = Tokenizer::from_gguf(&g).unwrap();
-    let t = Tiny {
-        gpu: Arc::new(gpu),
-        model: Arc::new(model),
-        tokenizer: Arc::new(tokenizer),
+    let model = Model::load_with_kv(&gpu, &g, 384, kv).unwrap();
+    let model = if int8 {
+        model
+    } else {
+        model.with_int8_min_bytes(u64::MAX)
     };
-    let prompt = t.tokenizer.encode(
+    let tokenizer = Tokenizer::from_gguf(&g).unwrap();
+    let prompt = tokenizer.encode(
         "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging \
          Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n\
          <|im_start|>assistant\n",
         false,
         true,
     );
-    let mut e = engine(&t, EngineShape::new(4, 384));
-    let j = job(prompt.clone(), 8, Sampling::GREEDY);
-    let first = run_all(&mut e, 0, vec![(JobId(0), j.clone())]);
-    let again = run_all(&mut e, 0, vec![(JobId(1), j.clone())]);
-    let (a, b) = (&first[&JobId(0)].0, &again[&JobId(1)].0);
-    eprintln!(
-        "first {:?} / again {:?} (cached {})",
-        a.text, b.text, b.cached_tokens
-    );
-    assert_eq!(b.cached_tokens, prompt.len() - 1);
-    assert_eq!(b.ids, a.ids, "the repeat from the cache");
+    let t = Tiny {
+        gpu: Arc::new(gpu),
+        model: Arc::new(model),
+        tokenizer: Arc::new(tokenizer),
+    };
+    Some((t, prompt))
+}
+
+/// The same on SmolLM2 (30 layers, Q4_1), on an f32 and an f16 cache: the repeat runs its last
+/// prompt token alone over the rows the first run prefilled, the first run that token among
+/// the others. On float input the two agree to f32 rounding, or within the f16 cache's grid
+/// (`smollm2_prompt_paths_agree`), and this prompt's greedy ids are the same. With int8 input
+/// (the default for large stacks, as in llama.cpp) they need not be: where two paths' floats
+/// differ in their last bits an input can land one level apart on the int8 grid, which moves
+/// SmolLM2's logits by up to ~1 — a near tie may then go either way
+/// (docs/design/batched-forward.md, "Which paths give the same numbers").
+#[test]
+fn smollm2_repeated_prompt_replies_the_same() {
+    for kv in [GgmlType::F32, GgmlType::F16] {
+        let Some((t, prompt)) = smollm2_chat(kv, false) else {
+            return;
+        };
+        let mut e = engine(&t, EngineShape::new(4, 384));
+        let j = job(prompt.clone(), 8, Sampling::GREEDY);
+        let first = run_all(&mut e, 0, vec![(JobId(0), j.clone())]);
+        let again = run_all(&mut e, 0, vec![(JobId(1), j.clone())]);
+        let (a, b) = (&first[&JobId(0)].0, &again[&JobId(1)].0);
+        eprintln!(
+            "{kv:?}: first {:?} / again {:?} (cached {})",
+            a.text, b.text, b.cached_tokens
+        );
+        assert_eq!(b.cached_tokens, prompt.len() - 1, "{kv:?}");
+        assert_eq!(b.ids, a.ids, "{kv:?}: the repeat from the cache");
+    }
+}
+
+/// SmolLM2's logits after its chat prompt three ways over the same weights — the prompt
+/// batched, the prompt batched but its last token alone over the cache, every token alone —
+/// agree to f32 rounding with the projections on float input and an f32 cache (4e-5 measured
+/// on lavapipe); within the f16 cache's grid on f16 (0.012–0.080: a key or value whose two
+/// f32 forms straddle an f16 rounding edge is stored one ulp apart); and on the default int8
+/// inputs within the spread of one-level steps on that grid (0.61–1.21: an input whose float
+/// lies within rounding of a level's edge lands on either side, and 30 layers carry the
+/// step). A path that read a wrong cache row or position would leave those bounds.
+#[test]
+fn smollm2_prompt_paths_agree() {
+    for (kv, int8, bound) in [
+        (GgmlType::F32, false, 1e-3),
+        (GgmlType::F16, false, 0.25),
+        (GgmlType::F32, true, 2.0),
+        (GgmlType::F16, true, 2.0),
+    ] {
+        let Some((t, prompt)) = smollm2_chat(kv, int8) else {
+            return;
+        };
+        let mut s = Session::new(&t.gpu, &t.model, 384).unwrap();
+        s.batched_prefill = Some(true);
+        let batched = s.logits(&prompt).unwrap();
+        s.reset();
+        s.logits(&prompt[..prompt.len() - 1]).unwrap();
+        let last_alone = s.logits(&prompt).unwrap();
+        s.reset();
+        s.batched_prefill = Some(false);
+        let alone = s.logits(&prompt).unwrap();
+        let apart = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max)
+        };
+        let spread = [
+            apart(&batched, &last_alone),
+            apart(&batched, &alone),
+            apart(&last_alone, &alone),
+        ];
+        eprintln!("{kv:?}, int8 input {int8}: logits apart by {spread:?}");
+        assert!(
+            spread.iter().all(|d| *d <= bound),
+            "{kv:?}, int8 {int8}: {spread:?} past {bound}"
+        );
+    }
 }

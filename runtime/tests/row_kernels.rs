@@ -516,7 +516,7 @@ fn combined_blocks_equal_rounded_output(
     let p = attention::DecodeAttnParams {
         blocks: p
             .n_keys
-            .div_ceil(ops::decode_keys_per_block(p.head_dim))
+            .div_ceil(ops::decode_keys_per_block(gpu, p.head_dim))
             .max(1),
         ..*p
     };

@@ -169,7 +169,7 @@ pub fn attention_split(
         kv,
         qk_norm,
     } = call;
-    let kb = decode_keys_per_block(p.head_dim);
+    let kb = decode_keys_per_block(gpu, p.head_dim);
     let kv_type = cache_type(kv)?;
     let (heads, hd) = (p.heads as usize, p.head_dim as usize);
     p.blocks = p.n_keys.div_ceil(kb).max(1);
@@ -246,25 +246,31 @@ pub(super) fn attention_inputs_fit(
         && elems(kv.v) == elems(kv.k)
 }
 
-/// Keys per block of [`attention_decode`]'s split pass: [`attention::keys_per_block`] (small
-/// blocks: a decode step's few heads fill a GPU with workgroups) unless
-/// `GPUPORT_ATTN_DECODE_KB` names another of [`attention::KB_VALUES`] at least that large
-/// (fewer blocks: the partials [`attention_scratch`] sized still hold them), for A/Bs.
-///
-/// On lavapipe 64 keys a block (the most a block holds: it lies in one page of
-/// [`attention::PAGE_MULTIPLE`] positions) took Gemma 3's decode attention (`xtask bench
-/// --other-kernels`, 4 × 256 heads, f32 cache) at 512 keys from 4.07 to 3.02 ms and at 4,096
-/// from 30.6 to 17.9 ms, one run each: a CPU runs a workgroup's lanes as vector passes, each
-/// barrier a switch between them, and every block prepares its head's query again. Not the CPU
-/// default yet: with it `llm/tests/engine.rs::smollm2_repeated_prompt_replies_the_same` replied
-/// differently from the cache at its 8th token (docs/design/next-kernels.md, "as of v41").
-pub fn decode_keys_per_block(head_dim: u32) -> u32 {
+/// Keys per block of [`attention_decode`]'s split pass on `gpu`: [`attention::keys_per_block`]
+/// on a GPU (small blocks: a decode step's few heads fill it with workgroups), the most a block
+/// holds on a CPU adapter ([`CPU_DECODE_KEYS_PER_BLOCK`]), unless `GPUPORT_ATTN_DECODE_KB`
+/// names another of [`attention::KB_VALUES`] at least [`attention::keys_per_block`] (the
+/// partials [`attention_scratch`] sized still hold them), for A/Bs.
+pub fn decode_keys_per_block(gpu: &Gpu, head_dim: u32) -> u32 {
     static KB: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     let least = attention::keys_per_block(head_dim);
+    let default = if gpu.is_cpu() {
+        CPU_DECODE_KEYS_PER_BLOCK.max(least)
+    } else {
+        least
+    };
     super::knob_set(&KB, "GPUPORT_ATTN_DECODE_KB")
         .filter(|kb| attention::KB_VALUES.contains(kb) && *kb >= least)
-        .unwrap_or(least)
+        .unwrap_or(default)
 }
+
+/// Keys per decode-attention block on a CPU adapter: 64, the most a block holds (it lies in one
+/// page of [`attention::PAGE_MULTIPLE`] positions). A CPU runs a workgroup's lanes as vector
+/// passes, each barrier a switch between them, and every block prepares its head's query
+/// again, so fewer, longer blocks win: on lavapipe Gemma 3's decode attention (`xtask bench
+/// --other-kernels`, 4 × 256 heads, f32 cache) at 512 keys took 3.02 against 4.07 ms and at
+/// 4,096 keys 17.9 against 30.6 ms with 16-key blocks (one run each, v41).
+pub const CPU_DECODE_KEYS_PER_BLOCK: u32 = 64;
 
 /// Scratch elements [`attention_decode`] needs for a cache of `max_ctx` positions.
 pub fn attention_scratch(heads: u32, head_dim: u32, max_ctx: u32) -> usize {
