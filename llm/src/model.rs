@@ -73,6 +73,19 @@ pub fn int8_min_stack_bytes(gpu: &Gpu) -> u64 {
     }
 }
 
+/// Whether, on `gpu`, a model with post-projection norms (Gemma 3) gives its stacks int8 input
+/// by the byte thresholds as other models do, its input formed by a pass of its own (the
+/// folded post-norm, the norm and the int8 blocks: one dispatch on one row, `gemv_input`; two
+/// on many, `norm_add` then `norm_blocks`): on a CPU adapter. There the float GEMV with the
+/// fold inside ran Gemma 3 270M's stacks at 0.11–0.16 GB/s on lavapipe (a decode step 492 ms,
+/// 2.0 tok/s; a 128-token prompt 9 tok/s), where the int8 tiled GEMM takes any of them. On a
+/// GPU the fused float GEMV stays: Gemma 3 270M's stacks are latency-bound and under
+/// [`INT8_MIN_STACK_BYTES`] anyway, and the extra pass on larger post-norm models is not yet
+/// measured there.
+pub fn int8_behind_post_norms(gpu: &Gpu) -> bool {
+    gpu.is_cpu()
+}
+
 /// A model on the GPU.
 pub struct Model {
     /// Hyperparameters and graph options.
@@ -89,6 +102,9 @@ pub struct Model {
     int8_min_bytes: u64,
     /// The attention output's: [`INT8_MIN_STACK_BYTES`] or the override.
     int8_min_attn_out: u64,
+    /// Whether stacks behind a folded post-norm take int8 input by those byte thresholds too
+    /// ([`int8_behind_post_norms`]).
+    int8_behind_post_norms: bool,
     /// [`FOLD_MAX_BLOCKS`] or its override.
     fold_max_blocks: u32,
     /// The element type of the KV caches its sessions and batches make.
@@ -255,6 +271,7 @@ impl Model {
             gemm_tiles,
             int8_min_bytes: ops::env_or("GPUPORT_INT8_MIN_BYTES", int8_min_stack_bytes(gpu)),
             int8_min_attn_out: ops::env_or("GPUPORT_INT8_MIN_BYTES", INT8_MIN_STACK_BYTES),
+            int8_behind_post_norms: int8_behind_post_norms(gpu),
             fold_max_blocks: ops::env_or("GPUPORT_FOLD_MAX_BLOCKS", FOLD_MAX_BLOCKS),
             kv_type,
         })
@@ -309,8 +326,8 @@ impl Model {
     /// Whether the normed input of the projection stack `stacks` is quantized to int8 blocks
     /// (computed once, apart, then int8-input GEMVs): where every part has the int8-input GEMV,
     /// after an RMSNorm, and the stack is past SEPARATE_INPUT_ROWS (the test models' tied output
-    /// projections, a large model's FFN) or, without post-norms, of at least
-    /// [`INT8_MIN_STACK_BYTES`]. llama.cpp quantizes the input of its quantized weights to
+    /// projections, a large model's FFN) or, without post-norms (or with them where
+    /// [`int8_behind_post_norms`]), of at least [`INT8_MIN_STACK_BYTES`]. llama.cpp quantizes the input of its quantized weights to
     /// 8 bits the same way (docs/performance.md, LLM v12). One row norms with `norm.wgsl` and
     /// quantizes the normed row; many rows norm with the same kernel and round onto the same
     /// grid ([`ops::q8_round`]): a row computes with the same numbers either way.
@@ -322,7 +339,8 @@ impl Model {
         } else {
             self.int8_min_bytes
         };
-        let large = rows > SEPARATE_INPUT_ROWS || (!self.cfg.post_norms && bytes >= min);
+        let by_bytes = (!self.cfg.post_norms || self.int8_behind_post_norms) && bytes >= min;
+        let large = rows > SEPARATE_INPUT_ROWS || by_bytes;
         large
             && self.cfg.norm != NormKind::Layer
             && stacks.iter().all(|w| {
@@ -420,7 +438,9 @@ impl Model {
             }
             return Ok(false);
         }
-        let separate = rows > SEPARATE_INPUT_ROWS && input != GemvInput::Plain;
+        // An int8-input stack behind a folded post-norm has its input formed apart too: the
+        // GEMVs that fold the norm in take float input.
+        let separate = (rows > SEPARATE_INPUT_ROWS && input != GemvInput::Plain) || (q8 && folded);
         // A separate input vector goes to `s.h`, as int8 blocks where the stack takes them.
         let (form, vector) = if q8 {
             let words = GemvInput::Q8Blocks.x_len(c.embd);

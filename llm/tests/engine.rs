@@ -487,13 +487,13 @@ fn a_repeated_prompt_reuses_the_cache_and_replies_the_same() {
     }
 }
 
-/// SmolLM2's chat prompt (37 tokens), the model on a cache of `kv` values with its
-/// projections on float input (`Model::with_int8_min_bytes(u64::MAX)`: int8 input only for the
-/// tied output head, past `SEPARATE_INPUT_ROWS`) unless `int8`, every product in f32 (no
-/// tensor-core paths, whose f16 products part from the one-row path's f32 ones); `None`
-/// without the model or an adapter.
-fn smollm2_chat(kv: GgmlType, int8: bool) -> Option<(Tiny, Vec<u32>)> {
-    let path = support::model("SmolLM2-135M-Instruct.Q4_1.gguf")?;
+/// `file`'s tokens of `text`, the model on a cache of `kv` values with its projections on
+/// float input (`Model::with_int8_min_bytes(u64::MAX)`: int8 input only for a tied output
+/// head, past `SEPARATE_INPUT_ROWS`) unless `int8`, every product in f32 (no tensor-core
+/// paths, whose f16 products part from the one-row path's f32 ones); `None` without the model
+/// or an adapter.
+fn chat_model(file: &str, text: &str, kv: GgmlType, int8: bool) -> Option<(Tiny, Vec<u32>)> {
+    let path = support::model(file)?;
     let gpu = support::gpu_with(&support::Needs::none().f32_products())?;
     let g = Gguf::open(&path).unwrap();
     let model = Model::load_with_kv(&gpu, &g, 384, kv).unwrap();
@@ -503,19 +503,46 @@ fn smollm2_chat(kv: GgmlType, int8: bool) -> Option<(Tiny, Vec<u32>)> {
         model.with_int8_min_bytes(u64::MAX)
     };
     let tokenizer = Tokenizer::from_gguf(&g).unwrap();
-    let prompt = tokenizer.encode(
-        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging \
-         Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n\
-         <|im_start|>assistant\n",
-        false,
-        true,
-    );
+    let prompt = tokenizer.encode(text, false, true);
     let t = Tiny {
         gpu: Arc::new(gpu),
         model: Arc::new(model),
         tokenizer: Arc::new(tokenizer),
     };
     Some((t, prompt))
+}
+
+/// SmolLM2's chat prompt (37 tokens) on [`chat_model`].
+fn smollm2_chat(kv: GgmlType, int8: bool) -> Option<(Tiny, Vec<u32>)> {
+    let text = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by \
+                Hugging Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France?\
+                <|im_end|>\n<|im_start|>assistant\n";
+    chat_model("SmolLM2-135M-Instruct.Q4_1.gguf", text, kv, int8)
+}
+
+/// The largest differences between the logits after `prompt` run three ways on `t`'s model —
+/// batched; batched but its last token alone over the cache; every token alone — pairwise.
+fn prompt_paths_spread(t: &Tiny, prompt: &[u32]) -> [f32; 3] {
+    let mut s = Session::new(&t.gpu, &t.model, 384).unwrap();
+    s.batched_prefill = Some(true);
+    let batched = s.logits(prompt).unwrap();
+    s.reset();
+    s.logits(&prompt[..prompt.len() - 1]).unwrap();
+    let last_alone = s.logits(prompt).unwrap();
+    s.reset();
+    s.batched_prefill = Some(false);
+    let alone = s.logits(prompt).unwrap();
+    let apart = |a: &[f32], b: &[f32]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max)
+    };
+    [
+        apart(&batched, &last_alone),
+        apart(&batched, &alone),
+        apart(&last_alone, &alone),
+    ]
 }
 
 /// The same on SmolLM2 (30 layers, Q4_1), on an f32 and an f16 cache: the repeat runs its last
@@ -548,10 +575,10 @@ fn smollm2_repeated_prompt_replies_the_same() {
 
 /// SmolLM2's logits after its chat prompt three ways over the same weights — the prompt
 /// batched, the prompt batched but its last token alone over the cache, every token alone —
-/// agree to f32 rounding with the projections on float input and an f32 cache (4e-5 measured
-/// on lavapipe); within the f16 cache's grid on f16 (0.012–0.080: a key or value whose two
-/// f32 forms straddle an f16 rounding edge is stored one ulp apart); and on the default int8
-/// inputs within the spread of one-level steps on that grid (0.61–1.21: an input whose float
+/// agree to f32 rounding with the projections on float input and an f32 cache (2e-5 – 4e-5
+/// measured on lavapipe); within the f16 cache's grid on f16 (0.028–0.073: a key or value
+/// whose two f32 forms straddle an f16 rounding edge is stored one ulp apart); and on the
+/// default int8 inputs within the spread of one-level steps on that grid (0.52–1.10: an input whose float
 /// lies within rounding of a level's edge lands on either side, and 30 layers carry the
 /// step). A path that read a wrong cache row or position would leave those bounds.
 #[test]
@@ -565,26 +592,27 @@ fn smollm2_prompt_paths_agree() {
         let Some((t, prompt)) = smollm2_chat(kv, int8) else {
             return;
         };
-        let mut s = Session::new(&t.gpu, &t.model, 384).unwrap();
-        s.batched_prefill = Some(true);
-        let batched = s.logits(&prompt).unwrap();
-        s.reset();
-        s.logits(&prompt[..prompt.len() - 1]).unwrap();
-        let last_alone = s.logits(&prompt).unwrap();
-        s.reset();
-        s.batched_prefill = Some(false);
-        let alone = s.logits(&prompt).unwrap();
-        let apart = |a: &[f32], b: &[f32]| {
-            a.iter()
-                .zip(b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0f32, f32::max)
+        let spread = prompt_paths_spread(&t, &prompt);
+        eprintln!("{kv:?}, int8 input {int8}: logits apart by {spread:?}");
+        assert!(
+            spread.iter().all(|d| *d <= bound),
+            "{kv:?}, int8 {int8}: {spread:?} past {bound}"
+        );
+    }
+}
+
+/// The same for Gemma 3 (post-norms folded into the next input: on a CPU adapter its stacks
+/// take int8 input through a pass of their own, `model::int8_behind_post_norms`): 4e-5 –
+/// 8e-5 on float input, 1.22 on int8 (lavapipe, v42).
+#[test]
+fn gemma3_prompt_paths_agree() {
+    let text = "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n\
+                <start_of_turn>model\n";
+    for (kv, int8, bound) in [(GgmlType::F32, false, 1e-3), (GgmlType::F32, true, 2.5)] {
+        let Some((t, prompt)) = chat_model("gemma-3-270m-q4_k_m.gguf", text, kv, int8) else {
+            return;
         };
-        let spread = [
-            apart(&batched, &last_alone),
-            apart(&batched, &alone),
-            apart(&last_alone, &alone),
-        ];
+        let spread = prompt_paths_spread(&t, &prompt);
         eprintln!("{kv:?}, int8 input {int8}: logits apart by {spread:?}");
         assert!(
             spread.iter().all(|d| *d <= bound),
