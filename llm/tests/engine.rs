@@ -602,13 +602,14 @@ fn smollm2_prompt_paths_agree() {
 }
 
 /// The same for Gemma 3 (post-norms folded into the next input: on a CPU adapter its stacks
-/// take int8 input through a pass of their own, `model::int8_behind_post_norms`): 4e-5 –
-/// 8e-5 on float input, 1.22 on int8 (lavapipe, v42).
+/// take int8 input through a pass of their own, `model::int8_behind_post_norms`, the
+/// attention output's too): 4e-5 – 8e-5 on float input, 0.95 – 2.22 on int8 (lavapipe, v42;
+/// Gemma's logits run larger than SmolLM2's).
 #[test]
 fn gemma3_prompt_paths_agree() {
     let text = "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n\
                 <start_of_turn>model\n";
-    for (kv, int8, bound) in [(GgmlType::F32, false, 1e-3), (GgmlType::F32, true, 2.5)] {
+    for (kv, int8, bound) in [(GgmlType::F32, false, 1e-3), (GgmlType::F32, true, 3.0)] {
         let Some((t, prompt)) = chat_model("gemma-3-270m-q4_k_m.gguf", text, kv, int8) else {
             return;
         };
