@@ -214,13 +214,19 @@ impl KernelSpec {
     /// Whether the module keeps naga's loop-bounding counter (a counter on every loop that
     /// breaks out after 2^64 trips, so a runaway loop cannot hang the device). The counter hides
     /// a loop's trip count from the driver's compiler, so loops with constant trip counts are
-    /// not unrolled: the tensor-core kernels (fragment loops), attention (the key and
+    /// not unrolled. Dropped by the tensor-core kernels (fragment loops), attention (the key and
     /// head-dimension walks: the row-table pass measured 127.9 → 67.5 µs and the long-context
-    /// decode 40.8 → 25.4 µs without it on an H100, docs/performance.md "v40") and the int8
-    /// few-row GEMM (the 32-row GEMMs 9–26% faster) drop it. The other families keep it until
-    /// measured: NVIDIA's 580 compiler once crashed on GEMV variants compiled with neither index
-    /// clamps nor loop bounding, and the f32 tiled GEMM (`gemm`) drifts past its test's
-    /// tolerance on that driver without it. The runtime's
+    /// decode 40.8 → 25.4 µs without it on an H100, docs/performance.md "v40"), the int8
+    /// few-row GEMM (the 32-row GEMMs 9–26% faster) and, since v42, every other family of a
+    /// decode step — the GEMVs, the float few-row GEMM, the split sums and f16 input rows, the
+    /// norms, the int8 rounding, embedding, the attention's preparation, sampling and the
+    /// gather: without it on the H200 SmolLM2 decoded 1,123–1,125 against 891–974 tok/s at one
+    /// stream and 4,329–4,347 against 3,593–3,617 at eight, Gemma 3 1,102–1,123 against
+    /// 998–1,000 and 4,693–4,735 against 4,064 (docs/performance.md "v42"), and the kernels met
+    /// the CPU in `kernels_vs_cpu` on an H100 (v40). The f32 tiled GEMM (`gemm`) keeps it: on
+    /// NVIDIA's 580 driver it drifted past its test's tolerance without it; so do the families
+    /// no decode step runs (dequantization, streaming, element-wise, RoPE, softmax, the int8
+    /// tiled GEMM of CPU adapters, vision), until measured. The runtime's
     /// `GPUPORT_LOOP_BOUNDING` / `GPUPORT_UNBOUNDED_LOOPS` override this per family.
     pub fn loop_bounding(&self) -> bool {
         !(self.needs_cooperative_matrix()
@@ -231,7 +237,19 @@ impl KernelSpec {
                     | Family::AttnPrefill
                     | Family::AttnRowsSubgroup
                     | Family::AttnTiles
+                    | Family::AttnPrep
                     | Family::GemmRowsQ8
+                    | Family::Gemv
+                    | Family::GemvQ8
+                    | Family::GemmRows
+                    | Family::GemmSplits
+                    | Family::GemmInputF16
+                    | Family::Norm
+                    | Family::Q8Round
+                    | Family::Embed
+                    | Family::Argmax
+                    | Family::Sample
+                    | Family::Gather
             ))
     }
 

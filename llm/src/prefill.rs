@@ -346,6 +346,9 @@ impl Model {
             let mut p = self.attention_params(i, last_pos, capacity, qk_norm.is_some())?;
             p.tokens = n as u32;
             p.qkv_stride = qkv_width as u32;
+            // An int8-input output projection's blocks, where the combining pass can form them.
+            let wo_blocks =
+                ops::rows_combine_blocks() && self.q8_rows(gpu, std::slice::from_ref(&l.wo), n);
             let call = ops::RowsAttention {
                 p,
                 neox,
@@ -356,13 +359,19 @@ impl Model {
                 out,
                 qk_norm,
                 part: b.part.as_ref(),
+                out_blocks: wo_blocks.then_some(&b.xq),
             };
-            ops::attention_rows(gpu, rec, call)?;
+            let formed = ops::attention_rows(gpu, rec, call)?;
             if last {
                 return Ok(None);
             }
+            let input = if formed {
+                GemvInput::Q8Blocks
+            } else {
+                GemvInput::Plain
+            };
             let outs = [&attn, &x, &x_alt, &proj, &b.xq];
-            if self.batch_out(gpu, rec, &l.wo, outs, GemvInput::Plain, n)? {
+            if self.batch_out(gpu, rec, &l.wo, outs, input, n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             let rows = [&x, &x_alt, &proj, &h];
@@ -576,7 +585,8 @@ impl Model {
     /// `x_next` (returns true: the caller swaps), or, with post-norms, left in `proj`. A gated
     /// activation is formed apart, in place in `a`, where the matrix takes int8 input (then
     /// rounded onto the one-row path's grid, as a plain input is) or runs on tensor cores
-    /// (formed once, not once per tile of weight rows).
+    /// (formed once, not once per tile of weight rows). `input` [`GemvInput::Q8Blocks`]: the
+    /// int8 blocks are in `xq` already (the attention's combining pass wrote them).
     fn batch_out(
         &self,
         gpu: &Gpu,
@@ -610,7 +620,10 @@ impl Model {
         );
         let words = ops::Q8Blocks::words(cols);
         let blocks = xq.view(0, n * words);
-        if self.q8_rows(gpu, std::slice::from_ref(w), n) {
+        if input == GemvInput::Q8Blocks {
+            // Formed by the kernel before (the attention's combining pass) in `xq`.
+            call.x = &blocks;
+        } else if self.q8_rows(gpu, std::slice::from_ref(w), n) {
             // The activation (gated where it is) straight into int8 blocks.
             let rows = ops::Q8Blocks {
                 x: a,

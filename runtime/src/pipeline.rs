@@ -324,30 +324,36 @@ mod tests {
     fn loop_bounding_knobs_name_families_or_all() {
         use gpuport_kernels::{attention, gemm};
         let attn = attention::prefill_spec(64, 16, gpuport_gguf::GgmlType::F16);
+        // The f32 tiled GEMM: a family that keeps the counter.
+        let tiled = gemm::spec(
+            gpuport_gguf::GgmlType::F32,
+            gemm::GemmTile::DEFAULT,
+            gpuport_kernels::gemv::GemvInput::Plain,
+        );
+        // The split sums: a decode family that drops it since v42.
         let splits = gemm::splits_spec(true);
         assert!(
-            !attn.loop_bounding() && splits.loop_bounding(),
+            !attn.loop_bounding() && !splits.loop_bounding() && tiled.loop_bounding(),
             "the defaults"
         );
         let none = FamilySet::parse("");
         assert!(!bounded_with(&attn, &none, &none));
-        assert!(bounded_with(&splits, &none, &none));
+        assert!(bounded_with(&tiled, &none, &none));
+        assert!(!bounded_with(&splits, &none, &none));
         for all in ["1", "all", " all "] {
             let all = FamilySet::parse(all);
             assert!(bounded_with(&attn, &all, &none), "bounding everywhere");
-            assert!(!bounded_with(&splits, &none, &all), "bounding nowhere");
+            assert!(!bounded_with(&tiled, &none, &all), "bounding nowhere");
         }
         let named = FamilySet::parse("gemv, attn_prefill,");
         assert!(bounded_with(&attn, &named, &none), "attn_prefill named");
-        assert!(!bounded_with(
+        assert!(!bounded_with(&tiled, &none, &FamilySet::parse("gemm")));
+        assert!(bounded_with(&tiled, &none, &named), "gemm not named");
+        assert!(bounded_with(
             &splits,
-            &none,
-            &FamilySet::parse("gemm_splits")
+            &FamilySet::parse("gemm_splits"),
+            &none
         ));
-        assert!(
-            bounded_with(&splits, &none, &named),
-            "gemm_splits not named"
-        );
         // Where both knobs name a family, bounding wins.
         assert!(bounded_with(&attn, &named, &named));
     }

@@ -525,7 +525,13 @@ fn combined_blocks_equal_rounded_output(
     run(gpu, |rec| {
         ops::attention_combine_blocks(gpu, rec, &p, part, &q).unwrap()
     });
-    let got = support::readback_words(gpu, &q);
+    blocks_equal_rounded_output(gpu, &support::readback_words(gpu, &q), out, what);
+}
+
+/// Int8 blocks `got` (of output rows whose widths are multiples of 32, back to back) hold
+/// exactly `q8_round` of the f32 output `out` (the many-row path's numbers), and each block's
+/// sum word is its scale times its quants' sum.
+fn blocks_equal_rounded_output(gpu: &Gpu, got: &[u32], out: &[f32], what: &str) {
     let rounded = gpu.upload_f32(out, &[out.len()], "output").unwrap();
     run(gpu, |rec| {
         let call = ops::Q8Round {
@@ -536,7 +542,7 @@ fn combined_blocks_equal_rounded_output(
         ops::q8_round(gpu, rec, call).unwrap()
     });
     let want = support::readback_words(gpu, &rounded);
-    let values: Vec<u32> = gpuport_kernels::gemv::dequantize_q8_input(&got)
+    let values: Vec<u32> = gpuport_kernels::gemv::dequantize_q8_input(got)
         .iter()
         .map(|v| v.to_bits())
         .collect();
@@ -678,8 +684,12 @@ fn prefill_attention_matches() {
             out: Some(&out),
             qk_norm: weights,
             part: None,
+            out_blocks: None,
         };
-        run(&gpu, |rec| ops::attention_rows(&gpu, rec, call).unwrap());
+        run(&gpu, |rec| {
+            let formed = ops::attention_rows(&gpu, rec, call).unwrap();
+            assert!(!formed, "no blocks asked for");
+        });
         // Each token prepared as a decode step at its position.
         let mut q = Vec::new();
         for t in 0..tokens as usize {
@@ -767,7 +777,7 @@ fn row_table_attention_splits_match_the_cpu() {
         // Groups of three heads (SmolLM2's), soft-capped scores (Gemma 2's 50).
         (6, 2, 64, 0, QkNorm::None, &[9, 180, 77], 4),
     ];
-    let mut on_subgroups_runs = 0;
+    let (mut on_subgroups_runs, mut split_runs) = (0, 0);
     for (kv_type, case) in KV_TYPES.into_iter().flat_map(|t| cases.map(|c| (t, c))) {
         let (heads, kv_heads, head_dim, window, norm, positions, splits) = case;
         let tokens = positions.len();
@@ -874,10 +884,27 @@ fn row_table_attention_splits_match_the_cpu() {
             out: Some(&out),
             qk_norm: (norm != QkNorm::None).then_some(&nwt),
             part: (splits > 0).then_some(&part),
+            out_blocks: None,
         };
+        let mut split = false;
         run(&gpu, |rec| {
-            ops::attention_rows_on(&gpu, rec, call, ops::RowsPass::Blocks).unwrap()
+            let formed = ops::attention_rows_on(&gpu, rec, call, ops::RowsPass::Blocks).unwrap();
+            assert!(!formed, "no blocks asked for");
         });
+        // The same rows with the output asked for as int8 blocks (an int8-input output
+        // projection's): where the keys split, the combining pass writes the blocks instead,
+        // exactly the f32 rows rounded onto the int8 grid (compared below).
+        let blocks = gpu
+            .zeros_f32(&[tokens * ops::Q8Blocks::words(qn)], "blocks")
+            .unwrap();
+        run(&gpu, |rec| {
+            let call = ops::RowsAttention {
+                out_blocks: Some(&blocks),
+                ..call
+            };
+            split = ops::attention_rows_on(&gpu, rec, call, ops::RowsPass::Blocks).unwrap();
+        });
+        assert!(!split || splits > 0, "blocks without partials");
         // The same rows on subgroups, where the adapter's hold the heads (lavapipe's 8 lanes:
         // head dims up to 128), into their own output (the preparation writes the same cache
         // rows again).
@@ -888,7 +915,9 @@ fn row_table_attention_splits_match_the_cpu() {
                 ..call
             };
             run(&gpu, |rec| {
-                ops::attention_rows_on(&gpu, rec, call, ops::RowsPass::Subgroups).unwrap()
+                let formed =
+                    ops::attention_rows_on(&gpu, rec, call, ops::RowsPass::Subgroups).unwrap();
+                assert!(!formed, "no blocks asked for");
             });
             gpu.readback_f32(&out).unwrap()
         });
@@ -934,12 +963,21 @@ fn row_table_attention_splits_match_the_cpu() {
                 decode_reference(&step, &q[t], &k[t % seqs], &v[t % seqs])
             })
             .collect();
-        close(&gpu.readback_f32(&out).unwrap(), &want, 1e-4, &what);
+        let got = gpu.readback_f32(&out).unwrap();
+        close(&got, &want, 1e-4, &what);
+        if split {
+            let words = support::readback_words(&gpu, &blocks);
+            blocks_equal_rounded_output(&gpu, &words, &got, &format!("{what} as blocks"));
+            split_runs += 1;
+        }
         if let Some(got) = on_subgroups {
             close(&got, &want, 1e-4, &format!("{what} on subgroups"));
             on_subgroups_runs += 1;
         }
     }
+    // The cases with scratch split rows' keys (all twelve on lavapipe; the split counts
+    // follow the adapter), so the blocks form was checked.
+    assert!(split_runs > 0, "no run split its rows' keys");
     // Lavapipe's 8-lane subgroups take 12 runs (head dims up to 128), 32-lane ones all 16.
     let want_runs = match gpu.subgroup_min_width() {
         w if w >= 32 => 16,

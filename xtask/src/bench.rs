@@ -1066,7 +1066,8 @@ fn rows_attention(
             out: Some(&out),
             qk_norm: None,
             part: Some(&part),
+            out_blocks: None,
         };
-        ops::attention_rows(gpu, rec, call)
+        ops::attention_rows(gpu, rec, call).map(|_| ())
     })
 }

@@ -7,7 +7,8 @@
 #   default | unbounded (naga's loop counter off in every family: what the counter costs the
 #   float few-row GEMM and the norms the small models' 8-row steps run on) | int8 (every
 #   stack on int8 input: the int8 few-row kernel instead of the float one) | gemm-norm off
-#   (the norm a dispatch of its own).
+#   (the norm a dispatch of its own) | apart (the 1B/8B: the row table's combine then a
+#   quantizing pass, as before v42, against the combine writing the int8 blocks itself).
 # .devbin/xtask-t.xz from HEAD. Carry [.gl, .devbin].
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
@@ -33,6 +34,7 @@ for i in 1 2; do
     par $m unb$i GPUPORT_UNBOUNDED_LOOPS=all
     par $m int8$i GPUPORT_INT8_MIN_BYTES=0
     par $m nonorm$i GPUPORT_GEMM_NORM=0
+    case $m in l|e) par $m apart$i GPUPORT_ROWS_COMBINE_BLOCKS=0;; esac
   done
 done
 kill $CLK

@@ -324,6 +324,13 @@ pub struct RowsAttention<'a> {
     /// [`attention::ROW_SPLITS_MAX`], of `tokens × heads` partials of
     /// `attention::part_stride(head_dim)` floats each).
     pub part: Option<&'a Tensor>,
+    /// For an output projection that reads int8 blocks: where the rows' keys split, the
+    /// combining pass writes the output as those blocks here ([`super::Q8Blocks::words`] of
+    /// `heads × head_dim` a row, `tokens` rows) instead of into `out`, one dispatch fewer
+    /// than combining then quantizing, the same numbers ([`attention_combine_blocks`]);
+    /// [`attention_rows`] says whether it did. Needs `head_dim` a multiple of
+    /// [`attention::COMBINE_COLUMNS`] (else ignored).
+    pub out_blocks: Option<&'a Tensor>,
 }
 
 /// How the causal pass over a row table walks each row's keys ([`attention_rows_on`]).
@@ -371,12 +378,13 @@ pub fn rows_sg_fits(gpu: &Gpu, p: &DecodeAttnParams) -> Option<(u32, u32)> {
 /// each row's sequence at its position), then, with an output, the causal pass (each row
 /// attends to its own sequence's positions up to its own): over tiles of rows for consecutive
 /// rows of one sequence where [`tile_keys`] allows, else a row per workgroup (for a row table
-/// as [`rows_pass`] says).
+/// as [`rows_pass`] says). Returns whether the output went to `out_blocks` as int8 blocks
+/// (else it is in `out`).
 pub fn attention_rows(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     call: RowsAttention<'_>,
-) -> Result<(), GpuError> {
+) -> Result<bool, GpuError> {
     attention_rows_on(gpu, rec, call, rows_pass(gpu, &call.p))
 }
 
@@ -387,7 +395,7 @@ pub fn attention_rows_on(
     rec: &mut Recorder<'_>,
     call: RowsAttention<'_>,
     pass: RowsPass,
-) -> Result<(), GpuError> {
+) -> Result<bool, GpuError> {
     const WG: u32 = 128;
     let RowsAttention {
         mut p,
@@ -399,6 +407,7 @@ pub fn attention_rows_on(
         out,
         qk_norm,
         part,
+        out_blocks,
     } = call;
     let (heads, hd, tokens) = (p.heads as usize, p.head_dim as usize, p.tokens as usize);
     let kv_type = cache_type(kv)?;
@@ -445,27 +454,29 @@ pub fn attention_rows_on(
         (p.heads + p.kv_heads, p.tokens),
     )?;
     let Some(out) = out else {
-        return Ok(());
+        return Ok(false);
     };
     if rows.is_none() && attention_on_coop(gpu, p.head_dim, p.tokens as usize) {
-        return launch(
+        launch(
             gpu,
             rec,
             &attention::coop_tiles_spec(p.head_dim, kv_type),
             &p,
             &[q, kv.k, kv.v, out, kv.pages],
             (p.heads, p.tokens.div_ceil(attention::tile_rows(p.head_dim))),
-        );
+        )?;
+        return Ok(false);
     }
     if let Some(keys) = rows.is_none().then(|| tile_keys(gpu, p.head_dim)).flatten() {
-        return launch(
+        launch(
             gpu,
             rec,
             &attention::tiles_spec(p.head_dim, keys, kv_type),
             &p,
             &[q, kv.k, kv.v, out, kv.pages],
             (p.heads, p.tokens.div_ceil(attention::tile_rows(p.head_dim))),
-        );
+        )?;
+        return Ok(false);
     }
     // A row per workgroup and GQA group (or the largest part of one that fits): a row table's
     // on subgroups where the caller asks; otherwise in blocks of keys as many as suit a row
@@ -536,12 +547,27 @@ pub fn attention_rows_on(
             &[q, kv.k, kv.v, part, kv.pages, table],
             (groups, p.tokens, splits),
         )?;
-        // The combine's heads are the (row, head) pairs: its output is `out`'s rows.
+        // The combine's heads are the (row, head) pairs: its output is `out`'s rows (or, as
+        // blocks, their int8 blocks: a pair's columns are whole blocks of its row).
         let pairs = DecodeAttnParams {
             heads: p.heads * p.tokens,
             ..ps
         };
-        return attention_combine(gpu, rec, &pairs, part, out);
+        if let Some(blocks) =
+            out_blocks.filter(|_| p.head_dim.is_multiple_of(attention::COMBINE_COLUMNS))
+        {
+            let words = tokens * super::Q8Blocks::words(heads * hd);
+            if elems(blocks) < words {
+                return Err(GpuError::Shape(format!(
+                    "int8 blocks of {tokens} attention rows ({words} words) into {:?}",
+                    blocks.shape
+                )));
+            }
+            attention_combine_blocks(gpu, rec, &pairs, part, &blocks.view(0, words))?;
+            return Ok(true);
+        }
+        attention_combine(gpu, rec, &pairs, part, out)?;
+        return Ok(false);
     }
     launch(
         gpu,
@@ -550,7 +576,16 @@ pub fn attention_rows_on(
         &p,
         &[q, kv.k, kv.v, out, kv.pages, table],
         (groups, p.tokens),
-    )
+    )?;
+    Ok(false)
+}
+
+/// Whether callers ask [`attention_rows`] for an int8-input output projection's blocks
+/// ([`RowsAttention::out_blocks`]): yes, unless `GPUPORT_ROWS_COMBINE_BLOCKS=0` (the combine
+/// then a quantizing pass of its own, for A/Bs).
+pub fn rows_combine_blocks() -> bool {
+    static ON: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    super::knob(&ON, "GPUPORT_ROWS_COMBINE_BLOCKS", 1) != 0
 }
 
 /// Workgroups the per-row causal pass over a row table aims for when it splits rows' keys:
