@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# v42 call 2 (~250 s): call 1 found naga's loop counter costing SmolLM2 and Gemma 3 11-26%
+# v42 call 2 (NOT RUN: no machine; ~250 s): call 1 found naga's loop counter costing SmolLM2 and Gemma 3 11-26%
 # (GPUPORT_UNBOUNDED_LOOPS=all). The proposed default drops it for the LLM decode families but
 # the f32 tiled GEMM (`gemm`, whose drift past its test's tolerance v40 found): kvc against the
 # CPU with that list, then the list against the default at 1 and 8 streams. Binaries of call 1.
