@@ -578,18 +578,31 @@ fn smollm2_repeated_prompt_replies_the_same() {
 /// agree to f32 rounding with the projections on float input and an f32 cache (2e-5 – 4e-5
 /// measured on lavapipe); within the f16 cache's grid on f16 (0.028–0.073: a key or value
 /// whose two f32 forms straddle an f16 rounding edge is stored one ulp apart); and on the
-/// default int8 inputs within the spread of one-level steps on that grid (0.52–1.10: an input whose float
-/// lies within rounding of a level's edge lands on either side, and 30 layers carry the
-/// step). A path that read a wrong cache row or position would leave those bounds.
+/// default int8 inputs within the spread of one-level steps on that grid (0.52–1.10: an
+/// input whose float lies within rounding of a level's edge lands on either side, and 30
+/// layers carry the step). A path that read a wrong cache row or position would leave those
+/// bounds.
 #[test]
 fn smollm2_prompt_paths_agree() {
-    for (kv, int8, bound) in [
-        (GgmlType::F32, false, 1e-3),
-        (GgmlType::F16, false, 0.25),
-        (GgmlType::F32, true, 2.0),
-        (GgmlType::F16, true, 2.0),
-    ] {
-        let Some((t, prompt)) = smollm2_chat(kv, int8) else {
+    prompt_paths_agree(
+        smollm2_chat,
+        &[
+            (GgmlType::F32, false, 1e-3),
+            (GgmlType::F16, false, 0.25),
+            (GgmlType::F32, true, 2.0),
+            (GgmlType::F16, true, 2.0),
+        ],
+    );
+}
+
+/// [`prompt_paths_spread`] within `bound` for each (cache type, int8 input, bound) of `cases`
+/// on the model and prompt `chat` gives.
+fn prompt_paths_agree(
+    chat: impl Fn(GgmlType, bool) -> Option<(Tiny, Vec<u32>)>,
+    cases: &[(GgmlType, bool, f32)],
+) {
+    for &(kv, int8, bound) in cases {
+        let Some((t, prompt)) = chat(kv, int8) else {
             return;
         };
         let spread = prompt_paths_spread(&t, &prompt);
@@ -609,15 +622,8 @@ fn smollm2_prompt_paths_agree() {
 fn gemma3_prompt_paths_agree() {
     let text = "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n\
                 <start_of_turn>model\n";
-    for (kv, int8, bound) in [(GgmlType::F32, false, 1e-3), (GgmlType::F32, true, 3.0)] {
-        let Some((t, prompt)) = chat_model("gemma-3-270m-q4_k_m.gguf", text, kv, int8) else {
-            return;
-        };
-        let spread = prompt_paths_spread(&t, &prompt);
-        eprintln!("{kv:?}, int8 input {int8}: logits apart by {spread:?}");
-        assert!(
-            spread.iter().all(|d| *d <= bound),
-            "{kv:?}, int8 {int8}: {spread:?} past {bound}"
-        );
-    }
+    prompt_paths_agree(
+        |kv, int8| chat_model("gemma-3-270m-q4_k_m.gguf", text, kv, int8),
+        &[(GgmlType::F32, false, 1e-3), (GgmlType::F32, true, 3.0)],
+    );
 }
