@@ -342,8 +342,9 @@ impl Model {
     /// (computed once, apart, then int8-input GEMVs): where every part has the int8-input GEMV,
     /// after an RMSNorm, and the stack is past SEPARATE_INPUT_ROWS (the test models' tied output
     /// projections, a large model's FFN) or, without post-norms (or with them where
-    /// [`int8_behind_post_norms`]), of at least [`INT8_MIN_STACK_BYTES`]. llama.cpp quantizes the input of its quantized weights to
-    /// 8 bits the same way (docs/performance.md, LLM v12). One row norms with `norm.wgsl` and
+    /// [`int8_behind_post_norms`]), of at least [`INT8_MIN_STACK_BYTES`]. llama.cpp quantizes
+    /// the input of its quantized weights to 8 bits the same way (docs/performance.md, LLM
+    /// v12). One row norms with `norm.wgsl` and
     /// quantizes the normed row; many rows norm with the same kernel and round onto the same
     /// grid ([`ops::q8_round`]): a row computes with the same numbers either way.
     pub(crate) fn int8_input(&self, stacks: &[Tensor]) -> bool {
