@@ -338,6 +338,8 @@ pub const ROWS_VALUES: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 pub const RPT_VALUES: [u32; 4] = [1, 2, 4, 8];
 /// Allowed steps per loop iteration.
 pub const UNROLL_VALUES: [u32; 4] = [1, 2, 4, 8];
+/// The most rows per thread the int8-input GEMV takes (`q8dot/rows.wgsl` names four).
+pub const Q8_MAX_RPT: u32 = 4;
 
 impl GemvTunables {
     /// These tunables with rows per workgroup halved (the variant stays valid) until a matrix
@@ -475,10 +477,12 @@ pub fn spec_with(ty: GgmlType, t: GemvTunables, input: GemvInput, cols: usize) -
 }
 
 /// The int8-input GEMV (`gemv_q8.wgsl` with `ty`'s `q8dot` snippet) at `t`'s workgroup size,
-/// rows per workgroup, reduction and unrolling (one row per lane group: rows per thread does
-/// not apply).
+/// rows per workgroup, rows per thread (at most [`Q8_MAX_RPT`]), reduction and unrolling.
 fn q8_spec(ty: GgmlType, t: GemvTunables) -> KernelSpec {
     let mut constants = vec![("WG", t.wg), ("ROWS", t.rows)];
+    if t.rpt > 1 {
+        constants.push(("RPT", t.rpt.min(Q8_MAX_RPT)));
+    }
     if t.unroll > 1 {
         constants.push(("UNROLL", t.unroll));
     }

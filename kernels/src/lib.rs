@@ -72,7 +72,10 @@ pub fn all_specs() -> Vec<KernelSpec> {
             }));
         }
         if gemv::takes_q8_input(ty) {
-            for t in gemv::GemvTunables::all().into_iter().filter(|t| t.rpt == 1) {
+            for t in gemv::GemvTunables::all()
+                .into_iter()
+                .filter(|t| t.rpt <= gemv::Q8_MAX_RPT)
+            {
                 out.push(gemv::spec_with(ty, t, gemv::GemvInput::Q8Blocks, 0));
             }
         }

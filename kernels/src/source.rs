@@ -108,6 +108,7 @@ fn file(path: &str) -> Option<&'static str> {
         "q8dot/half_words.wgsl" => include_str!("wgsl/q8dot/half_words.wgsl"),
         "q8dot/input.wgsl" => include_str!("wgsl/q8dot/input.wgsl"),
         "q8dot/row_units.wgsl" => include_str!("wgsl/q8dot/row_units.wgsl"),
+        "q8dot/rows.wgsl" => include_str!("wgsl/q8dot/rows.wgsl"),
         "q8dot/one_block.wgsl" => include_str!("wgsl/q8dot/one_block.wgsl"),
         "q8dot/two_blocks.wgsl" => include_str!("wgsl/q8dot/two_blocks.wgsl"),
         "q8dot/k_unit.wgsl" => include_str!("wgsl/q8dot/k_unit.wgsl"),

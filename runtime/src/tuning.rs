@@ -131,8 +131,8 @@ impl TuningTable {
 
     /// The GEMV tunables under `key` ([`gemv_key`], [`gemv_q8_key`]) for `info`, when the
     /// table has an entry the kernels define and `caps` can run. A user's file can name
-    /// anything: only variants of [`GemvTunables::all`] pass (the int8 GEMV's with one row per
-    /// lane group, whose lanes per row `wg / rows` must be at least one), a subgroup reduction
+    /// anything: only variants of [`GemvTunables::all`] pass (the int8 GEMV's with at most
+    /// [`gpuport_kernels::gemv::Q8_MAX_RPT`] rows per thread), a subgroup reduction
     /// only with subgroups, a workgroup no larger than the device allows.
     pub fn gemv_variant(
         &self,
@@ -144,7 +144,7 @@ impl TuningTable {
         self.entry(info, key)
             .filter(|t| t.reduction == Reduction::Shared || caps.subgroups)
             .filter(|t| GemvTunables::all().contains(t))
-            .filter(|t| !q8 || (t.rpt == 1 && t.rows <= t.wg))
+            .filter(|t| !q8 || t.rpt <= gpuport_kernels::gemv::Q8_MAX_RPT)
             .filter(|t| t.wg <= caps.max_invocations)
     }
 
@@ -225,7 +225,7 @@ mod tests {
 
     /// The committed table parses (a bad file would silently fall back to defaults), and every
     /// entry names a variant the kernels have: GEMV tunables from `GemvTunables::all()` (the
-    /// int8 GEMV's with one row per lane group), GEMM tiles from `GemmTile::all()`, keys of
+    /// int8 GEMV's with at most `Q8_MAX_RPT` rows per thread), GEMM tiles from `GemmTile::all()`, keys of
     /// known types.
     #[test]
     fn committed_table_is_valid() {
@@ -242,7 +242,11 @@ mod tests {
                 let t = t.tunables().unwrap();
                 assert!(all.contains(&t), "{}: {key} {t:?}", a.name);
                 if key.starts_with("gemv_q8.") {
-                    assert_eq!(t.rpt, 1, "{}: {key}", a.name);
+                    assert!(
+                        t.rpt <= gpuport_kernels::gemv::Q8_MAX_RPT,
+                        "{}: {key}",
+                        a.name
+                    );
                 }
             }
             for (key, t) in &a.gemm {

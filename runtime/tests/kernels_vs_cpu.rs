@@ -479,20 +479,25 @@ fn gemv_input_vector_matches_cpu() {
 fn gemv_q8_input_matches_cpu() {
     let Some(gpu) = support::gpu() else { return };
     let subgroups = support::has_subgroups(&gpu);
+    // (WG, ROWS, RPT, UNROLL): 45 rows leave a partial workgroup and, at RPT 2 and 4, a
+    // partial row group.
     let tunables: Vec<GemvTunables> = [
-        (256, 64, 1),
-        (256, 32, 1),
-        (32, 32, 2),
-        (32, 4, 1),
-        (64, 1, 1),
-        (128, 16, 4),
+        (256, 64, 1, 1),
+        (256, 32, 1, 1),
+        (32, 32, 1, 2),
+        (32, 4, 1, 1),
+        (64, 1, 1, 1),
+        (128, 16, 1, 4),
+        (128, 16, 2, 1),
+        (64, 8, 4, 2),
+        (256, 64, 4, 1),
     ]
     .into_iter()
-    .flat_map(|(wg, rows, unroll)| {
+    .flat_map(|(wg, rows, rpt, unroll)| {
         Reduction::ALL.map(|reduction| GemvTunables {
             wg,
             rows,
-            rpt: 1,
+            rpt,
             reduction,
             unroll,
         })

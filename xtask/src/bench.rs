@@ -141,6 +141,10 @@ pub struct Options {
     pub kernel: Option<Kernel>,
     /// Every GEMV variant at every unroll (no two-stage search).
     pub exhaustive: bool,
+    /// Only GEMV variants of these workgroup sizes (all when empty).
+    pub wg: Vec<u32>,
+    /// Only GEMV variants with these lanes per row group (all when empty).
+    pub lanes: Vec<u32>,
 }
 
 pub fn run(opts: Options) -> anyhow::Result<()> {
@@ -192,6 +196,8 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         .into_iter()
         .filter(|t| gpu.has_subgroups() || t.reduction == Reduction::Shared)
         .filter(|t| t.wg <= gpu.limits().max_compute_invocations_per_workgroup)
+        .filter(|t| opts.wg.is_empty() || opts.wg.contains(&t.wg))
+        .filter(|t| opts.lanes.is_empty() || opts.lanes.contains(&t.lanes_per_group()))
         // Quick: two float GEMV variants and one of the int8 GEMV (one row per lane group).
         .filter(|t| {
             !opts.quick
@@ -366,9 +372,10 @@ impl Kernel {
         }
     }
 
-    /// Whether the kernel has tunables `t` (the int8 GEMV has no rows per thread).
+    /// Whether the kernel has tunables `t` (the int8 GEMV takes at most
+    /// [`gemv::Q8_MAX_RPT`] rows per thread).
     fn takes(self, t: &GemvTunables) -> bool {
-        self == Kernel::Float || t.rpt == 1
+        self == Kernel::Float || t.rpt <= gemv::Q8_MAX_RPT
     }
 }
 

@@ -41,6 +41,8 @@ pub fn run() -> anyhow::Result<()> {
         tuned: false,
         kernel: None,
         exhaustive: false,
+        wg: Vec::new(),
+        lanes: Vec::new(),
     })?;
     // A smoke run of every fuzz target (the long runs are in docs/reliability.md); it says
     // SKIPPED where the nightly toolchain or cargo-fuzz is missing.

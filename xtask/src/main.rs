@@ -98,6 +98,23 @@ enum Command {
         /// on the four best variants without one).
         #[arg(long, conflicts_with = "tuned")]
         exhaustive: bool,
+        /// Sweep only GEMV variants of these workgroup sizes (comma-separated; all when empty).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_name = "SIZES",
+            conflicts_with = "tuned"
+        )]
+        wg: Vec<u32>,
+        /// Sweep only GEMV variants with these lanes per row group (comma-separated; all when
+        /// empty): with --wg, a sweep of a few dozen variants a type instead of ~150.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_name = "COUNTS",
+            conflicts_with = "tuned"
+        )]
+        lanes: Vec<u32>,
     },
     /// End-to-end LLM speed: prefill and decode tok/s, time to first token, and decode bytes
     /// per token against the streaming ceiling, for several steps-per-submit values.
@@ -236,6 +253,8 @@ fn main() -> anyhow::Result<()> {
             tuned,
             kernel,
             exhaustive,
+            wg,
+            lanes,
         } => bench::run(bench::Options {
             quick,
             json,
@@ -251,6 +270,8 @@ fn main() -> anyhow::Result<()> {
             tuned,
             kernel,
             exhaustive,
+            wg,
+            lanes,
         }),
         Command::BenchLlm {
             model,

@@ -17,14 +17,19 @@
 // Q5_0, Q6_K) are folded into the int8 words; mins (Q4_1, Q5_1, Q4_K, Q5_K) take the input
 // block's d * sum(q), one multiply-add per 32 elements.
 //
-// Tunables (override): WG threads per workgroup, ROWS rows per workgroup (T = WG / ROWS lanes
-// per row, reduced by the `reduce` snippet), UNROLL units a lane issues per loop iteration.
+// Tunables (override): WG threads per workgroup, ROWS rows per workgroup, RPT rows per thread
+// (1, 2 or 4: threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes, reduced by the
+// `reduce` snippet), UNROLL units a lane issues per loop iteration. A thread with RPT rows
+// loads each unit's input blocks once for all of them (q8dot/rows.wgsl): the input, read from
+// the cache by every row, is 1.4-2.7 times the weight bytes a unit decodes (48 bytes per 32
+// elements against Q8_0's 34 and Q4_K's 18), so RPT 2 halves the loads that are not weights.
 
 //!include gemv_params.wgsl
 
 override WG: u32 = 256u;
 override ROWS: u32 = 64u;
-override T: u32 = WG / ROWS;
+override RPT: u32 = 1u;
+override T: u32 = WG * RPT / ROWS;
 override UNROLL: u32 = 1u;
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -36,36 +41,42 @@ override UNROLL: u32 = 1u;
 //!include reduce
 //!include q8dot/input.wgsl
 //!include q8dot
-
-// The dot product of unit u of the row at byte row_start with the input vector.
-fn unit_dot(row_start: u32, u: u32) -> f32 {
-    return unit_apply(unit_weights(row_start, u), unit_input(u, p.x_offset));
-}
+//!include q8dot/rows.wgsl
 
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let id = linear_id(l);
     let lane = id % T;
-    let row = (l.wg.x + l.wg.y * p.grid_x) * ROWS + id / T;
-    var acc = 0.0;
-    if row < p.rows {
-        let row_start = p.w_offset + row * p.row_bytes;
+    let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + (id / T) * RPT;
+    // Rows past the matrix read its last row (in bounds, branch-free; never stored).
+    let last = p.rows - 1u;
+    let s0 = p.w_offset + min(row0, last) * p.row_bytes;
+    let s1 = p.w_offset + min(row0 + 1u, last) * p.row_bytes;
+    let s2 = p.w_offset + min(row0 + 2u, last) * p.row_bytes;
+    let s3 = p.w_offset + min(row0 + 3u, last) * p.row_bytes;
+    var acc = vec4<f32>(0.0);
+    if row0 < p.rows {
         let units = p.units_per_row * LANE_UNITS;
         for (var u0 = lane; u0 < units; u0 += UNROLL * T) {
             for (var i = 0u; i < UNROLL; i++) {
                 let u = u0 + i * T;
                 if u < units {
-                    acc += unit_dot(row_start, u);
+                    acc += rows_dot(row_units(s0, s1, s2, s3, u), unit_input(u, p.x_offset));
                 }
             }
         }
     }
-    let total = reduce_rows(l, vec4<f32>(acc, 0.0, 0.0, 0.0), id, lane).x;
-    if lane == 0u && row < p.rows {
-        var out = total;
-        if p.residual == 1u {
-            out += res[p.y_offset + row];
+    let total = reduce_rows(l, acc, id, lane);
+    if lane == 0u {
+        for (var r = 0u; r < RPT; r++) {
+            let row = row0 + r;
+            if row < p.rows {
+                var out = total[r];
+                if p.residual == 1u {
+                    out += res[p.y_offset + row];
+                }
+                y[p.y_offset + row] = out;
+            }
         }
-        y[p.y_offset + row] = out;
     }
 }

@@ -5,28 +5,13 @@
 // (gemm_params.wgsl), RPT and NX (tokens a thread multiplies a unit into), and includes the
 // type's q8dot snippet.
 
-// One unit of each of the thread's rows (rows past RPT repeat row 0 and are never used).
-struct RowUnits {
-    r0: UnitW,
-    r1: UnitW,
-    r2: UnitW,
-    r3: UnitW,
-}
+//!include q8dot/rows.wgsl
 
 // Token t's dot products with unit u of the thread's rows, component r for row r (zero past
 // RPT). Tokens past the last read the last one's blocks (in bounds, branch-free; their sums
 // are never stored).
 fn token_dots(q: RowUnits, u: u32, t: u32) -> vec4<f32> {
-    let x = unit_input(u, p.x_offset + min(t, p.tokens - 1u) * p.x_stride);
-    var d = vec4<f32>(unit_apply(q.r0, x), 0.0, 0.0, 0.0);
-    if RPT > 1u {
-        d.y = unit_apply(q.r1, x);
-    }
-    if RPT > 2u {
-        d.z = unit_apply(q.r2, x);
-        d.w = unit_apply(q.r3, x);
-    }
-    return d;
+    return rows_dot(q, unit_input(u, p.x_offset + min(t, p.tokens - 1u) * p.x_stride));
 }
 
 // Tokens t + c .. t + c + 4 (those past NX zero): column j holds token t + c + j's dot
@@ -44,20 +29,6 @@ fn token_quad(q: RowUnits, u: u32, t: u32, c: u32) -> mat4x4<f32> {
         m[3] = token_dots(q, u, t + c + 3u);
     }
     return m;
-}
-
-// Unit u of the thread's rows, which start at bytes s0..s3 (rows past RPT unread).
-fn row_units(s0: u32, s1: u32, s2: u32, s3: u32, u: u32) -> RowUnits {
-    let w0 = unit_weights(s0, u);
-    var q = RowUnits(w0, w0, w0, w0);
-    if RPT > 1u {
-        q.r1 = unit_weights(s1, u);
-    }
-    if RPT > 2u {
-        q.r2 = unit_weights(s2, u);
-        q.r3 = unit_weights(s3, u);
-    }
-    return q;
 }
 
 // A thread's sums for up to 16 tokens: column j of `q0` holds token j's sums (component r: row
