@@ -4,16 +4,19 @@
 # target/m. While it builds: `kvc` and `rowk` on the GPU with the default every decode family
 # without naga's loop counter (v42) and the int8 GEMV's new rows-per-thread variants; the
 # GEMV table at 256 MB — the tuned variants, then a sweep of the int8 GEMV's variants of 128
-# and 256 threads at 4-32 lanes a row group (RPT 1, 2, 4) and the float GEMV's for f16. Then
+# and 256 threads at 4-32 lanes a row group (RPT 1, 2, 4) and the float GEMV's for f16 (the
+# tuned table before and after the branch-free loops, interleaved). Then
 # issue 15's table for the 8B and 1B: llama-batched-bench and bench-llm at 1/8/32/64 streams.
-# Carry [.gl, .devbin]; .devbin holds this commit's xtask-t, kvc and rowk.
+# xtask-a is a2fe5e6's build (GEMV and float few-row GEMM loops with a branch around each
+# unrolled step's or extra row's loads), xtask-t, kvc and rowk this commit's (branch-free:
+# clamped indices, the contribution selected). Carry [.gl, .devbin].
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 R=$OUT/r; mkdir -p $R target/m
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 (nice -n 10 bash .devbin/build_llama_cpp.sh $PWD/.devbin/llama-src.tar.xz $PWD/target/lc > $R/llama-build.txt 2>&1; touch target/lc.done) &
-xz -dk .devbin/xtask-t.xz .devbin/kvc.xz .devbin/rowk.xz; chmod +x .devbin/xtask-t .devbin/kvc .devbin/rowk
+xz -dk .devbin/xtask-t.xz .devbin/xtask-a.xz .devbin/kvc.xz .devbin/rowk.xz; chmod +x .devbin/xtask-t .devbin/xtask-a .devbin/kvc .devbin/rowk
 X=./.devbin/xtask-t
 (cd .devbin && for m in e:llama8b-q4_k_m l:llama1b-q4_k_m g:gemma-3-270m-q4_k_m s:smollm2-135m-q4_1; do
   nice python3 gguf_rebuild.py ${m#*:}.skel ../target/m/${m%%:*}.gguf >/dev/null; touch ../target/m/${m%%:*}.done; done) &
@@ -24,7 +27,8 @@ save() { (cd $OUT && tar czf r.tgz r); }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/gpu.txt
 timeout 120 ./.devbin/kvc > $R/kvc.txt 2>&1; echo "kvc rc=$? at $(el) s"; grep "test result\|panicked\|FAILED" $R/kvc.txt | head -5; save
 timeout 40 ./.devbin/rowk > $R/rowk.txt 2>&1; echo "rowk rc=$? at $(el) s"; grep "test result\|panicked\|FAILED" $R/rowk.txt | head -5; save
-timeout 40 $X bench --shapes large --tuned --json $R/gemv-tuned.json > $R/gemv-tuned.txt 2>&1; echo "gemv tuned rc=$? at $(el) s"; save
+gt() { timeout 40 ./.devbin/xtask-$1 bench --shapes large --tuned --json $R/gemv-tuned-$1$2.json > $R/gemv-tuned-$1$2.txt 2>&1; echo "gemv tuned $1$2 rc=$? at $(el) s"; save; }
+gt a 1; gt t 1; gt a 2; gt t 2
 export GPUPORT_BENCH_HOLD_MS=100
 timeout 170 $X bench --shapes large --kernel gemv_q8 --wg 128,256 --lanes 4,8,16,32 --json $R/gemv-q8-sweep.json > $R/gemv-q8-sweep.txt 2>&1; echo "gemv_q8 sweep rc=$? at $(el) s"; save
 timeout 40 $X bench --shapes large --kernel gemv --types f16,f32 --wg 128,256 --lanes 4,8,16,32 --json $R/gemv-f16-sweep.json > $R/gemv-f16-sweep.txt 2>&1; echo "f16 sweep rc=$? at $(el) s"; save

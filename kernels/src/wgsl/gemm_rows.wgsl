@@ -184,6 +184,10 @@ fn main(l: Lanes) {
         var lo3 = vec4<f32>(0.0);
         var hi3 = vec4<f32>(0.0);
         if row0 < p.rows {
+            let last = p.rows - 1u - row0;
+            let o1 = min(1u, last) * p.row_bytes;
+            let o2 = min(2u, last) * p.row_bytes;
+            let o3 = min(3u, last) * p.row_bytes;
             for (var j = lane; j < steps; j += T) {
                 let k = j % SUB_STEPS;
                 let u = j / SUB_STEPS / subs;
@@ -193,18 +197,18 @@ fn main(l: Lanes) {
                 let eb = e + 4u * XB;
                 let b = p.w_offset + row0 * p.row_bytes + u * UNIT_BYTES;
                 // The weights first (the loads that go to memory), then the cached x values.
+                // Rows past the matrix read its last (o1..o3; never stored): a load behind a
+                // branch would wait out its latency on NVIDIA before the next issued.
                 let w0 = step_weights(b, s, k);
                 var w1 = zero;
                 var w2 = zero;
                 var w3 = zero;
-                if RPT > 1u && row0 + 1u < p.rows {
-                    w1 = step_weights(b + p.row_bytes, s, k);
+                if RPT > 1u {
+                    w1 = step_weights(b + o1, s, k);
                 }
-                if RPT > 2u && row0 + 2u < p.rows {
-                    w2 = step_weights(b + 2u * p.row_bytes, s, k);
-                }
-                if RPT > 2u && row0 + 3u < p.rows {
-                    w3 = step_weights(b + 3u * p.row_bytes, s, k);
+                if RPT > 2u {
+                    w2 = step_weights(b + o2, s, k);
+                    w3 = step_weights(b + o3, s, k);
                 }
                 var xb = mat4x4<f32>();
                 let xa = xmat(t0, 0u, e);

@@ -282,48 +282,64 @@ fn main(l: Lanes) {
     var acc0 = vec4<f32>(0.0);
     var acc1 = vec4<f32>(0.0);
     if row0 < p.rows {
-        let live = p.rows - row0;
         let rb = p.row_bytes;
+        // Byte offsets of the thread's rows from row0's; rows past the matrix read its last
+        // (in bounds; never stored), so no load sits behind a branch.
+        let last = p.rows - 1u - row0;
+        let o1 = min(1u, last) * rb;
+        let o2 = min(2u, last) * rb;
+        let o3 = min(3u, last) * rb;
+        let o4 = min(4u, last) * rb;
+        let o5 = min(5u, last) * rb;
+        let o6 = min(6u, last) * rb;
+        let o7 = min(7u, last) * rb;
         let subs = UNIT_ELEMS / SUB_ELEMS;
         let steps = p.units_per_row * subs * SUB_STEPS;
         // UNROLL steps per iteration (a constant trip count: unrolled, their loads issued
-        // together); the guard only bites in a row's last iteration.
+        // together), branch-free: a step past the row reads the row's last and adds nothing.
+        // On NVIDIA a load inside a branch waits out its latency before the next branch's
+        // loads issue (docs/design/coop-gemm.md), which an `if` per step would do.
         for (var j0 = lane; j0 < steps; j0 += UNROLL * T) {
             for (var i = 0u; i < UNROLL; i++) {
-                let j = j0 + i * T;
-                if j < steps {
-                    let k = j % SUB_STEPS;
-                    let u = j / SUB_STEPS / subs;
-                    let s = j / SUB_STEPS % subs;
-                    let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u + k;
-                    let xa = xin(xv);
-                    var xb = vec4<f32>(0.0);
-                    if XB > 0u {
-                        xb = xin(xv + XB);
-                    }
-                    let b = p.w_offset + row0 * rb + u * UNIT_BYTES;
-                    acc0.x += step_dot(b, s, k, xa, xb);
-                    if RPT > 1u && live > 1u {
-                        acc0.y += step_dot(b + rb, s, k, xa, xb);
-                    }
-                    if RPT > 2u && live > 2u {
-                        acc0.z += step_dot(b + 2u * rb, s, k, xa, xb);
-                    }
-                    if RPT > 3u && live > 3u {
-                        acc0.w += step_dot(b + 3u * rb, s, k, xa, xb);
-                    }
-                    if RPT > 4u && live > 4u {
-                        acc1.x += step_dot(b + 4u * rb, s, k, xa, xb);
-                    }
-                    if RPT > 5u && live > 5u {
-                        acc1.y += step_dot(b + 5u * rb, s, k, xa, xb);
-                    }
-                    if RPT > 6u && live > 6u {
-                        acc1.z += step_dot(b + 6u * rb, s, k, xa, xb);
-                    }
-                    if RPT > 7u && live > 7u {
-                        acc1.w += step_dot(b + 7u * rb, s, k, xa, xb);
-                    }
+                let ji = j0 + i * T;
+                let j = min(ji, steps - 1u);
+                let on = ji < steps;
+                let k = j % SUB_STEPS;
+                let u = j / SUB_STEPS / subs;
+                let s = j / SUB_STEPS % subs;
+                let xv = p.x_offset + (u * UNIT_ELEMS + SUB_ELEMS * s) / 4u + k;
+                let xa = xin(xv);
+                var xb = vec4<f32>(0.0);
+                if XB > 0u {
+                    xb = xin(xv + XB);
+                }
+                let b = p.w_offset + row0 * rb + u * UNIT_BYTES;
+                var d0 = vec4<f32>(step_dot(b, s, k, xa, xb), 0.0, 0.0, 0.0);
+                var d1 = vec4<f32>(0.0);
+                if RPT > 1u {
+                    d0.y = step_dot(b + o1, s, k, xa, xb);
+                }
+                if RPT > 2u {
+                    d0.z = step_dot(b + o2, s, k, xa, xb);
+                }
+                if RPT > 3u {
+                    d0.w = step_dot(b + o3, s, k, xa, xb);
+                }
+                if RPT > 4u {
+                    d1.x = step_dot(b + o4, s, k, xa, xb);
+                }
+                if RPT > 5u {
+                    d1.y = step_dot(b + o5, s, k, xa, xb);
+                }
+                if RPT > 6u {
+                    d1.z = step_dot(b + o6, s, k, xa, xb);
+                }
+                if RPT > 7u {
+                    d1.w = step_dot(b + o7, s, k, xa, xb);
+                }
+                acc0 += select(vec4<f32>(0.0), d0, on);
+                if RPT > 4u {
+                    acc1 += select(vec4<f32>(0.0), d1, on);
                 }
             }
         }

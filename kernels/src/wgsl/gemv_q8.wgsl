@@ -57,12 +57,16 @@ fn main(l: Lanes) {
     var acc = vec4<f32>(0.0);
     if row0 < p.rows {
         let units = p.units_per_row * LANE_UNITS;
+        // UNROLL units per iteration, branch-free: a unit past the row reads the row's last
+        // (in bounds) and adds nothing. On NVIDIA a load inside a branch waits out its latency
+        // before the next branch's loads issue (docs/design/coop-gemm.md), so guarding each
+        // unrolled unit with an `if` would serialize the loads unrolling is meant to overlap.
         for (var u0 = lane; u0 < units; u0 += UNROLL * T) {
             for (var i = 0u; i < UNROLL; i++) {
-                let u = u0 + i * T;
-                if u < units {
-                    acc += rows_dot(row_units(s0, s1, s2, s3, u), unit_input(u, p.x_offset));
-                }
+                let ui = u0 + i * T;
+                let u = min(ui, units - 1u);
+                let d = rows_dot(row_units(s0, s1, s2, s3, u), unit_input(u, p.x_offset));
+                acc += select(vec4<f32>(0.0), d, ui < units);
             }
         }
     }
