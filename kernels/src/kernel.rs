@@ -223,10 +223,11 @@ impl KernelSpec {
     /// gather: without it on the H200 SmolLM2 decoded 1,123–1,125 against 891–974 tok/s at one
     /// stream and 4,329–4,347 against 3,593–3,617 at eight, Gemma 3 1,102–1,123 against
     /// 998–1,000 and 4,693–4,735 against 4,064 (docs/performance.md "v42"), and the kernels met
-    /// the CPU in `kernels_vs_cpu` on an H100 (v40). The f32 tiled GEMM (`gemm`) keeps it: on
-    /// NVIDIA's 580 driver it drifted past its test's tolerance without it; so do the families
-    /// no decode step runs (dequantization, streaming, element-wise, RoPE, softmax, the int8
-    /// tiled GEMM of CPU adapters, vision), until measured. The runtime's
+    /// the CPU in `kernels_vs_cpu` on an H100 (v40, v43). The families no decode step runs keep
+    /// it (the f32 tiled GEMM, dequantization, streaming, element-wise, RoPE, softmax, the int8
+    /// tiled GEMM of CPU adapters, vision), until measured. (v40 read a failure of the tiled
+    /// GEMM's test on NVIDIA as drift without the counter; v43 found the test had run the
+    /// tensor-core path, whose f16 products its f32 bound does not hold.) The runtime's
     /// `GPUPORT_LOOP_BOUNDING` / `GPUPORT_UNBOUNDED_LOOPS` override this per family.
     pub fn loop_bounding(&self) -> bool {
         !(self.needs_cooperative_matrix()
