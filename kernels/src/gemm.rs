@@ -697,6 +697,16 @@ impl FewRowTunables {
         {
             lanes *= 2;
         }
+        FewRowTunables { rpt, ..self }.with_lanes(lanes)
+    }
+
+    /// `self` with `lanes` lanes per row group (rounded to a power of two in 1..=256) at its
+    /// rows per thread: 128 threads per workgroup (256 for 256 lanes), at most 32 rows — the
+    /// shape the defaults give a lane count (the runtime's `GPUPORT_ROWS_LANES` and
+    /// `GPUPORT_Q8_ROWS_LANES` force one for A/Bs).
+    pub fn with_lanes(self, lanes: u32) -> Self {
+        let lanes = lanes.clamp(1, 256).next_power_of_two().min(256);
+        let rpt = self.rpt.clamp(1, 4);
         let per_wg = (128 / lanes).max(1);
         let rows_wg = (per_wg * rpt).min(32);
         FewRowTunables {
