@@ -199,6 +199,25 @@ fn combine_attention(id: u32) {
     workgroupBarrier();
 }
 
+// Step (s, k) of the thread's rows first .. first + 4 (those past RPT zero), at byte offsets
+// o from b, against the step's input values.
+fn step_dots(b: u32, o: vec4<u32>, first: u32, s: u32, k: u32, xa: vec4<f32>, xb: vec4<f32>) -> vec4<f32> {
+    var d = vec4<f32>(0.0);
+    if RPT > first {
+        d.x = step_dot(b + o.x, s, k, xa, xb);
+    }
+    if RPT > first + 1u {
+        d.y = step_dot(b + o.y, s, k, xa, xb);
+    }
+    if RPT > first + 2u {
+        d.z = step_dot(b + o.z, s, k, xa, xb);
+    }
+    if RPT > first + 3u {
+        d.w = step_dot(b + o.w, s, k, xa, xb);
+    }
+    return d;
+}
+
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let id = linear_id(l);
@@ -283,16 +302,11 @@ fn main(l: Lanes) {
     var acc1 = vec4<f32>(0.0);
     if row0 < p.rows {
         let rb = p.row_bytes;
-        // Byte offsets of the thread's rows from row0's; rows past the matrix read its last
-        // (in bounds; never stored), so no load sits behind a branch.
-        let last = p.rows - 1u - row0;
-        let o1 = min(1u, last) * rb;
-        let o2 = min(2u, last) * rb;
-        let o3 = min(3u, last) * rb;
-        let o4 = min(4u, last) * rb;
-        let o5 = min(5u, last) * rb;
-        let o6 = min(6u, last) * rb;
-        let o7 = min(7u, last) * rb;
+        // Byte offsets of the thread's rows 0-3 and 4-7 from row0's; rows past the matrix read
+        // its last (in bounds; never stored), so no load sits behind a branch.
+        let last = vec4<u32>(p.rows - 1u - row0);
+        let lo = min(vec4<u32>(0u, 1u, 2u, 3u), last) * rb;
+        let hi = min(vec4<u32>(4u, 5u, 6u, 7u), last) * rb;
         let subs = UNIT_ELEMS / SUB_ELEMS;
         let steps = p.units_per_row * subs * SUB_STEPS;
         // UNROLL steps per iteration (a constant trip count: unrolled, their loads issued
@@ -314,28 +328,10 @@ fn main(l: Lanes) {
                     xb = xin(xv + XB);
                 }
                 let b = p.w_offset + row0 * rb + u * UNIT_BYTES;
-                var d0 = vec4<f32>(step_dot(b, s, k, xa, xb), 0.0, 0.0, 0.0);
+                let d0 = step_dots(b, lo, 0u, s, k, xa, xb);
                 var d1 = vec4<f32>(0.0);
-                if RPT > 1u {
-                    d0.y = step_dot(b + o1, s, k, xa, xb);
-                }
-                if RPT > 2u {
-                    d0.z = step_dot(b + o2, s, k, xa, xb);
-                }
-                if RPT > 3u {
-                    d0.w = step_dot(b + o3, s, k, xa, xb);
-                }
                 if RPT > 4u {
-                    d1.x = step_dot(b + o4, s, k, xa, xb);
-                }
-                if RPT > 5u {
-                    d1.y = step_dot(b + o5, s, k, xa, xb);
-                }
-                if RPT > 6u {
-                    d1.z = step_dot(b + o6, s, k, xa, xb);
-                }
-                if RPT > 7u {
-                    d1.w = step_dot(b + o7, s, k, xa, xb);
+                    d1 = step_dots(b, hi, 4u, s, k, xa, xb);
                 }
                 acc0 += select(vec4<f32>(0.0), d0, on);
                 if RPT > 4u {
