@@ -705,7 +705,7 @@ impl FewRowTunables {
     /// shape the defaults give a lane count (the runtime's `GPUPORT_ROWS_LANES` and
     /// `GPUPORT_Q8_ROWS_LANES` force one for A/Bs).
     pub fn with_lanes(self, lanes: u32) -> Self {
-        let lanes = lanes.clamp(1, 256).next_power_of_two().min(256);
+        let lanes = lanes.clamp(1, 256).next_power_of_two();
         let rpt = self.rpt.clamp(1, 4);
         let per_wg = (128 / lanes).max(1);
         let rows_wg = (per_wg * rpt).min(32);

@@ -273,6 +273,8 @@ pub const Q8_ROWS_RULE_MAX_ROWS: usize = 32_768;
 /// device ([`FewRowTunables::for_matrix`], [`gemm::TARGET_THREADS`] on a GPU), else the tiled
 /// one with `tile`.
 pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmPath, GpuError> {
+    static Q8_LANES: OnceLock<Option<u32>> = OnceLock::new();
+    static FLOAT_LANES: OnceLock<Option<u32>> = OnceLock::new();
     let (ty, rows, cols, _) = matrix(call.w)?;
     let target = if gpu.is_cpu() {
         1
@@ -330,9 +332,6 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
         t,
     )))
 }
-
-static Q8_LANES: OnceLock<Option<u32>> = OnceLock::new();
-static FLOAT_LANES: OnceLock<Option<u32>> = OnceLock::new();
 
 /// `t` with the lanes per row group the knob `name` forces (1-256; for A/Bs: v43 found the
 /// one-row int8 GEMV 15-30% faster at 32 lanes a row than at 8 on an H100 and an H200, and the
