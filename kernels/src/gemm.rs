@@ -514,6 +514,19 @@ pub const Q8_ROWS_RPT: u32 = 4;
 /// threads and took 1.1–1.5× as long on the 1B gate|up and the 8B q|k|v and attention output.
 pub const Q8_TARGET_THREADS: usize = 20_480;
 
+/// How the int8 few-row kernel's default variant is shaped for one call
+/// ([`FewRowTunables::for_q8_matrix`]; the runtime's `ops::q8_rows_rule` chooses it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Q8RowsRule {
+    /// Rows per thread (1-4).
+    pub rpt: u32,
+    /// Threads the matrix should have: lanes per row group double toward it.
+    pub threads: usize,
+    /// Lanes per row group before any doubling, on matrices with at least as many units a
+    /// row (fewer: 8).
+    pub first_lanes: u32,
+}
+
 /// Most tokens per pass of the few-row kernel (`NX`): two vec4 accumulators per row.
 pub const NX_MAX: u32 = 8;
 
@@ -655,42 +668,47 @@ impl FewRowTunables {
             4
         };
         let steps = cols / crate::source::step_elems(ty);
-        base.spread(rows, rpt, target_threads, |lanes| 2 * lanes < steps)
+        base.spread(rows, (rpt, 8), target_threads, |lanes| 2 * lanes < steps)
     }
 
     /// The default for a `rows × cols` matrix of `ty` (one of the types
-    /// [`crate::gemv::takes_q8_input`] accepts) on int8 input (`gemm_rows_q8.wgsl`): `rpt`
-    /// rows per thread (each token's input blocks, loaded once, serve them all) and lanes per
-    /// row group doubled from 8 while the matrix has fewer than `target_threads` threads (1 on
-    /// a CPU adapter; the runtime's `ops::q8_rows_rule` gives both per call) and every
-    /// thread keeps at least 8 (row, unit) pairs, units of 32 or 64 elements.
+    /// [`crate::gemv::takes_q8_input`] accepts) on int8 input (`gemm_rows_q8.wgsl`) under
+    /// `rule` (the runtime's `ops::q8_rows_rule` gives it per call): `rule.rpt` rows per thread
+    /// (each token's input blocks, loaded once, serve them all) and lanes per row group from
+    /// `rule.first_lanes` where a row has a unit for each (else from 8), doubled while the matrix has fewer than `rule.threads` threads and
+    /// every thread keeps at least 8 (row, unit) pairs, units of 32 or 64 elements.
     pub fn for_q8_matrix(
         ty: GgmlType,
         rows: usize,
         cols: usize,
         subgroups: bool,
-        (rpt, target_threads): (u32, usize),
+        rule: Q8RowsRule,
     ) -> Self {
         let base = FewRowTunables::default_for(ty, subgroups);
         let units = cols / q8_unit_cols(ty);
-        let rpt = rpt.clamp(1, 4);
-        base.spread(rows, rpt, target_threads, |lanes| {
+        let rpt = rule.rpt.clamp(1, 4);
+        let first_lanes = if units >= rule.first_lanes as usize {
+            rule.first_lanes
+        } else {
+            8
+        };
+        base.spread(rows, (rpt, first_lanes), rule.threads, |lanes| {
             8 * lanes <= units * rpt as usize
         })
     }
 
-    /// `self` with `rpt` rows per thread and lanes per row group from 8, doubled up to 256
-    /// while the matrix has fewer than `target_threads` threads and `may_double(lanes)`; 128
-    /// threads per workgroup (256 for 256 lanes), at most 32 rows.
+    /// `self` with `rpt` rows per thread and lanes per row group from `first_lanes`, doubled
+    /// up to 256 while the matrix has fewer than `target_threads` threads and
+    /// `may_double(lanes)`; 128 threads per workgroup (256 for 256 lanes), at most 32 rows.
     fn spread(
         self,
         rows: usize,
-        rpt: u32,
+        (rpt, first_lanes): (u32, u32),
         target_threads: usize,
         may_double: impl Fn(usize) -> bool,
     ) -> Self {
         let groups = rows.div_ceil(rpt as usize);
-        let mut lanes = 8u32;
+        let mut lanes = first_lanes.clamp(1, 256).next_power_of_two();
         while lanes < 256
             && groups * (lanes as usize) < target_threads
             && may_double(lanes as usize)
@@ -1126,11 +1144,19 @@ mod tests {
             (4096, 4096, 32, 32),
         ];
         for (rows, cols, now, before) in shapes {
-            let rule = (Q8_ROWS_RPT, Q8_TARGET_THREADS);
+            let rule = Q8RowsRule {
+                rpt: Q8_ROWS_RPT,
+                threads: Q8_TARGET_THREADS,
+                first_lanes: 8,
+            };
             let t = FewRowTunables::for_q8_matrix(GgmlType::Q4K, rows, cols, true, rule);
             assert!(t.is_valid_q8(), "{t:?}");
             assert_eq!((t.rpt, t.lanes_per_group()), (4, now), "{rows}x{cols}");
-            let old = (2, TARGET_THREADS);
+            let old = Q8RowsRule {
+                rpt: 2,
+                threads: TARGET_THREADS,
+                first_lanes: 8,
+            };
             let t = FewRowTunables::for_q8_matrix(GgmlType::Q4K, rows, cols, true, old);
             assert_eq!((t.rpt, t.lanes_per_group()), (2, before), "{rows}x{cols}");
         }
@@ -1140,7 +1166,17 @@ mod tests {
             .filter(|&t| crate::gemv::takes_q8_input(t))
         {
             for (rows, cols) in [(1, 256), (3, 256), (1 << 20, 256 * 64)] {
-                for rule in [(Q8_ROWS_RPT, Q8_TARGET_THREADS), (Q8_ROWS_RPT, 1), (1, 1)] {
+                for (rpt, threads, first_lanes) in [
+                    (Q8_ROWS_RPT, Q8_TARGET_THREADS, 8),
+                    (Q8_ROWS_RPT, 1, 8),
+                    (1, 1, 8),
+                    (2, TARGET_THREADS, 32),
+                ] {
+                    let rule = Q8RowsRule {
+                        rpt,
+                        threads,
+                        first_lanes,
+                    };
                     let t = FewRowTunables::for_q8_matrix(ty, rows, cols, true, rule);
                     assert!(t.is_valid_q8(), "{ty:?} {rows}x{cols} {t:?}");
                 }

@@ -228,27 +228,46 @@ fn parse_q8_coop_rule(text: &str) -> Q8CoopRule {
 /// 4,977 tok/s; at 64 rows tensor cores 7,312 against 4,833).
 pub const COOP_MIN_Q8_TOKENS: usize = 32;
 
-/// The rows per thread and target threads of the int8 few-row kernel's default variant
-/// ([`FewRowTunables::for_q8_matrix`]) for a call of `tokens` rows over a matrix of `rows`
-/// weight rows: from [`Q8_ROWS_RULE_MIN_TOKENS`] rows, on matrices of at most
-/// [`Q8_ROWS_RULE_MAX_ROWS`] weight rows, [`gemm::Q8_ROWS_RPT`] and, on a GPU,
-/// [`gemm::Q8_TARGET_THREADS`]; otherwise two rows a thread and [`gemm::TARGET_THREADS`] (the
-/// rule before v35); a CPU adapter aims for 1 thread (8 lanes a row). `GPUPORT_Q8_ROWS_RPT`
-/// (1-4) and `GPUPORT_Q8_ROWS_THREADS` set both for every call.
-pub fn q8_rows_rule(gpu: &Gpu, tokens: usize, rows: usize) -> (u32, usize) {
+/// The int8 few-row kernel's default variant ([`FewRowTunables::for_q8_matrix`]) for a call of
+/// `tokens` rows over a matrix of `rows` weight rows: from [`Q8_ROWS_RULE_MIN_TOKENS`] rows,
+/// on matrices of at most [`Q8_ROWS_RULE_MAX_ROWS`] weight rows, [`gemm::Q8_ROWS_RPT`] rows a
+/// thread and, on a GPU, [`gemm::Q8_TARGET_THREADS`]; otherwise two rows a thread and
+/// [`gemm::TARGET_THREADS`] (the rule before v35). Lanes per row group start at
+/// [`Q8_NARROW_LANES`] on a GPU below [`Q8_ROWS_RULE_MIN_TOKENS`] rows, else at 8; a CPU
+/// adapter aims for 1 thread (8 lanes a row). `GPUPORT_Q8_ROWS_RPT` (1-4) and
+/// `GPUPORT_Q8_ROWS_THREADS` set rows a thread and threads for every call.
+pub fn q8_rows_rule(gpu: &Gpu, tokens: usize, rows: usize) -> gemm::Q8RowsRule {
     static RPT: OnceLock<Option<u32>> = OnceLock::new();
     static THREADS: OnceLock<Option<usize>> = OnceLock::new();
-    let wide = tokens >= Q8_ROWS_RULE_MIN_TOKENS && rows <= Q8_ROWS_RULE_MAX_ROWS;
+    let narrow = tokens < Q8_ROWS_RULE_MIN_TOKENS;
+    let wide = !narrow && rows <= Q8_ROWS_RULE_MAX_ROWS;
     let rpt = if wide { gemm::Q8_ROWS_RPT } else { 2 };
     let threads = match (gpu.is_cpu(), wide) {
         (true, _) => 1,
         (false, true) => gemm::Q8_TARGET_THREADS,
         (false, false) => gemm::TARGET_THREADS,
     };
+    let first_lanes = if narrow && !gpu.is_cpu() {
+        Q8_NARROW_LANES
+    } else {
+        8
+    };
     let rpt = knob_set(&RPT, "GPUPORT_Q8_ROWS_RPT").unwrap_or(rpt);
     let threads = knob_set(&THREADS, "GPUPORT_Q8_ROWS_THREADS").unwrap_or(threads);
-    (rpt.clamp(1, 4), threads.max(1))
+    gemm::Q8RowsRule {
+        rpt: rpt.clamp(1, 4),
+        threads: threads.max(1),
+        first_lanes,
+    }
 }
+
+/// Lanes a row group starts from in the int8 few-row GEMMs of fewer than
+/// [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU: a warp a row group, as the one-row int8 GEMV
+/// reads fastest (v43). On an H100 (docs/performance.md, "v44", one call) 8 streams decoded
+/// the Llama-1B shape at 4,224 tok/s with 32 lanes against 3,862 on the rule before it (8
+/// lanes doubled toward [`gemm::TARGET_THREADS`]: 8 or 16) and 3,647 with 16; the 8B at 1,149
+/// against 1,014 and 1,029.
+pub const Q8_NARROW_LANES: u32 = 32;
 
 /// Fewest rows whose int8 few-row GEMMs take [`gemm::Q8_ROWS_RPT`] rows a thread
 /// ([`q8_rows_rule`]): 32. On the H200 (docs/performance.md, "v35") the Llama shapes' seven
