@@ -84,6 +84,8 @@ fn file(path: &str) -> Option<&'static str> {
         "softmax.wgsl" => include_str!("wgsl/softmax.wgsl"),
         "argmax.wgsl" => include_str!("wgsl/argmax.wgsl"),
         "wgreduce/shared.wgsl" => include_str!("wgsl/wgreduce/shared.wgsl"),
+        "rowsreduce/shared.wgsl" => include_str!("wgsl/rowsreduce/shared.wgsl"),
+        "rowsreduce/subgroup.wgsl" => include_str!("wgsl/rowsreduce/subgroup.wgsl"),
         "wgreduce/subgroup.wgsl" => include_str!("wgsl/wgreduce/subgroup.wgsl"),
         "reduce/shared.wgsl" => include_str!("wgsl/reduce/shared.wgsl"),
         "reduce/subgroup.wgsl" => include_str!("wgsl/reduce/subgroup.wgsl"),
@@ -177,8 +179,9 @@ fn kv_file(ty: Option<GgmlType>) -> String {
 /// Expands `//!include` lines of `path`: `quant` (the type's decoder), `q8dot` (its int8 dot
 /// product, `gemv_q8.wgsl`), `coop_weights` (the tensor-core GEMM's weight step: Q4_K's reads
 /// the block head as one vec4, every other type's is `step_weights`), `kv` (the attention
-/// kernels' KV cache element, `quant` naming it), `reduce` (row groups)
-/// and `wgreduce` (whole workgroup) name the snippet chosen by the arguments, anything else a
+/// kernels' KV cache element, `quant` naming it), `reduce` (row groups), `wgreduce` (whole
+/// workgroup) and `rowsreduce` (the few-row GEMMs' quads of rows and tokens) name the snippet
+/// chosen by the arguments, anything else a
 /// file. Each file is included once.
 pub fn assemble(path: &str, quant: Option<GgmlType>, reduce: Option<Reduction>) -> String {
     let mut out = String::new();
@@ -201,6 +204,7 @@ fn expand(
         ("kv", ty, _) => kv_file(ty),
         ("reduce", _, Some(r)) => format!("reduce/{}.wgsl", r.name()),
         ("wgreduce", _, Some(r)) => format!("wgreduce/{}.wgsl", r.name()),
+        ("rowsreduce", _, Some(r)) => format!("rowsreduce/{}.wgsl", r.name()),
         _ => path.to_owned(),
     };
     if seen.contains(&resolved) {

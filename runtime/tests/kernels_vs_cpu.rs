@@ -1588,8 +1588,9 @@ fn few_row_norm_forms_check_their_bindings() {
 
 /// The few-row kernels' variants under test: (threads, rows, rows per thread, tokens per pass,
 /// tokens) — 1 to 256 lanes per row group, several passes, the last one partial; 13 tokens at
-/// most 6 per pass run as passes of 5, 5 and 3 (both accumulators of a row).
-const FEW_ROW_VARIANTS: [(u32, u32, u32, u32, usize); 8] = [
+/// most 6 per pass run as passes of 5, 5 and 3 (both accumulators of a row); 4 rows a thread
+/// over 8 and 4 lanes (a subgroup's transposed reduction stopping with 2 and 4 sums a lane).
+const FEW_ROW_VARIANTS: [(u32, u32, u32, u32, usize); 10] = [
     (32, 1, 1, 8, 5),
     (64, 4, 4, 5, 11),
     (256, 32, 4, 8, 8),
@@ -1598,6 +1599,8 @@ const FEW_ROW_VARIANTS: [(u32, u32, u32, u32, usize); 8] = [
     (256, 1, 1, 4, 13),
     (64, 32, 1, 2, 2),
     (128, 4, 2, 6, 13),
+    (32, 16, 4, 8, 9),
+    (32, 32, 4, 3, 7),
 ];
 
 /// The few-row kernel's variants: both reductions (subgroups where the adapter has them) at

@@ -26,9 +26,8 @@
 //   few rows of a few KiB, read by every workgroup), as the unstaged GEMV's do.
 // - More tokens than NX: the workgroup loops over passes of NX tokens; a pass after the first
 //   reads the workgroup's weights again, from the cache (its ROWS rows were just read).
-// Per pass, each accumulator's T partial sums are reduced by the reduce snippet (subgroup
-// shuffles and one barrier, or a shared-memory tree), a barrier before each reduction freeing
-// the snippet's workgroup memory, and lane 0 of the group stores the tokens' outputs.
+// Per pass, the accumulators of each quad (the thread's rows × 4 tokens) are reduced over the
+// group's T lanes and stored by gemm_rows_store.wgsl, a row at a time (QUAD_TRANSPOSED below).
 //
 // XFORM forms the input from X as gemm.wgsl does: 0 X as bound; 3 SwiGLU silu(X[t, k]) *
 // X[t, x_aux + k]; 4 GeGLU with gelu_tanh. Formed per step, where it is needed (no barrier
@@ -56,6 +55,10 @@ override NX: u32 = 8u;
 override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
 override T: u32 = WG * RPT / ROWS;
+// The quads' reduction by columns on subgroups too (rowsreduce/subgroup.wgsl): the transposed
+// butterfly measured no faster here (H100, docs/performance.md "v44", eight streams: SmolLM2
+// 4,396 tok/s against 4,526-4,555 by columns, Gemma 3 4,916 against 4,804-4,834).
+const QUAD_TRANSPOSED: bool = false;
 
 //!include common.wgsl
 //!include quant
@@ -240,23 +243,10 @@ fn main(l: Lanes) {
                 }
             }
         }
-        reduce_store(l, lo0, id, lane, row0, t0, 0u);
+        // Columns r for rows: the layout the reduction takes.
+        store_quad(l, mat4x4<f32>(lo0, lo1, lo2, lo3), id, lane, row0, t0, 0u);
         if NX > 4u {
-            reduce_store(l, hi0, id, lane, row0, t0, 4u);
-        }
-        if RPT > 1u {
-            reduce_store(l, lo1, id, lane, row0 + 1u, t0, 0u);
-            if NX > 4u {
-                reduce_store(l, hi1, id, lane, row0 + 1u, t0, 4u);
-            }
-        }
-        if RPT > 2u {
-            reduce_store(l, lo2, id, lane, row0 + 2u, t0, 0u);
-            reduce_store(l, lo3, id, lane, row0 + 3u, t0, 0u);
-            if NX > 4u {
-                reduce_store(l, hi2, id, lane, row0 + 2u, t0, 4u);
-                reduce_store(l, hi3, id, lane, row0 + 3u, t0, 4u);
-            }
+            store_quad(l, mat4x4<f32>(hi0, hi1, hi2, hi3), id, lane, row0, t0, 4u);
         }
     }
 }

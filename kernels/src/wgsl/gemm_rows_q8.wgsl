@@ -30,6 +30,10 @@ override ROWS: u32 = 8u;
 override RPT: u32 = 2u;
 override NX: u32 = 8u;
 override T: u32 = WG * RPT / ROWS;
+// The quads' reduction on subgroups (rowsreduce/subgroup.wgsl): the transposed butterfly. On
+// an H100 (docs/performance.md, "v44") eight streams of the Llama-1B shape decoded 4,528 tok/s
+// with it against 4,056 by columns, the 8B 1,156 against 1,045.
+const QUAD_TRANSPOSED: bool = true;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(2) var<storage, read> xq: array<vec4<u32>>;
@@ -77,14 +81,3 @@ fn main(l: Lanes) {
     }
 }
 
-// The RPT rows' sums of tokens t + c .. t + c + 4 (column r: row r), reduced and stored.
-fn store_quad(l: Lanes, m: mat4x4<f32>, id: u32, lane: u32, row0: u32, t: u32, c: u32) {
-    reduce_store(l, m[0], id, lane, row0, t, c);
-    if RPT > 1u {
-        reduce_store(l, m[1], id, lane, row0 + 1u, t, c);
-    }
-    if RPT > 2u {
-        reduce_store(l, m[2], id, lane, row0 + 2u, t, c);
-        reduce_store(l, m[3], id, lane, row0 + 3u, t, c);
-    }
-}
