@@ -341,6 +341,14 @@ pub const UNROLL_VALUES: [u32; 4] = [1, 2, 4, 8];
 /// The most rows per thread the int8-input GEMV takes (`q8dot/rows.wgsl` names four).
 pub const Q8_MAX_RPT: u32 = 4;
 
+/// Fewest units of a row (`q8dot` units: 32 columns, 64 for the K-quants) each lane of the
+/// int8 GEMV's row group keeps for a tuning table's entry to apply to a matrix
+/// ([`GemvTunables::q8_for_cols`]): the entries are swept on 8192-column matrices (`cargo xtask
+/// bench --shapes large`: 128 or 256 units a row), where 32 lanes a row won by 11-30% (v43); on
+/// the Llama-1B shape's 2048-column matrices (32 units a row: one a lane) the H100's entry
+/// decoded one stream at 898-901 tok/s against 994-1,022 on the defaults (v44, one call).
+pub const Q8_TABLE_MIN_UNITS_PER_LANE: usize = 4;
+
 impl GemvTunables {
     /// These tunables with rows per workgroup halved (the variant stays valid) until a matrix
     /// of `matrix_rows` rows gets at least `min_groups` workgroups: a table tuned on large
@@ -421,6 +429,25 @@ impl GemvTunables {
     /// Lanes that share a group of rows.
     pub fn lanes_per_group(self) -> u32 {
         self.wg * self.rpt / self.rows
+    }
+
+    /// The int8 GEMV's tunables for a matrix of `cols` columns of `ty` from `self`, a tuning
+    /// table's entry for `ty`: the entry where each lane of its row groups keeps at least
+    /// [`Q8_TABLE_MIN_UNITS_PER_LANE`] units of a row (its unroll at most the units a lane
+    /// has: the unrolled loop's extra units are clamped loads and discarded sums), else the
+    /// kernel's default ([`GemvTunables::q8_default_for`]).
+    pub fn q8_for_cols(self, ty: GgmlType, cols: usize, subgroups: bool) -> Self {
+        let units = cols / crate::gemm::q8_unit_cols(ty);
+        let lanes = self.lanes_per_group().max(1) as usize;
+        let per_lane = units / lanes;
+        if per_lane < Q8_TABLE_MIN_UNITS_PER_LANE {
+            return GemvTunables::q8_default_for(ty, subgroups);
+        }
+        let most = 1u32 << per_lane.ilog2().min(3);
+        GemvTunables {
+            unroll: self.unroll.min(most),
+            ..self
+        }
     }
 }
 

@@ -322,19 +322,20 @@ impl Model {
         p
     }
 
-    /// The GEMV tunables for weight `w` here: the tuning table's, with rows per workgroup fit
-    /// to the matrix.
+    /// The GEMV tunables for weight `w` here: the tuning table's (the int8 GEMV's where its
+    /// rows are long enough, [`GemvTunables::q8_for_cols`]), with rows per workgroup fit to the
+    /// matrix.
     fn tunables_for(&self, gpu: &Gpu, w: &Tensor, input: GemvInput) -> GemvTunables {
         let ty = ops::ggml_type(w).unwrap_or(GgmlType::F32);
-        let table = if input == GemvInput::Q8Blocks {
-            &self.q8_tunables
+        let sg = gpu.has_subgroups();
+        let t = if input == GemvInput::Q8Blocks {
+            self.q8_tunables
+                .get(&ty)
+                .map(|t| t.q8_for_cols(ty, w.shape[1], sg))
         } else {
-            &self.tunables
+            self.tunables.get(&ty).copied()
         };
-        table
-            .get(&ty)
-            .copied()
-            .unwrap_or_else(|| GemvTunables::default_for(gpu.has_subgroups()))
+        t.unwrap_or_else(|| GemvTunables::default_for(sg))
             .fit_rows(w.shape[0], min_gemv_groups(gpu))
     }
 

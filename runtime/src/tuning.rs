@@ -259,4 +259,31 @@ mod tests {
             }
         }
     }
+
+    /// Every committed int8-GEMV entry applies to the 8192-column matrices it was swept on
+    /// (`bench --shapes large`), and gives way to the kernel's default on rows with fewer than
+    /// `Q8_TABLE_MIN_UNITS_PER_LANE` units a lane (the Llama-1B shape's 2048-column Q4_K
+    /// matrices under the H100's 32 lanes a row).
+    #[test]
+    fn int8_gemv_entries_apply_to_long_rows_only() {
+        use gpuport_kernels::gemm::q8_unit_cols;
+        use gpuport_kernels::gemv::Q8_TABLE_MIN_UNITS_PER_LANE;
+        let table = TuningTable::committed();
+        let mut short_rows = 0;
+        for a in &table.adapters {
+            for ty in GgmlType::ALL {
+                let Some(t) = a.gemv.get(&gemv_q8_key(ty)) else {
+                    continue;
+                };
+                let t = t.tunables().unwrap();
+                assert_eq!(t.q8_for_cols(ty, 8192, true), t, "{}: {ty:?}", a.name);
+                let lanes = t.lanes_per_group() as usize;
+                let cols = q8_unit_cols(ty) * (Q8_TABLE_MIN_UNITS_PER_LANE * lanes - 1);
+                let default = GemvTunables::q8_default_for(ty, true);
+                assert_eq!(t.q8_for_cols(ty, cols, true), default, "{}: {ty:?}", a.name);
+                short_rows += usize::from(ty == GgmlType::Q4K && cols >= 2048);
+            }
+        }
+        assert!(short_rows > 0, "no entry leaves a 2048-column Q4_K matrix to the default");
+    }
 }

@@ -226,7 +226,11 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         // --tuned: each kernel at the one variant decode runs here.
         let tuned = |kernel: Kernel| match kernel {
             Kernel::Float => vec![gpu.gemv_tunables_in(&table, shape.ty)],
-            Kernel::Q8 => vec![gpu.gemv_q8_tunables_in(&table, shape.ty)],
+            Kernel::Q8 => vec![gpu.gemv_q8_tunables_in(&table, shape.ty).q8_for_cols(
+                shape.ty,
+                shape.cols,
+                gpu.has_subgroups(),
+            )],
         };
         let sweep = |kernel: Kernel| Sweep {
             gpu: &gpu,
