@@ -24,6 +24,8 @@ save() { (cd $OUT && tar czf r.tgz r); }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/gpu.txt
 par() { while [ ! -e target/m/$1.done ]; do sleep 1; done; timeout 60 env $5 ./.devbin/xtask-$2 bench-llm target/m/$1.gguf --steps 8 --parallel $4 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2$3.json > $R/$1-par-$2$3.txt 2>&1; echo "$1 $4 $2$3 rc=$? at $(el) s: $(grep -o 'S_TG *[0-9.]* tok/s' $R/$1-par-$2$3.txt | paste -sd' ')"; save; }
 for m in l e s g; do par $m h 1 1 X=1; par $m t 1 1 X=1; par $m t old 1 $OLD; done
+# SmolLM2's 8 streams with int8 input for every projection stack (next-kernels.md item 2).
+par s h 8 8 X=1; par s h i8 8 GPUPORT_INT8_MIN_BYTES=0; par s h 8b 8 X=1
 timeout 40 ./.devbin/xtask-h bench --shapes large --tuned --json $R/gemv-tuned-h.json > $R/gemv-tuned-h.txt 2>&1; echo "gemv tuned h rc=$? at $(el) s"; grep large $R/gemv-tuned-h.txt | awk '{print $2, $3, $8}' | paste -sd' '; save
 while [ ! -e target/lc.done ] && [ $(el) -lt 330 ]; do sleep 2; done
 echo "llama built at $(el) s"; tail -1 $R/llama-build.txt; save
