@@ -284,6 +284,9 @@ mod tests {
                 short_rows += usize::from(ty == GgmlType::Q4K && cols >= 2048);
             }
         }
-        assert!(short_rows > 0, "no entry leaves a 2048-column Q4_K matrix to the default");
+        assert!(
+            short_rows > 0,
+            "no entry leaves a 2048-column Q4_K matrix to the default"
+        );
     }
 }
