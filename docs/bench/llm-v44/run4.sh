@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# v44 call 4 (NOT RUN: the session's device time was spent; ~560 s on a fresh machine). Build
+# v44 call 4 (NOT RUN: the session's device time was spent; ~600 s on a fresh machine: drop
+# the llama.cpp part, or split it into two calls on one warm machine). Build
 # xtask-h from the head (the int8 GEMV entries only on rows of >= 4 units a lane, the int8
 # few-row kernel at 32 lanes with the transposed reduction) and keep xtask-t (7796a0e: entries
 # everywhere) in .devbin with .gl and llama-src.tar.xz. llama.cpp's CUDA build starts first,
 # niced, into target/lc. (1) One stream of the four models, h / t / t without the entries
 # (GPUPORT_TUNING=.devbin/tuning-v42.json): does the 1B get its 994-1,035 tok/s back, and do
-# the long-row entries move the 8B? (2) The GEMV table through --tuned on h (the entries at
+# the long-row entries move the 8B? SmolLM2's 8 streams with int8 input for every stack
+# (GPUPORT_INT8_MIN_BYTES=0); the 1B's and 8B's at 4 rows a thread. (2) The GEMV table through --tuned on h (the entries at
 # 8192 columns). (3) Issue 15's table beside llama-batched-bench, one call. Carry [.gl, .devbin].
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
@@ -26,6 +28,9 @@ par() { while [ ! -e target/m/$1.done ]; do sleep 1; done; timeout 60 env $5 ./.
 for m in l e s g; do par $m h 1 1 X=1; par $m t 1 1 X=1; par $m t old 1 $OLD; done
 # SmolLM2's 8 streams with int8 input for every projection stack (next-kernels.md item 2).
 par s h 8 8 X=1; par s h i8 8 GPUPORT_INT8_MIN_BYTES=0; par s h 8b 8 X=1
+# The 1B's and 8B's 8 streams at 4 rows a thread (v35: slower at 8 rows, with 8-16 lanes and
+# the reduction by columns; now 32 lanes and the transposed one).
+for m in e l; do par $m h 8 8 X=1; par $m h r4 8 GPUPORT_Q8_ROWS_RPT=4; done
 timeout 40 ./.devbin/xtask-h bench --shapes large --tuned --json $R/gemv-tuned-h.json > $R/gemv-tuned-h.txt 2>&1; echo "gemv tuned h rc=$? at $(el) s"; grep large $R/gemv-tuned-h.txt | awk '{print $2, $3, $8}' | paste -sd' '; save
 while [ ! -e target/lc.done ] && [ $(el) -lt 330 ]; do sleep 2; done
 echo "llama built at $(el) s"; tail -1 $R/llama-build.txt; save
