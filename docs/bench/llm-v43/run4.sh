@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# v43 call 5 (NOT RUN: the session's device time was spent; ~300 s on a fresh machine). Build
+# v43 call 5 (NOT RUN in v43; v44 ran it as docs/bench/llm-v44/run1.sh with one binary and the old table through GPUPORT_TUNING; ~300 s on a fresh machine). Build
 # xtask-t from HEAD and xtask-o from 762b5a2 (no H100 table entry, the H200's old int8-GEMV
 # entries) and carry them in .devbin with .gl. (1) The GEMV table at 256 MB as decode runs it
 # through the new entries, both builds interleaved (issue 13's GEMV line on this card; f16/f32
