@@ -67,6 +67,22 @@ struct ParallelRun {
     precompiled_pipelines: usize,
     precompile_s: f64,
     compiled_after_precompile: usize,
+    /// `decode_tokens_per_s` over the one-stream run's, when `--parallel` has one (issue 15's
+    /// "8 streams ≥ 4× one stream").
+    over_one_stream: Option<f64>,
+}
+
+/// Each run's aggregate decode over the one-stream run's, where the runs have one.
+fn set_over_one_stream(runs: &mut [ParallelRun]) {
+    let one = runs
+        .iter()
+        .find(|r| r.streams == 1)
+        .map(|r| r.decode_tokens_per_s);
+    for r in runs {
+        r.over_one_stream = one
+            .filter(|one| *one > 0.0)
+            .map(|one| r.decode_tokens_per_s / one);
+    }
 }
 
 #[derive(Serialize)]
@@ -230,11 +246,12 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let (gpu, model) = (Arc::new(gpu), Arc::new(model));
     let tokenizer = Arc::new(Tokenizer::from_gguf(&g).map_err(|e| anyhow::anyhow!(e.0))?);
-    let parallel = o
+    let mut parallel = o
         .parallel
         .iter()
         .map(|&n| parallel_run(&gpu, &model, &tokenizer, n, &o))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    set_over_one_stream(&mut parallel);
     let report = Report {
         model: o.model.display().to_string(),
         adapter: gpu.info().name.clone(),
@@ -323,6 +340,9 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             "    precompiled {} pipelines in {:.2} s; {} compiled after it",
             p.precompiled_pipelines, p.precompile_s, p.compiled_after_precompile
         );
+        if let Some(x) = p.over_one_stream.filter(|_| p.streams > 1) {
+            println!("    S_TG {x:.2}× one stream's");
+        }
         if p.compiled_while_measured > 0 {
             println!(
                 "    ({} pipelines compiled during the measured round: its figures include \
@@ -442,6 +462,8 @@ fn parallel_run(
         precompiled_pipelines: precompiled.pipelines,
         precompile_s: precompiled.seconds,
         compiled_after_precompile,
+        // Set once every run is in (set_over_one_stream).
+        over_one_stream: None,
     })
 }
 
@@ -583,4 +605,45 @@ fn by_kernel(dispatches: &[(String, f64)]) -> Vec<(String, usize, f64)> {
     }
     out.sort_by(|a, b| b.2.total_cmp(&a.2));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(streams: usize, decode_tokens_per_s: f64) -> ParallelRun {
+        ParallelRun {
+            streams,
+            prompt_tokens: 128,
+            gen_tokens: 128,
+            steps_per_submit: 8,
+            prefill_tokens_per_s: 1.0,
+            decode_tokens_per_s,
+            prefill_s: 1.0,
+            decode_s: 1.0,
+            itl_p50_ms: 1.0,
+            itl_p99_ms: 1.0,
+            compiled_while_measured: 0,
+            precompiled_pipelines: 0,
+            precompile_s: 0.0,
+            compiled_after_precompile: 0,
+            over_one_stream: None,
+        }
+    }
+
+    /// Runs are divided by the one-stream run wherever it stands in the list; without one
+    /// (or with a zero rate) no ratio is claimed.
+    #[test]
+    fn aggregate_decode_is_reported_over_one_stream() {
+        let mut runs = vec![run(8, 4000.0), run(1, 1000.0), run(32, 9000.0)];
+        set_over_one_stream(&mut runs);
+        let ratios: Vec<_> = runs.iter().map(|r| r.over_one_stream).collect();
+        assert_eq!(ratios, [Some(4.0), Some(1.0), Some(9.0)]);
+        let mut runs = vec![run(8, 4000.0), run(32, 9000.0)];
+        set_over_one_stream(&mut runs);
+        assert!(runs.iter().all(|r| r.over_one_stream.is_none()));
+        let mut runs = vec![run(1, 0.0), run(8, 4000.0)];
+        set_over_one_stream(&mut runs);
+        assert!(runs.iter().all(|r| r.over_one_stream.is_none()));
+    }
 }
