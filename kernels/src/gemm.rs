@@ -514,6 +514,11 @@ pub const Q8_ROWS_RPT: u32 = 4;
 /// threads and took 1.1–1.5× as long on the 1B gate|up and the 8B q|k|v and attention output.
 pub const Q8_TARGET_THREADS: usize = 20_480;
 
+/// Lanes per row group the few-row kernels' default variants start from before doubling
+/// toward their target of threads (the int8 kernel's `Q8RowsRule::first_lanes` where it asks
+/// for no more, or a row has too few units for more).
+pub const FEW_ROWS_FIRST_LANES: u32 = 8;
+
 /// How the int8 few-row kernel's default variant is shaped for one call
 /// ([`FewRowTunables::for_q8_matrix`]; the runtime's `ops::q8_rows_rule` chooses it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -523,7 +528,7 @@ pub struct Q8RowsRule {
     /// Threads the matrix should have: lanes per row group double toward it.
     pub threads: usize,
     /// Lanes per row group before any doubling, on matrices with at least as many units a
-    /// row (fewer: 8).
+    /// row (fewer: [`FEW_ROWS_FIRST_LANES`]).
     pub first_lanes: u32,
 }
 
@@ -668,15 +673,19 @@ impl FewRowTunables {
             4
         };
         let steps = cols / crate::source::step_elems(ty);
-        base.spread(rows, (rpt, 8), target_threads, |lanes| 2 * lanes < steps)
+        base.spread(rows, (rpt, FEW_ROWS_FIRST_LANES), target_threads, |lanes| {
+            2 * lanes < steps
+        })
     }
 
     /// The default for a `rows × cols` matrix of `ty` (one of the types
     /// [`crate::gemv::takes_q8_input`] accepts) on int8 input (`gemm_rows_q8.wgsl`) under
     /// `rule` (the runtime's `ops::q8_rows_rule` gives it per call): `rule.rpt` rows per thread
     /// (each token's input blocks, loaded once, serve them all) and lanes per row group from
-    /// `rule.first_lanes` where a row has a unit for each (else from 8), doubled while the matrix has fewer than `rule.threads` threads and
-    /// every thread keeps at least 8 (row, unit) pairs, units of 32 or 64 elements.
+    /// `rule.first_lanes` where a row has a unit for each (else from
+    /// [`FEW_ROWS_FIRST_LANES`]), doubled while the matrix has fewer than `rule.threads`
+    /// threads and every thread keeps at least 8 (row, unit) pairs, units of 32 or 64
+    /// elements.
     pub fn for_q8_matrix(
         ty: GgmlType,
         rows: usize,
@@ -690,7 +699,7 @@ impl FewRowTunables {
         let first_lanes = if units >= rule.first_lanes as usize {
             rule.first_lanes
         } else {
-            8
+            FEW_ROWS_FIRST_LANES
         };
         base.spread(rows, (rpt, first_lanes), rule.threads, |lanes| {
             8 * lanes <= units * rpt as usize
@@ -1147,7 +1156,7 @@ mod tests {
             let rule = Q8RowsRule {
                 rpt: Q8_ROWS_RPT,
                 threads: Q8_TARGET_THREADS,
-                first_lanes: 8,
+                first_lanes: FEW_ROWS_FIRST_LANES,
             };
             let t = FewRowTunables::for_q8_matrix(GgmlType::Q4K, rows, cols, true, rule);
             assert!(t.is_valid_q8(), "{t:?}");
@@ -1155,7 +1164,7 @@ mod tests {
             let old = Q8RowsRule {
                 rpt: 2,
                 threads: TARGET_THREADS,
-                first_lanes: 8,
+                first_lanes: FEW_ROWS_FIRST_LANES,
             };
             let t = FewRowTunables::for_q8_matrix(GgmlType::Q4K, rows, cols, true, old);
             assert_eq!((t.rpt, t.lanes_per_group()), (2, before), "{rows}x{cols}");

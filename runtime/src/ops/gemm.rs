@@ -250,7 +250,7 @@ pub fn q8_rows_rule(gpu: &Gpu, tokens: usize, rows: usize) -> gemm::Q8RowsRule {
     let first_lanes = if narrow && !gpu.is_cpu() {
         Q8_NARROW_LANES
     } else {
-        8
+        gemm::FEW_ROWS_FIRST_LANES
     };
     let rpt = knob_set(&RPT, "GPUPORT_Q8_ROWS_RPT").unwrap_or(rpt);
     let threads = knob_set(&THREADS, "GPUPORT_Q8_ROWS_THREADS").unwrap_or(threads);
