@@ -231,6 +231,13 @@ pub const COOP_SUB_TOKENS: [u32; 2] = [32, 16];
 /// registers). See [`CoopTile::for_type`].
 pub const COOP_KC: [u32; 2] = [32, 64];
 
+/// Workgroup memory the tensor-core tiles are laid out for: 48 KiB, what NVIDIA's Vulkan
+/// driver gives a workgroup (and the most any adapter with cooperative matrices has shown).
+pub const COOP_WORKGROUP_BYTES: u32 = 48 * 1024;
+
+/// Bytes of one of the epilogue's 16 × 16 f32 staging blocks.
+pub const COOP_STAGING_BYTES: u32 = 16 * 16 * 4;
+
 /// Lanes per subgroup the tensor-core GEMM is written for (its subgroup layout and the 16 × 16
 /// fragments' lane mapping assume it).
 pub const COOP_SUBGROUP: u32 = 32;
@@ -262,16 +269,42 @@ impl CoopTile {
         COOP_SUBGROUP * self.wm * self.wn
     }
 
-    /// Stages of the tiles in workgroup memory (`gemm_coop.wgsl`, STAGES): two for chunks of
-    /// 32 columns; one for 64, whose two stages would pass 48 KiB at the wide tiles.
+    /// Stages of the tiles in workgroup memory (`gemm_coop.wgsl`, STAGES): two wherever they
+    /// fit [`COOP_WORKGROUP_BYTES`] beside the staging blocks ([`CoopTile::staging_slots`]),
+    /// else one. Chunks of 32 columns always take two; of 64, the 32-token tile does (its
+    /// epilogue two subgroups at a time), the 64- and 128-token tiles (55 KiB and more in two
+    /// stages) one.
     pub fn stages(self) -> u32 {
-        if self.kc > 32 { 1 } else { 2 }
+        if self.tile_bytes(2) + self.staging_slots() * COOP_STAGING_BYTES <= COOP_WORKGROUP_BYTES {
+            2
+        } else {
+            1
+        }
     }
 
-    /// Bytes of workgroup memory: the f16 weight and input tiles once per stage (rows of
-    /// `kc + 8` halves) and one 16 × 16 f32 staging block per subgroup.
+    /// 16 × 16 f32 staging blocks of the epilogue (`gemm_coop.wgsl`, SLOTS): one per subgroup,
+    /// or two — the subgroups storing their fragments in turns of two — where that is what
+    /// lets two stages fit.
+    pub fn staging_slots(self) -> u32 {
+        let subgroups = self.wm * self.wn;
+        let two_stages = self.tile_bytes(2);
+        if two_stages + subgroups * COOP_STAGING_BYTES <= COOP_WORKGROUP_BYTES
+            || two_stages + 2 * COOP_STAGING_BYTES > COOP_WORKGROUP_BYTES
+        {
+            subgroups
+        } else {
+            2
+        }
+    }
+
+    /// Bytes of the f16 weight and input tiles over `stages` stages (rows of `kc + 8` halves).
+    fn tile_bytes(self, stages: u32) -> u32 {
+        stages * (self.tm() + self.tn()) * (self.kc + 8) * 2
+    }
+
+    /// Bytes of workgroup memory: the tiles once per stage and the staging blocks.
     pub fn workgroup_bytes(self) -> u32 {
-        self.stages() * (self.tm() + self.tn()) * (self.kc + 8) * 2 + self.wm * self.wn * 256 * 4
+        self.tile_bytes(self.stages()) + self.staging_slots() * COOP_STAGING_BYTES
     }
 
     /// Every tile of chunks of 32 columns, which every type takes (fetching as
@@ -356,6 +389,9 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
     }
     if t.stages() == 1 {
         constants.push(("STAGES", 1));
+    }
+    if t.staging_slots() < t.wm * t.wn {
+        constants.push(("SLOTS", t.staging_slots()));
     }
     if coop_runs(ty) {
         match t.fetch {
@@ -1013,9 +1049,10 @@ mod tests {
                 [2, 4, 8].contains(&(t.tm() * t.kc / 4 / t.threads())),
                 "{t:?}"
             );
-            assert!(t.workgroup_bytes() <= 48 * 1024, "{t:?}");
+            assert!(t.workgroup_bytes() <= COOP_WORKGROUP_BYTES, "{t:?}");
+            assert_eq!(t.stages() == 2, t.kc == 32 || t.tm() == 32, "{t:?}");
         }
-        assert_eq!(CoopTile::DEFAULT.workgroup_bytes(), 48 * 1024);
+        assert_eq!(CoopTile::DEFAULT.workgroup_bytes(), COOP_WORKGROUP_BYTES);
         for ty in GgmlType::ALL {
             let spec = coop_spec(ty, CoopTile::DEFAULT, GemvInput::SwiGlu, false);
             assert!(spec.needs_cooperative_matrix() && spec.needs_subgroups());

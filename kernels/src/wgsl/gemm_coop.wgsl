@@ -86,6 +86,9 @@ override KS: u32 = KC + 8u;
 // 1 where two stages of 64-column tiles would pass the adapter's 48 KiB (a second barrier a
 // chunk: every subgroup's multiplies of a chunk before the next chunk's stores).
 override STAGES: u32 = 2u;
+// The epilogue's 16 × 16 staging blocks: one per subgroup, or fewer (a divisor of WM × WN) for
+// the subgroups to take in turns where that is what lets two stages fit.
+override SLOTS: u32 = WM * WN;
 // Weight elements per step, steps per row and chunk, and each thread's share of a chunk:
 // NWS weight steps and NXS input vec4s (the tiles allowed by `CoopTile::all` keep them to the
 // registers below).
@@ -94,9 +97,12 @@ override SPC: u32 = KC / EPS;
 override NWS: u32 = TN * SPC / WG;
 override NXS: u32 = TM * KC / 4u / WG;
 
-var<workgroup> ws: array<f16, STAGES * TN * KS>;
-var<workgroup> xs: array<f16, STAGES * TM * KS>;
-var<workgroup> stage: array<f32, 256u * WM * WN>;
+// The tiles as f16 quadruples: a thread's four decoded values are one 8-byte store (four 2-byte
+// stores and their bank conflicts otherwise), and the fragment loads read them with a stride of
+// KS / 4 quadruples (a cooperative load through a pointer to vectors counts in vectors).
+var<workgroup> ws: array<vec4<f16>, STAGES * TN * KS / 4u>;
+var<workgroup> xs: array<vec4<f16>, STAGES * TM * KS / 4u>;
+var<workgroup> stage: array<f32, 256u * SLOTS>;
 
 //!include quant
 //!include gemm_input.wgsl
@@ -140,11 +146,9 @@ struct XShare {
     x7: vec4<f16>,
 }
 
+// Four weights at half `o` (a multiple of 4) of the weight tiles.
 fn put4(o: u32, v: vec4<f16>) {
-    ws[o] = v.x;
-    ws[o + 1u] = v.y;
-    ws[o + 2u] = v.z;
-    ws[o + 3u] = v.w;
+    ws[o / 4u] = v;
 }
 
 // Where step `j` of this thread's share of chunk `c` sits: its tile row, its step index in the
@@ -285,11 +289,7 @@ fn put_step(c: u32, lid: u32, j: u32, base: u32, a: vec4<f16>, b: vec4<f16>) {
 
 fn put_input(lid: u32, j: u32, base: u32, v: vec4<f16>) {
     let i = lid + j * WG;
-    let o = base + (i / (KC / 4u)) * KS + (i % (KC / 4u)) * 4u;
-    xs[o] = v.x;
-    xs[o + 1u] = v.y;
-    xs[o + 2u] = v.z;
-    xs[o + 3u] = v.w;
+    xs[(base + (i / (KC / 4u)) * KS) / 4u + i % (KC / 4u)] = v;
 }
 
 // Steps as `fetch_steps` decoded them into the weight tile at `wbase`.
@@ -336,20 +336,34 @@ fn publish(w: WShare, x: XShare, c: u32, lid: u32) {
     }
 }
 
-// Fragment (tokens t0.., rows r0..) of subgroup `sg` through its staging block to Y.
+// Fragment (tokens t0.., rows r0..) of subgroup `sg` through a staging block to Y, the
+// subgroups in turns of SLOTS (one turn when every subgroup has its own block).
+//
+// A turn's store is in a branch on the subgroup's index: uniform within each subgroup, which
+// is all a cooperative store needs, but naga's uniformity analysis knows only workgroup
+// uniformity, and reports every such requirement under `derivative_uniformity` — hence the
+// filter, on this function alone. Its barriers stay in uniform control flow.
+@diagnostic(off, derivative_uniformity)
 fn store_fragment(z: u32, c: coop_mat16x16<f32, C>, sg: u32, lane: u32, t0: u32, r0: u32) {
-    let so = sg * 256u;
-    coopStoreT(c, &stage[so], 16u);
-    workgroupBarrier();
-    for (var e = lane; e < 256u; e += 32u) {
-        let t = t0 + e / 16u;
-        let row = r0 + e % 16u;
-        if t < p.tokens && row < p.rows {
-            let i = p.y_offset + z * p.split_stride + t * p.y_stride + row;
-            store_output(i, row, stage[so + e]);
+    let so = (sg % SLOTS) * 256u;
+    for (var turn = 0u; turn < WM * WN / SLOTS; turn++) {
+        let mine = sg / SLOTS == turn;
+        if mine {
+            coopStoreT(c, &stage[so], 16u);
         }
+        workgroupBarrier();
+        if mine {
+            for (var e = lane; e < 256u; e += 32u) {
+                let t = t0 + e / 16u;
+                let row = r0 + e % 16u;
+                if t < p.tokens && row < p.rows {
+                    let i = p.y_offset + z * p.split_stride + t * p.y_stride + row;
+                    store_output(i, row, stage[so + e]);
+                }
+            }
+        }
+        workgroupBarrier();
     }
-    workgroupBarrier();
 }
 
 // The multiply-adds of the chunk in stage `st` into subgroup (sm, sn)'s accumulators.
@@ -366,33 +380,35 @@ fn multiply(
     c12: ptr<function, coop_mat16x16<f32, C>>,
     c13: ptr<function, coop_mat16x16<f32, C>>,
 ) {
-    let xo = st * TM * KS + sm * KS;
-    let wo = st * TN * KS + sn * KS;
+    // In quadruples: KS and the columns kk are multiples of 4.
+    let xo = (st * TM * KS + sm * KS) / 4u;
+    let ks = KS / 4u;
+    let wo = (st * TN * KS + sn * KS) / 4u;
     for (var kk = 0u; kk < KC; kk += 16u) {
-        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + kk], KS);
+        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + kk / 4u], ks);
         if TF == 1u {
             // One token fragment: four multiply-adds, each row fragment loaded as used.
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk], KS);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk / 4u], ks);
             *c00 = coopMultiplyAdd(a0, b0, *c00);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * KS + kk], KS);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * ks + kk / 4u], ks);
             *c01 = coopMultiplyAdd(a0, b1, *c01);
-            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * KS + kk], KS);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * ks + kk / 4u], ks);
             *c02 = coopMultiplyAdd(a0, b2, *c02);
-            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * KS + kk], KS);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * ks + kk / 4u], ks);
             *c03 = coopMultiplyAdd(a0, b3, *c03);
             continue;
         }
-        let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + 16u * KS + kk], KS);
-        let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk], KS);
+        let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + 16u * ks + kk / 4u], ks);
+        let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk / 4u], ks);
         *c00 = coopMultiplyAdd(a0, b0, *c00);
         *c10 = coopMultiplyAdd(a1, b0, *c10);
-        let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * KS + kk], KS);
+        let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * ks + kk / 4u], ks);
         *c01 = coopMultiplyAdd(a0, b1, *c01);
         *c11 = coopMultiplyAdd(a1, b1, *c11);
-        let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * KS + kk], KS);
+        let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * ks + kk / 4u], ks);
         *c02 = coopMultiplyAdd(a0, b2, *c02);
         *c12 = coopMultiplyAdd(a1, b2, *c12);
-        let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * KS + kk], KS);
+        let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * ks + kk / 4u], ks);
         *c03 = coopMultiplyAdd(a0, b3, *c03);
         *c13 = coopMultiplyAdd(a1, b3, *c13);
     }

@@ -418,7 +418,7 @@ pub fn takes_coop_rows(gpu: &Gpu, tokens: usize) -> bool {
 /// [`coop_fetch`] says, decoded as [`coop_decode`] says.
 pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     let wm = if tokens <= 64 { 2 } else { 4 };
-    let sub_tokens = if tokens <= 32 && tokens >= coop_narrow_tokens() {
+    let sub_tokens = if tokens <= coop_narrow_max_tokens() && tokens >= coop_narrow_tokens() {
         16
     } else {
         32
@@ -448,6 +448,17 @@ pub fn coop_narrow_tokens() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
     knob(&MIN, "GPUPORT_COOP_NARROW_TOKENS", COOP_NARROW_TOKENS)
 }
+
+/// Most tokens [`coop_tile`] gives the 32-token tile (a grid of several along the tokens
+/// past 32): [`COOP_NARROW_MAX_TOKENS`] unless `GPUPORT_COOP_NARROW_MAX` says otherwise, for
+/// A/Bs.
+pub fn coop_narrow_max_tokens() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    knob(&MAX, "GPUPORT_COOP_NARROW_MAX", COOP_NARROW_MAX_TOKENS)
+}
+
+/// The default of [`coop_narrow_max_tokens`]: 32, one tile of tokens.
+pub const COOP_NARROW_MAX_TOKENS: usize = 32;
 
 /// The default of [`coop_narrow_tokens`]: 1, every batch of up to 32 rows (a 64-token tile
 /// multiplies half zeros there). On an H100 (docs/performance.md, "v39", two interleaved
