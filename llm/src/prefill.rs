@@ -585,7 +585,8 @@ impl Model {
     /// `x_next` (returns true: the caller swaps), or, with post-norms, left in `proj`. A gated
     /// activation is formed apart, in place in `a`, where the matrix takes int8 input (then
     /// rounded onto the one-row path's grid, as a plain input is) or runs on tensor cores
-    /// (formed once, not once per tile of weight rows). `input` [`GemvInput::Q8Blocks`]: the
+    /// without f16 input rows (formed once, not once per tile of weight rows); the pass that
+    /// forms f16 input rows forms it itself. `input` [`GemvInput::Q8Blocks`]: the
     /// int8 blocks are in `xq` already (the attention's combining pass wrote them).
     fn batch_out(
         &self,
@@ -614,10 +615,11 @@ impl Model {
         let tile = self.gemm_tile(w);
         let q8 = self.int8_input(std::slice::from_ref(w));
         let gated = matches!(input, GemvInput::SwiGlu | GemvInput::GeGlu);
-        let coop = matches!(
-            ops::gemm_path(gpu, &call, tile)?,
-            ops::GemmPath::Coop { .. }
-        );
+        let path = ops::gemm_path(gpu, &call, tile)?;
+        let coop = matches!(path, ops::GemmPath::Coop { .. });
+        // On tensor cores with f16 input rows formed first (`gemm_x16.wgsl`), that pass forms
+        // the gated activation itself: no pass of its own.
+        let formed_by_x16 = matches!(path, ops::GemmPath::Coop { x16: true, .. });
         let words = ops::Q8Blocks::words(cols);
         let blocks = xq.view(0, n * words);
         if input == GemvInput::Q8Blocks {
@@ -636,7 +638,7 @@ impl Model {
             call.x = &blocks;
             call.x_stride = words;
             call.input = GemvInput::Q8Blocks;
-        } else if gated && (q8 || (coop && cols.is_multiple_of(32))) {
+        } else if gated && !formed_by_x16 && (q8 || (coop && cols.is_multiple_of(32))) {
             let gate = self.cfg.glu;
             let rows = ops::GatedRows {
                 x: a,
