@@ -448,9 +448,10 @@ pub fn coop_x16_spec(ty: GgmlType, t: CoopTile) -> KernelSpec {
 /// Threads per workgroup of [`x16_spec`].
 pub const X16_WG: u32 = 256;
 
-/// The tensor-core GEMM's input rows formed (`input`, one of [`INPUTS`]) and rounded to f16
-/// once (`gemm_x16.wgsl`, the values [`coop_spec`]'s kernel forms itself); `x_vec4`: X's rows
-/// start at multiples of 4 elements.
+/// The tensor-core GEMM's input rows formed (`input`, one of [`X16_INPUTS`]) and rounded to
+/// f16 once (`gemm_x16.wgsl`, the values [`coop_spec`]'s kernel forms itself; the norm forms
+/// as the float few-row kernel forms them, four tokens a workgroup); `x_vec4`: X's rows start
+/// at multiples of 4 elements.
 pub fn x16_spec(input: GemvInput, x_vec4: bool) -> KernelSpec {
     let mut constants = vec![("WG", X16_WG)];
     if input != GemvInput::Plain {
@@ -462,10 +463,25 @@ pub fn x16_spec(input: GemvInput, x_vec4: bool) -> KernelSpec {
     KernelSpec {
         family: Family::GemmInputF16,
         quant: None,
-        reduction: None,
+        // The norm forms' sums of squares (`wg_total`) through workgroup memory: one tree a
+        // workgroup of four tokens, on every adapter.
+        reduction: Some(crate::Reduction::Shared),
         constants,
     }
 }
+
+/// Tokens a workgroup of [`x16_spec`] forms in the norm forms ([`GemvInput::RmsNorm`],
+/// [`GemvInput::RmsNormPlusOne`]); the other forms take one invocation per four values.
+pub const X16_NORM_TOKENS: u32 = 4;
+
+/// The input forms [`x16_spec`] takes: [`INPUTS`] and the two RMSNorms.
+pub const X16_INPUTS: [GemvInput; 5] = [
+    GemvInput::Plain,
+    GemvInput::SwiGlu,
+    GemvInput::GeGlu,
+    GemvInput::RmsNorm,
+    GemvInput::RmsNormPlusOne,
+];
 
 /// The tensor-core variants [`crate::all_specs`] validates for weights of `ty`: every tile with
 /// plain vec4 input and with f16 input ([`coop_x16_spec`]), and every input form at the

@@ -95,7 +95,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
     for kv in attention::KV_TYPES {
         out.extend(attention::TILE_HEAD_DIMS.map(|hd| attention::coop_tiles_spec(hd, kv)));
     }
-    for input in gemm::INPUTS {
+    for input in gemm::X16_INPUTS {
         out.extend([false, true].map(|v4| gemm::x16_spec(input, v4)));
     }
     out.extend(stream::WG_VALUES.map(stream::spec));

@@ -470,9 +470,10 @@ impl Model {
 
     /// Whether the input norm (weights `w`, after any folded post-norm) of the projections
     /// `stacks` at `n` rows is formed by their GEMMs ([`ops::takes_norm_rows`]: the float
-    /// few-row kernel, one dispatch less a norm), and in which form: an RMSNorm, on projections
-    /// the one-row path gives float input ([`Model::int8_input`] does not hold: int8 input
-    /// would round the normed rows first).
+    /// few-row kernel, or the pass that forms the tensor-core GEMM's f16 input rows — one
+    /// dispatch less a norm), and in which form: an RMSNorm, on projections the one-row path
+    /// gives float input ([`Model::int8_input`] does not hold: int8 input would round the
+    /// normed rows first) or on tensor cores (whose f16 products take no int8 grid).
     fn norm_in_gemm<'n>(
         &self,
         gpu: &Gpu,
@@ -485,8 +486,8 @@ impl Model {
             NormKind::RmsPlusOne => GemvInput::RmsNormPlusOne,
             NormKind::Layer => return None,
         };
-        let fits =
-            !self.int8_input(stacks) && stacks.iter().all(|s| ops::takes_norm_rows(gpu, s, n));
+        let float_input = !self.int8_input(stacks) || ops::takes_coop_rows(gpu, n);
+        let fits = float_input && stacks.iter().all(|s| ops::takes_norm_rows(gpu, s, n));
         fits.then_some((form, w, self.cfg.eps))
     }
 

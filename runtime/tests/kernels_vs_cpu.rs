@@ -1583,7 +1583,153 @@ fn few_row_norm_forms_check_their_bindings() {
     }
     let tiled = ops::GemmPath::Tiled(GemmTile::DEFAULT);
     let err = ops::gemm_on(&gpu, &mut rec, call, tiled, u64::MAX).unwrap_err();
-    assert!(err.to_string().contains("few-row kernel only"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("tensor cores with f16 input rows only"),
+        "{err}"
+    );
+}
+
+/// `ops::form_f16_rows` (the tensor-core GEMM's f16 input rows, formed once) against the CPU
+/// reference of every form it takes, rounded to f16 — on any adapter, tensor cores or not:
+/// 1, 5 and 37 tokens (the norm forms' workgroups of four tokens: one partial, several),
+/// 328 columns (the loops' tails), X rows on and off vec4 boundaries; and what it refuses.
+#[test]
+fn f16_input_rows_match_the_cpu_for_every_form() {
+    use gpuport_kernels::gemm::X16_INPUTS;
+    let Some(gpu) = support::gpu() else { return };
+    let cols = 328;
+    let w = gpu.zeros_f32(&[4, cols], "w").unwrap();
+    let nw: Vec<f32> = support::random_f32(cols, 5)
+        .iter()
+        .map(|v| 1.0 + 0.5 * v)
+        .collect();
+    let nwt = gpu.upload_f32(&nw, &[cols], "norm weights").unwrap();
+    let eps = 1e-5;
+    for (i, input) in X16_INPUTS.into_iter().enumerate() {
+        for (j, tokens) in [1usize, 5, 37].into_iter().enumerate() {
+            let x_stride = input.x_len(cols) + if (i + j) % 2 == 0 { 4 } else { 3 };
+            let x: Vec<f32> = support::random_f32(tokens * x_stride, (10 * i + j) as u64)
+                .iter()
+                .map(|v| 3.0 * v)
+                .collect();
+            let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
+            let out = gpu.zeros(Elem::F16, &[tokens * cols], "f16 rows").unwrap();
+            let norm_form = matches!(
+                input,
+                gemv::GemvInput::RmsNorm | gemv::GemvInput::RmsNormPlusOne
+            );
+            let call = ops::GemmCall {
+                w: &w,
+                x: &xt,
+                y: &out,
+                tokens,
+                x_stride,
+                y_stride: 4,
+                y_first: 0,
+                residual: None,
+                bias: None,
+                input,
+                norm: norm_form.then_some((&nwt, eps)),
+            };
+            let mut rec = Recorder::new(&gpu);
+            ops::form_f16_rows(&gpu, &mut rec, &call, cols, &out).unwrap();
+            rec.submit().unwrap();
+            let got: Vec<f32> = gpu
+                .readback(&out)
+                .unwrap()
+                .chunks_exact(2)
+                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect();
+            for t in 0..tokens {
+                let row = &x[t * x_stride..(t + 1) * x_stride];
+                let want = input.reference(row, &[], &nw, eps, cols);
+                for (k, want) in want.iter().enumerate() {
+                    let want = half::f16::from_f32(want.clamp(-65504.0, 65504.0)).to_f32();
+                    let got = got[t * cols + k];
+                    // One f16 rounding of values the GPU formed in f32 (its own exp and sums).
+                    assert!(
+                        (got - want).abs() <= 1e-3 * want.abs() + 1e-6,
+                        "{input:?} {tokens} tokens: row {t} column {k}: {got} against {want}"
+                    );
+                }
+            }
+            // Refused: a norm form without its weights, another form with them, a width
+            // that is not a multiple of 4, int8 blocks.
+            let out_cols = if norm_form { cols } else { cols - 2 };
+            let bad = ops::GemmCall {
+                norm: (!norm_form).then_some((&nwt, eps)),
+                ..call
+            };
+            let mut rec = Recorder::new(&gpu);
+            let err = ops::form_f16_rows(&gpu, &mut rec, &bad, cols, &out).unwrap_err();
+            assert_eq!(err.code(), "BAD_REQUEST", "{input:?}: {err}");
+            if !norm_form {
+                let err = ops::form_f16_rows(&gpu, &mut rec, &call, out_cols, &out).unwrap_err();
+                assert_eq!(
+                    err.code(),
+                    "BAD_REQUEST",
+                    "{input:?} {out_cols} columns: {err}"
+                );
+            }
+        }
+    }
+    let q8 = ops::GemmCall {
+        w: &w,
+        x: &nwt,
+        y: &nwt,
+        tokens: 1,
+        x_stride: cols,
+        y_stride: 4,
+        y_first: 0,
+        residual: None,
+        bias: None,
+        input: gemv::GemvInput::Q8Blocks,
+        norm: None,
+    };
+    let out = gpu.zeros(Elem::F16, &[cols], "f16 rows").unwrap();
+    let mut rec = Recorder::new(&gpu);
+    let err = ops::form_f16_rows(&gpu, &mut rec, &q8, cols, &out).unwrap_err();
+    assert_eq!(err.code(), "BAD_REQUEST", "{err}");
+}
+
+/// The tensor-core GEMM on the norm forms (RMSNorm, and with 1 + w): its f16 input rows
+/// formed and normed by their own pass, against the CPU — Q4_K, Q6_K and F16 weights, batches
+/// of 24, 40 and 130 tokens (the 32-, 64- and 128-token tiles), unsplit and split 3 ways.
+#[test]
+fn coop_gemm_norms_its_f16_input_rows() {
+    let Some(gpu) = support::gpu() else { return };
+    if !support::has_coop_f16(&gpu) {
+        return;
+    }
+    let mut c = 0;
+    for ty in [GgmlType::Q4K, GgmlType::Q6K, GgmlType::F16] {
+        for (tokens, rows) in [(24usize, 77usize), (40, 130), (130, 65)] {
+            let tile = ops::coop_tile(ty, rows, tokens);
+            for input in [gemv::GemvInput::RmsNorm, gemv::GemvInput::RmsNormPlusOne] {
+                let path = ops::GemmPath::Coop {
+                    tile,
+                    splits: [1, 3][c % 2],
+                    x16: true,
+                };
+                check_gemm_case(
+                    &gpu,
+                    GemmCase {
+                        ty,
+                        rows,
+                        cols: 512,
+                        tokens,
+                        input,
+                        add: [GemmAdd::Residual, GemmAdd::Nothing][c / 2 % 2],
+                        x_pad: if c % 3 == 0 { 3 } else { 4 },
+                        y_first: 3,
+                        on: Some((path, u64::MAX)),
+                    },
+                );
+                c += 1;
+            }
+        }
+    }
 }
 
 /// The few-row kernels' variants under test: (threads, rows, rows per thread, tokens per pass,

@@ -6,12 +6,21 @@ enable f16;
 // (XH 0), so both give the same bits; formed once, every tile of weight rows then reads 2
 // bytes a value instead of 4 (X is re-read by every one of a GEMM's row tiles: 224 times for
 // the Llama-8B shape's gate and up projections, where it was 88% of the kernel's reads).
-// One invocation per four values; the form (XFORM, XV4) and X's offset, stride and GLU
-// operand come from the GEMM's own uniform block.
+// XFORM 0, 3, 4 (X as bound, SwiGLU, GeGLU): one invocation per four values. The form (XFORM,
+// XV4) and X's offset, stride and GLU operand come from the GEMM's own uniform block.
+//
+// XFORM 1, 2: the RMSNorm of each row, X[t, k] * (1 / rms(X[t]) * w[k]) (1) or * (1 + w[k])
+// (2), w the norm weights (`nw`) and p.eps the norm's epsilon — the norm that would be a
+// dispatch of its own before a batch's input projections (norm.wgsl), formed here as the
+// float few-row kernel forms it (gemm_rows.wgsl's XFORM 1, 2: the same sums of squares per
+// thread, the same tree, the same expression). A workgroup takes four tokens: their sums of
+// squares as one vec4 through the `reduce` snippet's `wg_total`, then their rows.
 
 //!include gemm_params.wgsl
 
 override WG: u32 = 256u;
+// The `reduce` snippet's row width (its row reduction is unused here: `wg_total` only).
+override T: u32 = WG;
 override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
 
@@ -21,16 +30,56 @@ override XV4: u32 = 1u;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<f16>>;
 // `x` again, as vec4s (read when XV4 is 1).
 @group(0) @binding(3) var<storage, read> x4: array<vec4<f32>>;
+// XFORM 1, 2: the norm weights (`cols` values); bound to `x`, and unread, otherwise.
+@group(0) @binding(4) var<storage, read> nw: array<vec4<f32>>;
 
 //!include gemm_input.wgsl
+//!include reduce
+
+fn store(t: u32, e: u32, v: vec4<f32>) {
+    out[(t * p.cols + e) / 4u] = vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+}
+
+// The squares of elements e..e+4 of token t's row (the last token's past the end: unused).
+fn square_sum(t: u32, e: u32) -> f32 {
+    let v = xin(min(t, p.tokens - 1u), e);
+    return dot(v, v);
+}
+
+// XFORM 1, 2: tokens 4g .. 4g + 4 (those before p.tokens), normed.
+fn normed_rows(l: Lanes, g: u32) {
+    let t0 = 4u * g;
+    var s = vec4<f32>(0.0);
+    for (var e = 4u * l.lid; e < p.cols; e += 4u * WG) {
+        s += vec4<f32>(square_sum(t0, e), square_sum(t0 + 1u, e), square_sum(t0 + 2u, e), square_sum(t0 + 3u, e));
+    }
+    let inv = inverseSqrt(wg_total(l, s, l.lid) / f32(p.cols) + vec4<f32>(p.eps));
+    let n = min(p.tokens - t0, 4u);
+    for (var e = 4u * l.lid; e < p.cols; e += 4u * WG) {
+        var w = nw[e >> 2u];
+        if XFORM == 2u {
+            w += vec4<f32>(1.0);
+        }
+        for (var c = 0u; c < n; c++) {
+            store(t0 + c, e, xin(t0 + c, e) * (inv[c] * w));
+        }
+    }
+}
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = (wg.x + wg.y * p.grid_x) * WG + lid;
+fn main(l: Lanes) {
+    let g = l.wg.x + l.wg.y * p.grid_x;
+    if XFORM == 1u || XFORM == 2u {
+        // Uniform per workgroup: every thread takes the same branch before the barriers.
+        if 4u * g < p.tokens {
+            normed_rows(l, g);
+        }
+        return;
+    }
+    let i = g * WG + l.lid;
     let per_row = p.cols / 4u;
     if i >= p.tokens * per_row {
         return;
     }
-    let v = xin(i / per_row, 4u * (i % per_row));
-    out[i] = vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+    store(i / per_row, 4u * (i % per_row), xin(i / per_row, 4u * (i % per_row)));
 }

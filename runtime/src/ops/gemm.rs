@@ -318,28 +318,10 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
         let t = forced_lanes(&Q8_LANES, "GPUPORT_Q8_ROWS_LANES", t);
         return Ok(GemmPath::FewRowsQ8(FewRowTunables { nx, ..t }));
     }
-    if takes_coop_rows(gpu, call.tokens) {
-        // The chosen tile, or the largest the adapter's limits hold that fetches the same way
-        // in chunks no wider.
-        let t = coop_tile(ty, rows, call.tokens);
-        let t = if coop_fits(gpu, ty, t) {
-            Some(t)
-        } else {
-            coop_tiles(gpu, ty)
-                .into_iter()
-                .map(|fits| CoopTile {
-                    fetch: t.fetch,
-                    decode: t.decode,
-                    ..fits
-                })
-                .filter(|fits| fits.takes(ty) && fits.kc <= t.kc)
-                .max_by_key(|t| (t.tm() * t.tn(), std::cmp::Reverse(t.kc)))
-        };
-        if let Some(tile) = t {
-            let splits = coop_splits(tile, rows, cols, call.tokens);
-            let x16 = coop_x16() && x16_fits(gpu, call.tokens, cols);
-            return Ok(GemmPath::Coop { tile, splits, x16 });
-        }
+    if takes_coop_rows(gpu, call.tokens)
+        && let Some(path) = coop_path(gpu, ty, (rows, cols), call.tokens)
+    {
+        return Ok(path);
     }
     if call.tokens > gemm::FEW_ROWS_MAX {
         return Ok(GemmPath::Tiled(tile));
@@ -392,6 +374,35 @@ pub fn q8_tile_splits(gpu: &Gpu, ty: GgmlType, t: Q8Tile, dims: (usize, usize, u
     }
     let shape = q8_tile_shape(ty, t);
     splits_for_target(shape, dims, coop_split_target())
+}
+
+/// The tensor-core path [`gemm_path`] takes for a `rows × cols` matrix of `ty` at `tokens`
+/// rows of float input where the device has tensor cores ([`takes_coop_rows`]): the chosen
+/// tile, or the largest the adapter's limits hold that fetches the same way in chunks no
+/// wider; `None` where none fits.
+fn coop_path(
+    gpu: &Gpu,
+    ty: GgmlType,
+    (rows, cols): (usize, usize),
+    tokens: usize,
+) -> Option<GemmPath> {
+    let t = coop_tile(ty, rows, tokens);
+    let tile = if coop_fits(gpu, ty, t) {
+        t
+    } else {
+        coop_tiles(gpu, ty)
+            .into_iter()
+            .map(|fits| CoopTile {
+                fetch: t.fetch,
+                decode: t.decode,
+                ..fits
+            })
+            .filter(|fits| fits.takes(ty) && fits.kc <= t.kc)
+            .max_by_key(|t| (t.tm() * t.tn(), std::cmp::Reverse(t.kc)))?
+    };
+    let splits = coop_splits(tile, rows, cols, tokens);
+    let x16 = coop_x16() && x16_fits(gpu, tokens, cols);
+    Some(GemmPath::Coop { tile, splits, x16 })
 }
 
 /// An int8 tile's (rows, tokens, columns per split chunk).
@@ -640,17 +651,40 @@ fn x16_fits(gpu: &Gpu, tokens: usize, cols: usize) -> bool {
         && 2 * (tokens * cols) as u64 <= gpu.limits().max_storage_buffer_binding_size
 }
 
-/// Records `gemm_x16.wgsl`: `call`'s input rows formed and rounded to f16 into `out`, `cols`
-/// values a row.
-fn form_x16(
+/// Records `gemm_x16.wgsl`: `call`'s input rows formed as its input form says (the norm forms
+/// with `call.norm`'s weights and epsilon) and rounded to f16 into `out`, `cols` values a row:
+/// what the tensor-core GEMM reads with f16 input rows (`x16` of [`GemmPath::Coop`], which
+/// records it itself; public for the tests, which hold it to the CPU reference on adapters
+/// without tensor cores too).
+pub fn form_f16_rows(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     call: &GemmCall<'_>,
     cols: usize,
     out: &Tensor,
 ) -> Result<(), GpuError> {
+    if !gemm::X16_INPUTS.contains(&call.input) || is_norm_form(call.input) != call.norm.is_some() {
+        return Err(GpuError::Shape(format!(
+            "f16 input rows: {:?} input with norm weights {:?} (forms {:?}; the norm forms, and \
+             only they, with weights)",
+            call.input,
+            call.norm.map(|(w, _)| &w.shape),
+            gemm::X16_INPUTS
+        )));
+    }
+    if !x16_fits(gpu, call.tokens, cols) || out.bytes < 2 * (call.tokens * cols) as u64 {
+        return Err(GpuError::Shape(format!(
+            "f16 input rows: {} tokens × {cols} columns into {} bytes (columns a multiple of 4, \
+             within one binding)",
+            call.tokens, out.bytes
+        )));
+    }
     let spec = gemm::x16_spec(call.input, call.x_stride.is_multiple_of(4));
-    let groups = ((call.tokens * cols / 4) as u32).div_ceil(gemm::X16_WG);
+    let groups = if is_norm_form(call.input) {
+        (call.tokens as u32).div_ceil(gemm::X16_NORM_TOKENS)
+    } else {
+        ((call.tokens * cols / 4) as u32).div_ceil(gemm::X16_WG)
+    };
     let grid = grid_2d(groups, gpu.limits().max_compute_workgroups_per_dimension);
     // Only the input's fields: no weights, no output rows.
     let p = GemmParams {
@@ -660,9 +694,18 @@ fn form_x16(
         x_aux: cols as u32,
         grid_x: grid.0,
         splits: 1,
+        eps: call.norm.map_or(0.0, |(_, eps)| eps),
         ..bytemuck::Zeroable::zeroed()
     };
-    super::launch(gpu, rec, &spec, &p, &[call.x, out, call.x], grid)
+    let norm_weights = call.norm.map_or(call.x, |(w, _)| w);
+    super::launch(
+        gpu,
+        rec,
+        &spec,
+        &p,
+        &[call.x, out, call.x, norm_weights],
+        grid,
+    )
 }
 
 /// Fewest tokens a GEMM runs on the tensor-core kernel where the device has it (below, the
@@ -770,9 +813,15 @@ pub fn gemm_on(
             }
         }
     }
-    if is_norm_form(call.input) && !matches!(path, GemmPath::FewRows(_)) {
+    if is_norm_form(call.input)
+        && !matches!(
+            path,
+            GemmPath::FewRows(_) | GemmPath::Coop { x16: true, .. }
+        )
+    {
         return Err(GpuError::Shape(format!(
-            "GEMM {path:?}: {:?} input (the norm forms run on the float few-row kernel only)",
+            "GEMM {path:?}: {:?} input (the norm forms run on the float few-row kernel and on \
+             tensor cores with f16 input rows only)",
             call.input
         )));
     }
@@ -822,12 +871,13 @@ pub fn gemm_on(
             };
             if x16 {
                 let formed = gpu.x16_scratch(call.tokens * cols)?;
-                form_x16(gpu, rec, &call, cols, &formed)?;
+                form_f16_rows(gpu, rec, &call, cols, &formed)?;
                 let pipeline = gpu.pipeline(&gemm::coop_x16_spec(ty, tile))?;
                 let call = GemmCall {
                     x: &formed,
                     x_stride: cols,
                     input: GemvInput::Plain,
+                    norm: None,
                     ..call
                 };
                 return tiled(gpu, rec, &call, m, &pipeline, launch, max_binding);
@@ -912,14 +962,25 @@ fn is_norm_form(input: GemvInput) -> bool {
     matches!(input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne)
 }
 
-/// Whether a GEMM over `w` at `tokens` rows on float input runs on the float few-row kernel,
-/// which forms an RMSNorm of its input rows itself ([`GemvInput::RmsNorm`]): no tensor-core
-/// path at that size ([`takes_coop_rows`]), at most [`gemm::FEW_ROWS_MAX`] rows, and
-/// `GPUPORT_GEMM_NORM` not `0` (the A/B against a norm dispatch of its own).
+/// Whether a GEMM over `w` at `tokens` rows on float input forms an RMSNorm of its input rows
+/// itself ([`GemvInput::RmsNorm`]): on the float few-row kernel (no tensor-core path at that
+/// size, [`takes_coop_rows`]; at most [`gemm::FEW_ROWS_MAX`] rows), or on tensor cores with
+/// f16 input rows, whose forming pass norms them ([`form_f16_rows`]); and `GPUPORT_GEMM_NORM`
+/// not `0` (the A/B against a norm dispatch of its own).
 pub fn takes_norm_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
     static OFF: OnceLock<bool> = OnceLock::new();
     let off = *OFF.get_or_init(|| std::env::var("GPUPORT_GEMM_NORM").is_ok_and(|v| v == "0"));
-    !off && matrix(w).is_ok() && !takes_coop_rows(gpu, tokens) && tokens <= gemm::FEW_ROWS_MAX
+    let Ok((ty, rows, cols, _)) = matrix(w) else {
+        return false;
+    };
+    let on_coop = takes_coop_rows(gpu, tokens);
+    let few_rows = !on_coop && tokens <= gemm::FEW_ROWS_MAX;
+    let f16_rows = on_coop
+        && matches!(
+            coop_path(gpu, ty, (rows, cols), tokens),
+            Some(GemmPath::Coop { x16: true, .. })
+        );
+    !off && (few_rows || f16_rows)
 }
 
 fn check_tile(gpu: &Gpu, tile: GemmTile) -> Result<(), GpuError> {
