@@ -44,7 +44,8 @@ pub struct GemmCall<'a> {
     /// row as the int8-input GEMV's blocks (`input.x_len(cols)` words a row, `x_stride` a
     /// multiple of 4), multiplied on the int8 few-row kernel (see [`takes_q8_rows`]); or the
     /// RMSNorm of each X row ([`GemvInput::RmsNorm`], [`GemvInput::RmsNormPlusOne`], weights
-    /// and epsilon in `norm`), on the float few-row kernel only (see [`takes_norm_rows`]).
+    /// and epsilon in `norm`), on the float few-row kernel and on tensor cores with f16 input
+    /// rows, whose forming pass norms them (see [`takes_norm_rows`]).
     pub input: GemvInput,
     /// The norm forms' weights (`cols` f32) and epsilon; `None` for every other form.
     pub norm: Option<(&'a Tensor, f32)>,
