@@ -1671,26 +1671,15 @@ fn f16_input_rows_match_the_cpu_for_every_form() {
                     "BAD_REQUEST",
                     "{input:?} {out_cols} columns: {err}"
                 );
+                let q8 = ops::GemmCall {
+                    input: gemv::GemvInput::Q8Blocks,
+                    ..call
+                };
+                let err = ops::form_f16_rows(&gpu, &mut rec, &q8, cols, &out).unwrap_err();
+                assert_eq!(err.code(), "BAD_REQUEST", "int8 blocks: {err}");
             }
         }
     }
-    let q8 = ops::GemmCall {
-        w: &w,
-        x: &nwt,
-        y: &nwt,
-        tokens: 1,
-        x_stride: cols,
-        y_stride: 4,
-        y_first: 0,
-        residual: None,
-        bias: None,
-        input: gemv::GemvInput::Q8Blocks,
-        norm: None,
-    };
-    let out = gpu.zeros(Elem::F16, &[cols], "f16 rows").unwrap();
-    let mut rec = Recorder::new(&gpu);
-    let err = ops::form_f16_rows(&gpu, &mut rec, &q8, cols, &out).unwrap_err();
-    assert_eq!(err.code(), "BAD_REQUEST", "{err}");
 }
 
 /// The tensor-core GEMM on the norm forms (RMSNorm, and with 1 + w): its f16 input rows
