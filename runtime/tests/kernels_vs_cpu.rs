@@ -1593,7 +1593,9 @@ fn few_row_norm_forms_check_their_bindings() {
 /// `ops::form_f16_rows` (the tensor-core GEMM's f16 input rows, formed once) against the CPU
 /// reference of every form it takes, rounded to f16 — on any adapter, tensor cores or not:
 /// 1, 5 and 37 tokens (the norm forms' workgroups of four tokens: one partial, several),
-/// 328 columns (the loops' tails), X rows on and off vec4 boundaries; and what it refuses.
+/// 328 columns (the loops' tails), X rows on and off vec4 boundaries; and what it refuses
+/// (forms and norm weights that do not go together, widths off a multiple of 4, int8 blocks,
+/// X shorter than its rows or narrower than its form).
 #[test]
 fn f16_input_rows_match_the_cpu_for_every_form() {
     use gpuport_kernels::gemm::X16_INPUTS;
@@ -1678,6 +1680,23 @@ fn f16_input_rows_match_the_cpu_for_every_form() {
                 let err = ops::form_f16_rows(&gpu, &mut rec, &q8, cols, &out).unwrap_err();
                 assert_eq!(err.code(), "BAD_REQUEST", "int8 blocks: {err}");
             }
+            // Refused: more tokens than X holds rows, or X's row stride below its form's width.
+            let long = ops::GemmCall {
+                tokens: tokens + 1,
+                ..call
+            };
+            let err = ops::form_f16_rows(&gpu, &mut rec, &long, cols, &out).unwrap_err();
+            assert_eq!(err.code(), "BAD_REQUEST", "{input:?}, a row past x: {err}");
+            let narrow = ops::GemmCall {
+                x_stride: input.x_len(cols) - 4,
+                ..call
+            };
+            let err = ops::form_f16_rows(&gpu, &mut rec, &narrow, cols, &out).unwrap_err();
+            assert_eq!(
+                err.code(),
+                "BAD_REQUEST",
+                "{input:?}, a narrow stride: {err}"
+            );
         }
     }
 }

@@ -664,20 +664,29 @@ pub fn form_f16_rows(
     cols: usize,
     out: &Tensor,
 ) -> Result<(), GpuError> {
-    if !gemm::X16_INPUTS.contains(&call.input) || is_norm_form(call.input) != call.norm.is_some() {
+    let forms = gemm::X16_INPUTS.contains(&call.input)
+        && is_norm_form(call.input) == call.norm.is_some()
+        && call.norm.is_none_or(|(w, _)| elems(w) == cols);
+    if !forms {
         return Err(GpuError::Shape(format!(
             "f16 input rows: {:?} input with norm weights {:?} (forms {:?}; the norm forms, and \
-             only they, with weights)",
+             only they, with {cols} weights)",
             call.input,
             call.norm.map(|(w, _)| &w.shape),
             gemm::X16_INPUTS
         )));
     }
-    if !x16_fits(gpu, call.tokens, cols) || out.bytes < 2 * (call.tokens * cols) as u64 {
+    let x_rows = elems(call.x) / call.x_stride.max(1);
+    let fits = x16_fits(gpu, call.tokens, cols)
+        && call.x_stride >= call.input.x_len(cols)
+        && x_rows >= call.tokens
+        && out.bytes >= 2 * (call.tokens * cols) as u64
+        && !out.shares_buffer(call.x);
+    if !fits {
         return Err(GpuError::Shape(format!(
-            "f16 input rows: {} tokens × {cols} columns into {} bytes (columns a multiple of 4, \
-             within one binding)",
-            call.tokens, out.bytes
+            "f16 input rows: {} tokens × {cols} columns from x {:?} (stride {}) into {} bytes \
+             of their own (columns a multiple of 4, within one binding)",
+            call.tokens, call.x.shape, call.x_stride, out.bytes
         )));
     }
     let spec = gemm::x16_spec(call.input, call.x_stride.is_multiple_of(4));
@@ -958,7 +967,8 @@ fn check_call(call: &GemmCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
     )))
 }
 
-/// Whether `input` is one of the norm forms only the float few-row kernel takes.
+/// Whether `input` is one of the norm forms (the float few-row kernel and the f16-input pass
+/// take them).
 fn is_norm_form(input: GemvInput) -> bool {
     matches!(input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne)
 }
