@@ -47,6 +47,7 @@ fn file(path: &str) -> Option<&'static str> {
         "gemm_x16.wgsl" => include_str!("wgsl/gemm_x16.wgsl"),
         "gemm_io.wgsl" => include_str!("wgsl/gemm_io.wgsl"),
         "gemm_input.wgsl" => include_str!("wgsl/gemm_input.wgsl"),
+        "gemm_norm_input.wgsl" => include_str!("wgsl/gemm_norm_input.wgsl"),
         "dequant.wgsl" => include_str!("wgsl/dequant.wgsl"),
         "stream.wgsl" => include_str!("wgsl/stream.wgsl"),
         "norm.wgsl" => include_str!("wgsl/norm.wgsl"),

@@ -68,6 +68,7 @@ const QUAD_TRANSPOSED: bool = false;
 @group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
 // The norm weights of XFORM 1, 2 (`cols` values); bound to `x`, and unread, otherwise.
 @group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;
+//!include gemm_norm_input.wgsl
 //!include gemm_rows_store.wgsl
 
 // XFORM 1, 2: 1 / rms of the pass's tokens 0-3 and 4-7, in every thread.
@@ -76,21 +77,6 @@ var<private> inv_hi: vec4<f32>;
 
 fn norm_input() -> bool {
     return XFORM == 1u || XFORM == 2u;
-}
-
-// Elements e..e+4 of the norm weights as the form applies them.
-fn norm_scale(e: u32) -> vec4<f32> {
-    let g = nw[e >> 2u];
-    if XFORM == 2u {
-        return g + vec4<f32>(1.0);
-    }
-    return g;
-}
-
-// The squares of elements e..e+4 of token t's row (the last token's past the end: unused).
-fn square_sum(t: u32, e: u32) -> f32 {
-    let v = xin(min(t, p.tokens - 1u), e);
-    return dot(v, v);
 }
 
 // The squares of elements e..e+4 of the pass's tokens c .. c + 4, summed per token (zeros for

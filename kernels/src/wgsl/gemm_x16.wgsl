@@ -13,8 +13,9 @@ enable f16;
 // (2), w the norm weights (`nw`) and p.eps the norm's epsilon — the norm that would be a
 // dispatch of its own before a batch's input projections (norm.wgsl), formed here as the
 // float few-row kernel forms it (gemm_rows.wgsl's XFORM 1, 2: the same sums of squares per
-// thread, the same tree, the same expression). A workgroup takes four tokens: their sums of
-// squares as one vec4 through the `reduce` snippet's `wg_total`, then their rows.
+// thread, the same tree, the same expression; gemm_norm_input.wgsl). A workgroup takes four
+// tokens (`gemm::X16_NORM_TOKENS`, the host's grid): their sums of squares as one vec4
+// through the `reduce` snippet's `wg_total`, then their rows.
 
 //!include gemm_params.wgsl
 
@@ -34,16 +35,11 @@ override XV4: u32 = 1u;
 @group(0) @binding(4) var<storage, read> nw: array<vec4<f32>>;
 
 //!include gemm_input.wgsl
+//!include gemm_norm_input.wgsl
 //!include reduce
 
 fn store(t: u32, e: u32, v: vec4<f32>) {
     out[(t * p.cols + e) / 4u] = vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
-}
-
-// The squares of elements e..e+4 of token t's row (the last token's past the end: unused).
-fn square_sum(t: u32, e: u32) -> f32 {
-    let v = xin(min(t, p.tokens - 1u), e);
-    return dot(v, v);
 }
 
 // XFORM 1, 2: tokens 4g .. 4g + 4 (those before p.tokens), normed.
@@ -56,10 +52,7 @@ fn normed_rows(l: Lanes, g: u32) {
     let inv = inverseSqrt(wg_total(l, s, l.lid) / f32(p.cols) + vec4<f32>(p.eps));
     let n = min(p.tokens - t0, 4u);
     for (var e = 4u * l.lid; e < p.cols; e += 4u * WG) {
-        var w = nw[e >> 2u];
-        if XFORM == 2u {
-            w += vec4<f32>(1.0);
-        }
+        let w = norm_scale(e);
         for (var c = 0u; c < n; c++) {
             store(t0 + c, e, xin(t0 + c, e) * (inv[c] * w));
         }
