@@ -144,9 +144,9 @@ pub fn reference(
 }
 
 /// The tile of the tensor-core GEMM: `wm × wn` subgroups of 32 lanes, each owning
-/// `sub_tokens` (32 or 16) tokens × 64 rows of the output as eight or four 16 × 16 accumulator
-/// fragments; the tiles are held in workgroup memory once or twice ([`CoopTile::stages`]: a
-/// software pipeline, `gemm_coop.wgsl`).
+/// `sub_tokens` (32 or 16) tokens × `sub_rows` (64 or 32) rows of the output as 16 × 16
+/// accumulator fragments (two to eight); the tiles are held in workgroup memory once or twice
+/// ([`CoopTile::stages`]: a software pipeline, `gemm_coop.wgsl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CoopTile {
     /// Subgroups along the tokens: one of [`COOP_WM`].
@@ -156,6 +156,10 @@ pub struct CoopTile {
     /// Tokens per subgroup: 32 (two 16-token fragments), or 16 for the 32-token tile of
     /// batches of up to 32 rows ([`COOP_SUB_TOKENS`]; `TF` in the kernel).
     pub sub_tokens: u32,
+    /// Weight rows per subgroup: 64 (four 16-row fragments), or 32 ([`COOP_SUB_ROWS`]; `RF`
+    /// in the kernel): half the accumulators and half a thread's share of a chunk, so more
+    /// subgroups (and workgroups) share a core where batched decode's tiles are latency-bound.
+    pub sub_rows: u32,
     /// Columns per reduction chunk (one barrier each): one of [`COOP_KC`].
     pub kc: u32,
     /// How threads fetch a chunk's weights, for types with a run form ([`coop_runs`]; the
@@ -218,8 +222,17 @@ impl CoopFetch {
 /// would outgrow the registers the kernel gives it).
 pub const COOP_WM: [u32; 2] = [2, 4];
 
-/// Allowed subgroups along the weight rows of a [`CoopTile`].
+/// Allowed subgroups along the weight rows of a [`CoopTile`] of 64 rows a subgroup (at 32
+/// rows a subgroup: [`COOP_WN_HALF_ROWS`]).
 pub const COOP_WN: [u32; 2] = [1, 2];
+
+/// Allowed subgroups along the weight rows of a [`CoopTile`] of 32 rows a subgroup: 64 or 128
+/// rows a tile, as [`COOP_WN`] gives at 64 rows a subgroup, with two or four times the
+/// subgroups.
+pub const COOP_WN_HALF_ROWS: [u32; 2] = [2, 4];
+
+/// Allowed weight rows per subgroup of a [`CoopTile`]: 64 (four row fragments), and 32.
+pub const COOP_SUB_ROWS: [u32; 2] = [64, 32];
 
 /// Allowed tokens per subgroup of a [`CoopTile`]: 32, and 16 at two subgroups along the tokens
 /// (the 32-token tile: at 32 rows a 64-token tile's second half multiplies zeros).
@@ -249,6 +262,7 @@ impl CoopTile {
         wm: 4,
         wn: 2,
         sub_tokens: 32,
+        sub_rows: 64,
         kc: 32,
         fetch: CoopFetch::DEFAULT,
         decode: CoopDecode::DEFAULT,
@@ -261,7 +275,7 @@ impl CoopTile {
 
     /// Weight rows per tile.
     pub fn tn(self) -> u32 {
-        64 * self.wn
+        self.sub_rows * self.wn
     }
 
     /// Threads per workgroup.
@@ -308,54 +322,60 @@ impl CoopTile {
     }
 
     /// Every tile of chunks of 32 columns, which every type takes (fetching as
-    /// [`CoopFetch::DEFAULT`]): 32 tokens a subgroup at every [`COOP_WM`] × [`COOP_WN`], and
-    /// the 32-token tiles (16 a subgroup, two along the tokens).
+    /// [`CoopFetch::DEFAULT`]): 32 tokens a subgroup at every [`COOP_WM`] × [`COOP_WN`], the
+    /// 32-token tiles (16 a subgroup, two along the tokens), and both at 32 rows a subgroup
+    /// ([`COOP_WN_HALF_ROWS`], two along the tokens) where a thread's input share is whole.
     pub fn all() -> Vec<CoopTile> {
-        let mut out = Vec::new();
-        for wm in COOP_WM {
-            out.extend(COOP_WN.map(|wn| CoopTile {
-                wm,
-                wn,
-                sub_tokens: 32,
-                kc: 32,
-                fetch: CoopFetch::DEFAULT,
-                decode: CoopDecode::DEFAULT,
-            }));
-        }
-        out.extend(COOP_WN.map(|wn| CoopTile {
-            wm: 2,
-            wn,
-            sub_tokens: 16,
-            kc: 32,
-            fetch: CoopFetch::DEFAULT,
-            decode: CoopDecode::DEFAULT,
-        }));
-        out
+        CoopTile::at_columns(32)
     }
 
     /// Every tile weights of `ty` take (fetching as [`CoopFetch::DEFAULT`]): [`CoopTile::all`],
-    /// and where [`coop_pairs`] holds the two-subgroups-wide tiles in chunks of 64 columns.
+    /// and where [`coop_pairs`] holds the two-subgroups-wide tiles in chunks of 64 columns (at
+    /// 32 rows a subgroup: the tiles of two subgroups along the tokens).
     pub fn for_type(ty: GgmlType) -> Vec<CoopTile> {
         let mut out = CoopTile::all();
         if coop_pairs(ty) {
-            out.extend(COOP_WM.map(|wm| CoopTile {
-                wm,
-                wn: 2,
-                sub_tokens: 32,
-                kc: 64,
-                fetch: CoopFetch::DEFAULT,
-                decode: CoopDecode::DEFAULT,
-            }));
-            out.push(CoopTile {
-                wm: 2,
-                wn: 2,
-                sub_tokens: 16,
-                kc: 64,
-                fetch: CoopFetch::DEFAULT,
-                decode: CoopDecode::DEFAULT,
-            });
+            out.extend(
+                CoopTile::at_columns(64)
+                    .into_iter()
+                    .filter(|t| t.threads() >= 128),
+            );
         }
         out
+    }
+
+    /// The tiles of chunks of `kc` columns, before [`CoopTile::for_type`]'s choice among them.
+    fn at_columns(kc: u32) -> Vec<CoopTile> {
+        let tile = |wm, wn, sub_tokens, sub_rows| CoopTile {
+            wm,
+            wn,
+            sub_tokens,
+            sub_rows,
+            kc,
+            fetch: CoopFetch::DEFAULT,
+            decode: CoopDecode::DEFAULT,
+        };
+        let mut out = Vec::new();
+        for wm in COOP_WM {
+            out.extend(COOP_WN.map(|wn| tile(wm, wn, 32, 64)));
+        }
+        out.extend(COOP_WN.map(|wn| tile(2, wn, 16, 64)));
+        for wn in COOP_WN_HALF_ROWS {
+            out.extend(COOP_SUB_TOKENS.map(|sub_tokens| tile(2, wn, sub_tokens, 32)));
+        }
+        out.retain(|t| t.shares_fit());
+        out
+    }
+
+    /// Whether a thread's share of a chunk is what the kernel's named registers hold: 2, 4 or
+    /// 8 input quadruples, and 4 or 8 weight steps of 4 values at 32 columns a chunk (2 or 4
+    /// of 4 + 4 for the types that take 8 a step), a run of 4 or 8 Q4_K words (two steps
+    /// each) at 64.
+    fn shares_fit(self) -> bool {
+        let inputs = self.tm() * self.kc / 4 / self.threads();
+        let steps = self.tn() * self.kc / 4 / self.threads();
+        let runs: &[u32] = if self.kc == 32 { &[4, 8] } else { &[8, 16] };
+        [2, 4, 8].contains(&inputs) && runs.contains(&steps)
     }
 
     /// The ways this tile may fetch weights: every way at 32 columns a chunk (for the types
@@ -386,6 +406,9 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
     let mut constants = vec![("WM", t.wm), ("WN", t.wn), ("KC", t.kc)];
     if t.sub_tokens == 16 {
         constants.push(("TF", 1));
+    }
+    if t.sub_rows == 32 {
+        constants.push(("RF", 2));
     }
     if t.stages() == 1 {
         constants.push(("STAGES", 1));
@@ -1066,7 +1089,10 @@ mod tests {
                 "{t:?}"
             );
             assert!(t.workgroup_bytes() <= COOP_WORKGROUP_BYTES, "{t:?}");
-            assert_eq!(t.stages() == 2, t.kc == 32 || t.tm() == 32, "{t:?}");
+            // One stage only where two of 64-column tiles would pass 48 KiB: 64 tokens or
+            // more against 128 rows.
+            let one_stage = t.kc == 64 && t.tm() > 32 && t.tn() == 128;
+            assert_eq!(t.stages() == 1, one_stage, "{t:?}");
         }
         assert_eq!(CoopTile::DEFAULT.workgroup_bytes(), COOP_WORKGROUP_BYTES);
         for ty in GgmlType::ALL {

@@ -2252,6 +2252,16 @@ fn coop_gemm_matches_cpu_for_every_type() {
                     &what,
                 );
             }
+            // 32 rows a subgroup: each output's fragments are multiplied in the same order
+            // as at 64 (only which subgroup holds them moves), split or not: the same bits.
+            if tile.sub_rows == 32 {
+                let wide = gemm::CoopTile {
+                    wn: 2,
+                    sub_rows: 64,
+                    ..tile
+                };
+                same_bits(wide, "64 rows a subgroup");
+            }
             // Chunks of 64 columns multiply the same fragments in the same order as chunks
             // of 32 (only the barriers move): unsplit, the same bits.
             if tile.kc > 32 && splits == 1 {

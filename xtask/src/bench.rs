@@ -716,8 +716,8 @@ fn gemm_sweep(
                 } => {
                     let x = if x16 { "f16 x" } else { "f32 x" };
                     format!(
-                        "coop WM={} WN={} TOK={} KC={} splits={splits} {x}",
-                        t.wm, t.wn, t.sub_tokens, t.kc
+                        "coop WM={} WN={} TOK={} ROWS={} KC={} splits={splits} {x}",
+                        t.wm, t.wn, t.sub_tokens, t.sub_rows, t.kc
                     )
                 }
                 ops::GemmPath::FewRows(t) => format!("{t:?}"),

@@ -8,9 +8,12 @@ enable wgpu_cooperative_matrix;
 // GGUF matrix, X and Y f32 token-major with their own row strides.
 //
 // Tiling: a workgroup of WM × WN subgroups (32 lanes each) owns a TM = 16 TF WM token × TN =
-// 64 WN row tile of Y; each subgroup a 16 TF × 64 part of it as 16 × 16 f32 accumulators: TF
-// (2, or 1 for batches of up to 32 rows) token fragments times four row fragments — with TF 2
-// six fragment loads feed eight multiply-adds.
+// 16 RF WN row tile of Y; each subgroup a 16 TF × 16 RF part of it as 16 × 16 f32
+// accumulators: TF (2, or 1 for batches of up to 32 rows) token fragments times RF (4, or 2)
+// row fragments — with TF 2 and RF 4 six fragment loads feed eight multiply-adds. RF 2 halves
+// a subgroup's accumulators and a thread's share of a chunk: at batched decode's 32-64 rows
+// the kernel is latency-bound, and twice the subgroups a tile (or twice the tiles) is what
+// hides it.
 //
 // Software pipeline, one barrier per chunk of KC columns: the tiles live in workgroup memory
 // twice (stages 0 and 1; with STAGES 1, for 64-column chunks, once, and a second barrier before
@@ -65,6 +68,8 @@ enable wgpu_cooperative_matrix;
 override WM: u32 = 4u;
 override WN: u32 = 2u;
 override TF: u32 = 2u;
+// Row fragments of 16 per subgroup: 4, or 2.
+override RF: u32 = 4u;
 override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
 override XH: u32 = 0u;
@@ -76,7 +81,7 @@ override RUN: u32 = 1u;
 // only where the weights come in runs, whose fetch is loads alone).
 override DEPTH: u32 = 1u;
 override TM: u32 = 16u * TF * WM;
-override TN: u32 = 64u * WN;
+override TN: u32 = 16u * RF * WN;
 override WG: u32 = 32u * WM * WN;
 // Columns per chunk (`gemm::COOP_KC`: 32, or 64 where the type's run form takes two
 // sub-blocks a chunk) and the tiles' row pitch in halves.
@@ -387,15 +392,17 @@ fn multiply(
     for (var kk = 0u; kk < KC; kk += 16u) {
         let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + kk / 4u], ks);
         if TF == 1u {
-            // One token fragment: four multiply-adds, each row fragment loaded as used.
+            // One token fragment: RF multiply-adds, each row fragment loaded as used.
             let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + kk / 4u], ks);
             *c00 = coopMultiplyAdd(a0, b0, *c00);
             let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * ks + kk / 4u], ks);
             *c01 = coopMultiplyAdd(a0, b1, *c01);
-            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * ks + kk / 4u], ks);
-            *c02 = coopMultiplyAdd(a0, b2, *c02);
-            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * ks + kk / 4u], ks);
-            *c03 = coopMultiplyAdd(a0, b3, *c03);
+            if RF > 2u {
+                let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * ks + kk / 4u], ks);
+                *c02 = coopMultiplyAdd(a0, b2, *c02);
+                let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * ks + kk / 4u], ks);
+                *c03 = coopMultiplyAdd(a0, b3, *c03);
+            }
             continue;
         }
         let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xo + 16u * ks + kk / 4u], ks);
@@ -405,12 +412,14 @@ fn multiply(
         let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 16u * ks + kk / 4u], ks);
         *c01 = coopMultiplyAdd(a0, b1, *c01);
         *c11 = coopMultiplyAdd(a1, b1, *c11);
-        let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * ks + kk / 4u], ks);
-        *c02 = coopMultiplyAdd(a0, b2, *c02);
-        *c12 = coopMultiplyAdd(a1, b2, *c12);
-        let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * ks + kk / 4u], ks);
-        *c03 = coopMultiplyAdd(a0, b3, *c03);
-        *c13 = coopMultiplyAdd(a1, b3, *c13);
+        if RF > 2u {
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 32u * ks + kk / 4u], ks);
+            *c02 = coopMultiplyAdd(a0, b2, *c02);
+            *c12 = coopMultiplyAdd(a1, b2, *c12);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wo + 48u * ks + kk / 4u], ks);
+            *c03 = coopMultiplyAdd(a0, b3, *c03);
+            *c13 = coopMultiplyAdd(a1, b3, *c13);
+        }
     }
 }
 
@@ -423,9 +432,9 @@ fn main(
 ) {
     let n0 = wg.x * TN;
     let m0 = wg.y * TM;
-    // This subgroup's 16 TF × 64 part: tokens sm.., rows sn.. of the tile.
+    // This subgroup's 16 TF × 16 RF part: tokens sm.., rows sn.. of the tile.
     let sm = (sg / WN) * 16u * TF;
-    let sn = (sg % WN) * 64u;
+    let sn = (sg % WN) * 16u * RF;
     // This workgroup's chunks of columns: all of them, or split wg.z's (see gemm_params).
     var c_first = 0u;
     var chunks = (p.cols + KC - 1u) / KC;
@@ -477,12 +486,16 @@ fn main(
     let z = wg.z;
     store_fragment(z, c00, sg, lane, t0, r0);
     store_fragment(z, c01, sg, lane, t0, r0 + 16u);
-    store_fragment(z, c02, sg, lane, t0, r0 + 32u);
-    store_fragment(z, c03, sg, lane, t0, r0 + 48u);
+    if RF > 2u {
+        store_fragment(z, c02, sg, lane, t0, r0 + 32u);
+        store_fragment(z, c03, sg, lane, t0, r0 + 48u);
+    }
     if TF > 1u {
         store_fragment(z, c10, sg, lane, t0 + 16u, r0);
         store_fragment(z, c11, sg, lane, t0 + 16u, r0 + 16u);
-        store_fragment(z, c12, sg, lane, t0 + 16u, r0 + 32u);
-        store_fragment(z, c13, sg, lane, t0 + 16u, r0 + 48u);
+        if RF > 2u {
+            store_fragment(z, c12, sg, lane, t0 + 16u, r0 + 32u);
+            store_fragment(z, c13, sg, lane, t0 + 16u, r0 + 48u);
+        }
     }
 }

@@ -440,6 +440,7 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
         wm,
         wn: 2,
         sub_tokens,
+        sub_rows: 64,
         kc: 32,
         fetch: coop_fetch(),
         decode: coop_decode(),
@@ -449,8 +450,40 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     } else {
         CoopTile { wn: 1, ..wide }
     };
-    let wider = CoopTile { kc: coop_kc(), ..t };
-    if wider.takes(ty) { wider } else { t }
+    let mut choices = Vec::with_capacity(4);
+    if tokens <= COOP_SPLIT_DECODE_ROWS && coop_sub_rows() == 32 {
+        // Half the rows a subgroup: twice the subgroups over the same rows, or the same
+        // subgroups over half the rows.
+        let wn = (t.wn * 2).min(coop_half_rows_wn());
+        let half = CoopTile {
+            wn,
+            sub_rows: 32,
+            ..t
+        };
+        choices.extend([CoopTile { kc: coop_kc(), ..half }, half]);
+        if wn > 2 {
+            let two = CoopTile { wn: 2, ..half };
+            choices.extend([CoopTile { kc: coop_kc(), ..two }, two]);
+        }
+    }
+    choices.extend([CoopTile { kc: coop_kc(), ..t }, t]);
+    choices.into_iter().find(|c| c.takes(ty)).unwrap_or(t)
+}
+
+/// Weight rows a subgroup of batched decode's tensor-core tiles (up to
+/// [`COOP_SPLIT_DECODE_ROWS`] tokens) owns: 64 unless `GPUPORT_COOP_SUB_ROWS` says 32, for
+/// A/Bs.
+pub fn coop_sub_rows() -> u32 {
+    static ROWS: OnceLock<u32> = OnceLock::new();
+    knob(&ROWS, "GPUPORT_COOP_SUB_ROWS", 64)
+}
+
+/// Most subgroups along the rows of a tile of 32 rows a subgroup ([`coop_sub_rows`]): 4 (the
+/// rows of the tile at 64 a subgroup) unless `GPUPORT_COOP_HALF_WN` says 2 (half of them),
+/// for A/Bs.
+pub fn coop_half_rows_wn() -> u32 {
+    static WN: OnceLock<u32> = OnceLock::new();
+    knob(&WN, "GPUPORT_COOP_HALF_WN", 4)
 }
 
 /// Fewest tokens (up to 32) whose tensor-core tile [`coop_tile`] makes 32 tokens wide instead
@@ -1288,6 +1321,7 @@ mod tests {
             wm,
             wn,
             sub_tokens: 32,
+            sub_rows: 64,
             kc: 32,
             fetch: coop_fetch(),
             decode: coop_decode(),
@@ -1308,6 +1342,7 @@ mod tests {
             tile(65_536, 20),
             CoopTile {
                 sub_tokens: narrow,
+                sub_rows: 64,
                 ..t(2, 2)
             }
         );
@@ -1328,6 +1363,7 @@ mod tests {
             wm,
             wn,
             sub_tokens: 32,
+            sub_rows: 64,
             kc: 32,
             fetch: coop_fetch(),
             decode: coop_decode(),
