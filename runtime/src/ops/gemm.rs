@@ -471,12 +471,22 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
 }
 
 /// Weight rows a subgroup of batched decode's tensor-core tiles (up to
-/// [`COOP_SPLIT_DECODE_ROWS`] tokens) owns: 64 unless `GPUPORT_COOP_SUB_ROWS` says 32, for
-/// A/Bs.
+/// [`COOP_SPLIT_DECODE_ROWS`] tokens) owns: [`COOP_DECODE_SUB_ROWS`] unless
+/// `GPUPORT_COOP_SUB_ROWS` says 64, for A/Bs.
 pub fn coop_sub_rows() -> u32 {
     static ROWS: OnceLock<u32> = OnceLock::new();
-    knob(&ROWS, "GPUPORT_COOP_SUB_ROWS", 64)
+    knob(&ROWS, "GPUPORT_COOP_SUB_ROWS", COOP_DECODE_SUB_ROWS)
 }
+
+/// The default of [`coop_sub_rows`]: 32. At 32-64 rows the kernel is latency-bound; half the
+/// rows a subgroup at the same rows a tile (twice the subgroups) took the registers a thread
+/// from 188 to 107 (the 32-token Q4_K tile in chunks of 64) and, on an H100
+/// (docs/performance.md, "v46", two interleaved rounds), the Llama-8B shape's gate|up at 32 /
+/// 64 rows from 133.0 / 197.3 µs to 122.0 / 172.2, its down projection from 109.7 / 156.3 to
+/// 94.9 / 119.4; 32 / 64 streams of the 8B from 2,513 / 3,574 tok/s to 2,671 / 3,945, of
+/// the 1B from 10,623 / 16,006 to 11,452 / 17,372. Half the rows a tile instead (the same
+/// subgroups) was slower than both on the gate|up projections (177.1 / 232.5 µs).
+pub const COOP_DECODE_SUB_ROWS: u32 = 32;
 
 /// Most subgroups along the rows of a tile of 32 rows a subgroup ([`coop_sub_rows`]): 4 (the
 /// rows of the tile at 64 a subgroup) unless `GPUPORT_COOP_HALF_WN` says 2 (half of them),
@@ -1334,18 +1344,39 @@ mod tests {
         assert_eq!(tile(2048, 256), t(4, 1));
         assert_eq!(tile(2048, 512), t(4, 2));
         assert_eq!(tile(512, 100), t(4, 1));
-        // 64 tokens or fewer: one token tile of 64, or of 32 (16 a subgroup) up to 32.
-        assert_eq!(tile(65_536, 40), t(2, 2));
-        assert_eq!(tile(1024, 64), t(2, 1));
-        let narrow = if coop_narrow_tokens() <= 20 { 16 } else { 32 };
-        assert_eq!(
-            tile(65_536, 20),
-            CoopTile {
-                sub_tokens: narrow,
-                sub_rows: 64,
-                ..t(2, 2)
+        // 64 tokens or fewer: one token tile of 64, or of 32 (16 a subgroup) up to 32; by
+        // default 32 rows a subgroup, twice the subgroups along the rows of the tile at 64
+        // where a thread's share allows (Q6_K's 32-token tile in chunks of 32 does not: its
+        // input share would be one quadruple), else the same subgroups.
+        let half = coop_sub_rows() == 32;
+        let rows_of = |wide: CoopTile, wn| {
+            if half {
+                CoopTile {
+                    wn,
+                    sub_rows: 32,
+                    ..wide
+                }
+            } else {
+                wide
             }
-        );
+        };
+        let wn4 = coop_half_rows_wn();
+        assert_eq!(tile(65_536, 40), rows_of(t(2, 2), wn4));
+        assert_eq!(tile(1024, 64), rows_of(t(2, 1), 2));
+        let narrow = if coop_narrow_tokens() <= 20 { 16 } else { 32 };
+        let narrow_tile = CoopTile {
+            sub_tokens: narrow,
+            ..t(2, 2)
+        };
+        let narrow_wn = if narrow == 16 { 2 } else { wn4 };
+        assert_eq!(tile(65_536, 20), rows_of(narrow_tile, narrow_wn));
+        // Q4_K in chunks of 64 takes the 32-token tile of 128 rows at 32 rows a subgroup.
+        if half && coop_kc() == 64 {
+            let q4 = coop_tile(GgmlType::Q4K, 28_672, 32);
+            assert_eq!((q4.wn, q4.sub_rows, q4.kc, q4.tm()), (wn4, 32, 64, 32));
+        }
+        // Prompts keep 64 rows a subgroup.
+        assert_eq!(coop_tile(GgmlType::Q4K, 28_672, 512).sub_rows, 64);
         for ty in GgmlType::ALL {
             for tokens in [1, 64, 65, 512] {
                 for rows in [1, 64, 4096] {
