@@ -21,7 +21,7 @@ export GPUPORT_REQUIRE_GPU=1
 save() { (cd $OUT && tar czf r.tgz r); }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/gpu.txt
 timeout 150 ./.devbin/kvc coop > $R/kvc-coop.txt 2>&1; echo "kvc coop rc=$? at $(el) s"; grep -E "test result|panicked|FAILED" $R/kvc-coop.txt | head -5; save
-gm() { timeout 60 env $3 ./.devbin/xtask-b bench --gemm-only --tuned --shapes llama --gemm-tokens $1 --splits 1,2,3,4 --json $R/g$1-$2.json > $R/g$1-$2.txt 2>&1; echo "g$1 $2 rc=$? at $(el) s: $(grep -E '^gemm .*tokens.*coop' $R/g$1-$2.txt | grep -v best | awk '{print $2, $10, $NF-2}' | sed 's/llama//' | awk '{printf "%s/%s ", $1, $2}')"; grep -E '^gemm .*tokens.*coop' $R/g$1-$2.txt | grep -v best | sed -E 's/ +/ /g' | awk '{print $2, $(NF-2), $10}' | sed 's/llama//' | paste -sd' '; save; }
+gm() { timeout 60 env $3 ./.devbin/xtask-b bench --gemm-only --tuned --shapes llama --gemm-tokens $1 --splits 1,2,3,4 --json $R/g$1-$2.json > $R/g$1-$2.txt 2>&1; echo "g$1 $2 rc=$? at $(el) s: $(grep -E '^gemm .*tokens.*coop' $R/g$1-$2.txt | grep -v best | awk '{s=""; for(i=1;i<=NF;i++) if($i ~ /^splits=/) s=substr($i,8); sub("llama","",$2); printf "%s/%s:%s ", $2, s, $10}')"; save; }
 for t in 32 64; do gm $t b X=1; gm $t f2 GPUPORT_COOP_FETCH=2; gm $t d1 GPUPORT_COOP_DECODE=1; done
 par() { while [ ! -e target/m/$1.done ]; do sleep 1; done; timeout 80 env $4 ./.devbin/xtask-b bench-llm target/m/$1.gguf --steps 8 --parallel $3 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2.json > $R/$1-par-$2.txt 2>&1; echo "$1 $3 $2 rc=$? at $(el) s: $(grep -o 'S_TG *[0-9.]* tok/s' $R/$1-par-$2.txt | paste -sd' ')"; save; }
 par e f2 32,64 GPUPORT_COOP_FETCH=2; par e d1 32,64 GPUPORT_COOP_DECODE=1
