@@ -4,7 +4,7 @@
 # gives the tiles before); kvc = its test binary (the 32-column comparison only where that
 # tile exists). (1) `kvc coop`; (2) the Llama shapes' GEMMs at 32 and 64 rows on b's tiles,
 # split 1-4 ways, fetching one or two chunks ahead, decoding by conversion or through the
-# bits; (3) the 8B at 32/64 streams the same three ways; (4) issue 15's table for the 8B and
+# bits; (3) the 8B at 32/64 streams the latter two ways, its 32-row step profiled; (4) issue 15's table for the 8B and
 # the 1B beside llama-batched-bench (built in the background).
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
@@ -25,6 +25,7 @@ gm() { timeout 60 env $3 ./.devbin/xtask-b bench --gemm-only --tuned --shapes ll
 for t in 32 64; do gm $t b X=1; gm $t f2 GPUPORT_COOP_FETCH=2; gm $t d1 GPUPORT_COOP_DECODE=1; done
 par() { while [ ! -e target/m/$1.done ]; do sleep 1; done; timeout 80 env $4 ./.devbin/xtask-b bench-llm target/m/$1.gguf --steps 8 --parallel $3 --prompt-tokens 128 --gen-tokens 128 --json $R/$1-par-$2.json > $R/$1-par-$2.txt 2>&1; echo "$1 $3 $2 rc=$? at $(el) s: $(grep -o 'S_TG *[0-9.]* tok/s' $R/$1-par-$2.txt | paste -sd' ')"; save; }
 par e f2 32,64 GPUPORT_COOP_FETCH=2; par e d1 32,64 GPUPORT_COOP_DECODE=1
+timeout 70 ./.devbin/xtask-b bench-llm target/m/e.gguf --steps 8 --batch 32 --prompt-tokens 64 --gen-tokens 16 --json $R/e-batch.json > $R/e-batch.txt 2>&1; echo "e batch 32 rc=$? at $(el) s"; grep -A8 "^batch of" $R/e-batch.txt | head -12; save
 while [ ! -e target/lc.done ] && [ $(el) -lt 400 ]; do sleep 2; done
 echo "llama built at $(el) s"; tail -1 $R/llama-build.txt; save
 bb() { [ -x target/lc/b/bin/llama-batched-bench ] || return; timeout 50 target/lc/b/bin/llama-batched-bench -m target/m/$1.gguf -ngl 99 -fa on -c 20480 -b 2048 -ub 512 -npp 128 -ntg 128 -npl 1,8,32,64 --output-format jsonl > $R/$1-bb.jsonl 2>$R/$1-bb.err; echo "bb $1 rc=$? at $(el) s"; grep -o '"pl": [0-9]*\|"speed_tg": [0-9.]*' $R/$1-bb.jsonl | tr '\n' ' '; echo; save; }
