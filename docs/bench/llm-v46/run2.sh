@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# v46 call 2. b = a with 32 rows a subgroup the default up to 64 tokens (the tile of 128
+# v46 call 2 — refused three times (no machine lent), not run; the next session's first call
+# (docs/design/next-kernels.md, "as of v46"). Written as: b = a with 32 rows a subgroup the default up to 64 tokens (the tile of 128
 # rows with four subgroups along them where a thread's share allows; GPUPORT_COOP_SUB_ROWS=64
 # gives the tiles before); kvc = its test binary (the 32-column comparison only where that
 # tile exists). (1) `kvc coop`; (2) the Llama shapes' GEMMs at 32 and 64 rows on b's tiles,
