@@ -427,7 +427,10 @@ pub fn takes_coop_rows(gpu: &Gpu, tokens: usize) -> bool {
 /// from 65 tokens, 64 from 33, 32 below (16 a subgroup; from [`coop_narrow_tokens`] rows
 /// only) and 128 rows wide where that grid still has [`COOP_MIN_TILES`] workgroups (else 64),
 /// in chunks of [`coop_kc`] columns where the tile takes them (else 32), weights fetched as
-/// [`coop_fetch`] says, decoded as [`coop_decode`] says.
+/// [`coop_fetch`] says, decoded as [`coop_decode`] says. Up to [`COOP_SPLIT_DECODE_ROWS`]
+/// tokens a subgroup owns [`coop_sub_rows`] rows: at 32, twice the subgroups along the same
+/// rows (at most [`coop_half_rows_wn`]), or the same subgroups over half the rows where a
+/// thread's share of the wider tile does not fit the kernel.
 pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     let wm = if tokens <= 64 { 2 } else { 4 };
     let sub_tokens = if tokens <= coop_narrow_max_tokens() && tokens >= coop_narrow_tokens() {
@@ -460,10 +463,22 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
             sub_rows: 32,
             ..t
         };
-        choices.extend([CoopTile { kc: coop_kc(), ..half }, half]);
+        choices.extend([
+            CoopTile {
+                kc: coop_kc(),
+                ..half
+            },
+            half,
+        ]);
         if wn > 2 {
             let two = CoopTile { wn: 2, ..half };
-            choices.extend([CoopTile { kc: coop_kc(), ..two }, two]);
+            choices.extend([
+                CoopTile {
+                    kc: coop_kc(),
+                    ..two
+                },
+                two,
+            ]);
         }
     }
     choices.extend([CoopTile { kc: coop_kc(), ..t }, t]);
