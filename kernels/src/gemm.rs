@@ -151,7 +151,8 @@ pub fn reference(
 pub struct CoopTile {
     /// Subgroups along the tokens: one of [`COOP_WM`].
     pub wm: u32,
-    /// Subgroups along the weight rows: one of [`COOP_WN`].
+    /// Subgroups along the weight rows: one of [`COOP_WN`] (of [`COOP_WN_HALF_ROWS`] at 32 rows
+    /// a subgroup).
     pub wn: u32,
     /// Tokens per subgroup: 32 (two 16-token fragments), or 16 for the 32-token tile of
     /// batches of up to 32 rows ([`COOP_SUB_TOKENS`]; `TF` in the kernel).
