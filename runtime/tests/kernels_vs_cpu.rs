@@ -2125,8 +2125,9 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// on and off vec4 boundaries, Y written from column 3, the weights bound in row chunks,
 /// f32/f16 matrices whose width leaves a partial 32-column chunk, the columns split along K
 /// 1, 3 and 6 ways (short and odd last splits included), every way of fetching weights
-/// (each Q4_K and Q6_K case every way its tile takes, which must give the same bits), and
-/// Q4_K's chunks of 64 columns (unsplit, the same bits as chunks of 32).
+/// (each Q4_K and Q6_K case every way its tile takes, which must give the same bits), Q4_K's
+/// chunks of 64 columns (unsplit, the same bits as chunks of 32), and the tiles of 32 rows a
+/// subgroup (split or not, the same bits as 64 rows a subgroup).
 #[test]
 fn coop_gemm_matches_cpu_for_every_type() {
     use gpuport_kernels::gemm;
