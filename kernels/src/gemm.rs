@@ -228,8 +228,7 @@ pub const COOP_WM: [u32; 2] = [2, 4];
 pub const COOP_WN: [u32; 2] = [1, 2];
 
 /// Allowed subgroups along the weight rows of a [`CoopTile`] of 32 rows a subgroup: 64 or 128
-/// rows a tile, as [`COOP_WN`] gives at 64 rows a subgroup, with two or four times the
-/// subgroups.
+/// rows a tile, the rows [`COOP_WN`] gives at 64 rows a subgroup with twice the subgroups.
 pub const COOP_WN_HALF_ROWS: [u32; 2] = [2, 4];
 
 /// Allowed weight rows per subgroup of a [`CoopTile`]: 64 (four row fragments), and 32.
@@ -240,8 +239,8 @@ pub const COOP_SUB_ROWS: [u32; 2] = [64, 32];
 pub const COOP_SUB_TOKENS: [u32; 2] = [32, 16];
 
 /// Allowed columns per chunk of a [`CoopTile`]: 32 for every type; 64 where a chunk is a pair
-/// of sub-blocks fetched in runs ([`coop_pairs`]), at the tiles with two subgroups along the
-/// rows (elsewhere a thread's share of a 64-column chunk would outgrow the kernel's named
+/// of sub-blocks fetched in runs ([`coop_pairs`]), at the tiles of two or four subgroups along
+/// the rows (at one a thread's share of a 64-column chunk would outgrow the kernel's named
 /// registers). See [`CoopTile::for_type`].
 pub const COOP_KC: [u32; 2] = [32, 64];
 
@@ -286,9 +285,9 @@ impl CoopTile {
 
     /// Stages of the tiles in workgroup memory (`gemm_coop.wgsl`, STAGES): two wherever they
     /// fit [`COOP_WORKGROUP_BYTES`] beside the staging blocks ([`CoopTile::staging_slots`]),
-    /// else one. Chunks of 32 columns always take two; of 64, the 32-token tile does (its
-    /// epilogue two subgroups at a time), the 64- and 128-token tiles (55 KiB and more in two
-    /// stages) one.
+    /// else one. Chunks of 32 columns always take two; of 64, the tiles of 64 rows do (the
+    /// 32-token one of 128 rows too, its epilogue two subgroups at a time), the 64- and
+    /// 128-token tiles of 128 rows (55 KiB and more in two stages) one.
     pub fn stages(self) -> u32 {
         if self.tile_bytes(2) + self.staging_slots() * COOP_STAGING_BYTES <= COOP_WORKGROUP_BYTES {
             2
@@ -325,7 +324,8 @@ impl CoopTile {
     /// Every tile of chunks of 32 columns, which every type takes (fetching as
     /// [`CoopFetch::DEFAULT`]): 32 tokens a subgroup at every [`COOP_WM`] × [`COOP_WN`], the
     /// 32-token tiles (16 a subgroup, two along the tokens), and both at 32 rows a subgroup
-    /// ([`COOP_WN_HALF_ROWS`], two along the tokens) where a thread's input share is whole.
+    /// ([`COOP_WN_HALF_ROWS`], two along the tokens) where a thread's shares fit the kernel
+    /// (`shares_fit`: at least two input quadruples).
     pub fn all() -> Vec<CoopTile> {
         CoopTile::at_columns(32)
     }

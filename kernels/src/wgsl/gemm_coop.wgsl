@@ -62,9 +62,9 @@ enable wgpu_cooperative_matrix;
 // initialized from others.)
 //!include common.wgsl
 
-// Subgroups along the tokens (2 or 4) and along the rows (1 or 2), and token fragments of 16
-// per subgroup (2, or 1: a 32-token tile at WM 2 whose multiplies are not half wasted on a
-// batch of 32 rows).
+// Subgroups along the tokens (2 or 4) and along the rows (1 or 2; 2 or 4 at RF 2), and token
+// fragments of 16 per subgroup (2, or 1: a 32-token tile at WM 2 whose multiplies are not half
+// wasted on a batch of 32 rows).
 override WM: u32 = 4u;
 override WN: u32 = 2u;
 override TF: u32 = 2u;
@@ -211,7 +211,7 @@ fn input_vec(c: u32, m0: u32, lid: u32, j: u32) -> vec4<f16> {
 }
 
 // This thread's weight steps of chunk `c` (rows n0..), one step at a time (`weight_step`: the
-// lanes of a subgroup take consecutive steps). NWS is 2, 4 or 8 (`CoopTile::all`); with XB > 0
+// lanes of a subgroup take consecutive steps). NWS is 2, 4 or 8 (`CoopTile::for_type`); with XB > 0
 // it is at most 4. The coop_weights snippet's `coop_fetch_weights` calls it, or loads its
 // type's words otherwise.
 fn fetch_steps(c: u32, n0: u32, lid: u32) -> StepShare {

@@ -487,7 +487,7 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
 
 /// Weight rows a subgroup of batched decode's tensor-core tiles (up to
 /// [`COOP_SPLIT_DECODE_ROWS`] tokens) owns: [`COOP_DECODE_SUB_ROWS`] unless
-/// `GPUPORT_COOP_SUB_ROWS` says 64, for A/Bs.
+/// `GPUPORT_COOP_SUB_ROWS` says 64 (any value but 32 is 64), for A/Bs.
 pub fn coop_sub_rows() -> u32 {
     static ROWS: OnceLock<u32> = OnceLock::new();
     knob(&ROWS, "GPUPORT_COOP_SUB_ROWS", COOP_DECODE_SUB_ROWS)
@@ -505,10 +505,15 @@ pub const COOP_DECODE_SUB_ROWS: u32 = 32;
 
 /// Most subgroups along the rows of a tile of 32 rows a subgroup ([`coop_sub_rows`]): 4 (the
 /// rows of the tile at 64 a subgroup) unless `GPUPORT_COOP_HALF_WN` says 2 (half of them),
-/// for A/Bs.
+/// for A/Bs; any other value is 4.
 pub fn coop_half_rows_wn() -> u32 {
     static WN: OnceLock<u32> = OnceLock::new();
-    knob(&WN, "GPUPORT_COOP_HALF_WN", 4)
+    let wn = knob(&WN, "GPUPORT_COOP_HALF_WN", 4);
+    if gemm::COOP_WN_HALF_ROWS.contains(&wn) {
+        wn
+    } else {
+        4
+    }
 }
 
 /// Fewest tokens (up to 32) whose tensor-core tile [`coop_tile`] makes 32 tokens wide instead
