@@ -453,7 +453,9 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     } else {
         CoopTile { wn: 1, ..wide }
     };
-    let mut choices = Vec::with_capacity(4);
+    // In order of preference, each in chunks of `coop_kc` columns where the type takes them,
+    // else 32.
+    let mut choices = Vec::with_capacity(3);
     if tokens <= COOP_SPLIT_DECODE_ROWS && coop_sub_rows() == 32 {
         // Half the rows a subgroup: twice the subgroups over the same rows, or the same
         // subgroups over half the rows.
@@ -463,26 +465,17 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
             sub_rows: 32,
             ..t
         };
-        choices.extend([
-            CoopTile {
-                kc: coop_kc(),
-                ..half
-            },
-            half,
-        ]);
+        choices.push(half);
         if wn > 2 {
-            let two = CoopTile { wn: 2, ..half };
-            choices.extend([
-                CoopTile {
-                    kc: coop_kc(),
-                    ..two
-                },
-                two,
-            ]);
+            choices.push(CoopTile { wn: 2, ..half });
         }
     }
-    choices.extend([CoopTile { kc: coop_kc(), ..t }, t]);
-    choices.into_iter().find(|c| c.takes(ty)).unwrap_or(t)
+    choices.push(t);
+    choices
+        .into_iter()
+        .flat_map(|c| [CoopTile { kc: coop_kc(), ..c }, c])
+        .find(|c| c.takes(ty))
+        .unwrap_or(t)
 }
 
 /// Weight rows a subgroup of batched decode's tensor-core tiles (up to
@@ -1391,7 +1384,7 @@ mod tests {
         let narrow_wn = if narrow == 16 { 2 } else { wn4 };
         assert_eq!(tile(65_536, 20), rows_of(narrow_tile, narrow_wn));
         // Q4_K in chunks of 64 takes the 32-token tile of 128 rows at 32 rows a subgroup.
-        if half && coop_kc() == 64 {
+        if half && coop_kc() == 64 && narrow == 16 {
             let q4 = coop_tile(GgmlType::Q4K, 28_672, 32);
             assert_eq!((q4.wn, q4.sub_rows, q4.kc, q4.tm()), (wn4, 32, 64, 32));
         }
