@@ -545,7 +545,94 @@ pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
             out.push(coop_spec(ty, CoopTile::DEFAULT, input, true));
         }
     }
+    if CoopSubgroupTile::takes(ty) {
+        out.extend(CoopSubgroupTile::all().into_iter().map(coop_sg_spec));
+    }
     out
+}
+
+/// The tile of batched decode's tensor-core GEMM with a weight tile per subgroup
+/// (`gemm_coop_sg.wgsl`): `wn` subgroups along the rows, each owning `sub_tokens` tokens ×
+/// `sub_rows` rows of the output on its own — its rows' weights decoded into its own tile in
+/// workgroup memory, its input fragments read from the f16 rows, no workgroup barrier. Q4_K
+/// weights in chunks of [`COOP_SG_KC`] columns (a pair of sub-blocks, as [`coop_pairs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CoopSubgroupTile {
+    /// Subgroups a workgroup, along the rows: one of [`COOP_SG_WN`].
+    pub wn: u32,
+    /// Tokens a subgroup (and a tile): 16, 32 or 64 (TF 1, 2, 4 fragments of 16).
+    pub sub_tokens: u32,
+    /// Weight rows a subgroup: 32 (a lane a row) or 16 (two lanes a row).
+    pub sub_rows: u32,
+}
+
+/// Columns per chunk of a [`CoopSubgroupTile`]: a Q4_K pair of sub-blocks.
+pub const COOP_SG_KC: u32 = 64;
+
+/// Allowed subgroups a workgroup of a [`CoopSubgroupTile`].
+pub const COOP_SG_WN: [u32; 3] = [2, 4, 8];
+
+impl CoopSubgroupTile {
+    /// Tokens per tile.
+    pub fn tm(self) -> u32 {
+        self.sub_tokens
+    }
+
+    /// Weight rows per tile.
+    pub fn tn(self) -> u32 {
+        self.sub_rows * self.wn
+    }
+
+    /// Threads per workgroup.
+    pub fn threads(self) -> u32 {
+        COOP_SUBGROUP * self.wn
+    }
+
+    /// Bytes of workgroup memory: each subgroup's weight tile (rows of `kc + 8` halves) and
+    /// staging block.
+    pub fn workgroup_bytes(self) -> u32 {
+        self.wn * (self.sub_rows * (COOP_SG_KC + 8) * 2 + COOP_STAGING_BYTES)
+    }
+
+    /// Every tile: [`COOP_SG_WN`] × 16, 32 or 64 tokens × 16 or 32 rows, at most four
+    /// accumulator fragments a subgroup.
+    pub fn all() -> Vec<CoopSubgroupTile> {
+        let mut out = Vec::new();
+        for wn in COOP_SG_WN {
+            for sub_rows in [32, 16] {
+                for sub_tokens in [16, 32, 64] {
+                    if (sub_tokens / 16) * (sub_rows / 16) <= 4 {
+                        out.push(CoopSubgroupTile {
+                            wn,
+                            sub_tokens,
+                            sub_rows,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether weights of `ty` take these tiles: Q4_K (the kernel's run of a pair of
+    /// sub-blocks).
+    pub fn takes(ty: GgmlType) -> bool {
+        ty == GgmlType::Q4K
+    }
+}
+
+/// The kernel of tile `t` (`gemm_coop_sg.wgsl`, Q4_K, f16 input rows).
+pub fn coop_sg_spec(t: CoopSubgroupTile) -> KernelSpec {
+    KernelSpec {
+        family: Family::GemmCoopSubgroup,
+        quant: Some(GgmlType::Q4K),
+        reduction: None,
+        constants: vec![
+            ("WN", t.wn),
+            ("TF", t.sub_tokens / 16),
+            ("RF", t.sub_rows / 16),
+        ],
+    }
 }
 
 /// Threads per workgroup of [`splits_spec`].
