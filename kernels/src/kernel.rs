@@ -22,9 +22,6 @@ pub enum Family {
     GemmTilesQ8,
     /// The prefill product on cooperative matrices (tensor cores), f16 operands.
     GemmCoop,
-    /// Batched decode's product on cooperative matrices with a weight tile per subgroup and
-    /// the input fragments read from the f16 rows: no workgroup barrier (Q4_K).
-    GemmCoopSubgroup,
     /// The splits of a tensor-core product split along K, added (bias or residual with them).
     GemmSplits,
     /// The tensor-core product's input rows formed and rounded to f16 once per product.
@@ -94,7 +91,6 @@ impl Family {
             Family::GemmRowsQ8 => "gemm_rows_q8",
             Family::GemmTilesQ8 => "gemm_tiles_q8",
             Family::GemmCoop => "gemm_coop",
-            Family::GemmCoopSubgroup => "gemm_coop_sg",
             Family::GemmSplits => "gemm_splits",
             Family::GemmInputF16 => "gemm_x16",
             Family::Dequant => "dequant",
@@ -135,7 +131,6 @@ impl Family {
             Family::GemmRowsQ8 => "gemm_rows_q8.wgsl",
             Family::GemmTilesQ8 => "gemm_tiles_q8.wgsl",
             Family::GemmCoop => "gemm_coop.wgsl",
-            Family::GemmCoopSubgroup => "gemm_coop_sg.wgsl",
             Family::GemmSplits => "gemm_splits.wgsl",
             Family::GemmInputF16 => "gemm_x16.wgsl",
             Family::Dequant => "dequant.wgsl",
@@ -204,16 +199,7 @@ impl KernelSpec {
     /// Whether the module uses cooperative matrices on f16 operands (needs the
     /// EXPERIMENTAL_COOPERATIVE_MATRIX and SHADER_F16 features, and 32-lane subgroups).
     pub fn needs_cooperative_matrix(&self) -> bool {
-        matches!(
-            self.family,
-            Family::GemmCoop | Family::GemmCoopSubgroup | Family::AttnCoop
-        )
-    }
-
-    /// Whether the module synchronizes a subgroup alone (`subgroupBarrier`: needs the
-    /// SUBGROUP_BARRIER feature).
-    pub fn needs_subgroup_barrier(&self) -> bool {
-        self.family == Family::GemmCoopSubgroup
+        matches!(self.family, Family::GemmCoop | Family::AttnCoop)
     }
 
     /// Whether the module computes on f16 values (`enable f16`: needs SHADER_F16): the
@@ -221,7 +207,7 @@ impl KernelSpec {
     pub fn needs_f16(&self) -> bool {
         matches!(
             self.family,
-            Family::GemmCoop | Family::GemmCoopSubgroup | Family::GemmInputF16 | Family::AttnCoop
+            Family::GemmCoop | Family::GemmInputF16 | Family::AttnCoop
         )
     }
 

@@ -43,7 +43,6 @@ fn file(path: &str) -> Option<&'static str> {
         "gemm_params.wgsl" => include_str!("wgsl/gemm_params.wgsl"),
         "gemm_store.wgsl" => include_str!("wgsl/gemm_store.wgsl"),
         "gemm_coop.wgsl" => include_str!("wgsl/gemm_coop.wgsl"),
-        "gemm_coop_sg.wgsl" => include_str!("wgsl/gemm_coop_sg.wgsl"),
         "gemm_splits.wgsl" => include_str!("wgsl/gemm_splits.wgsl"),
         "gemm_x16.wgsl" => include_str!("wgsl/gemm_x16.wgsl"),
         "gemm_io.wgsl" => include_str!("wgsl/gemm_io.wgsl"),

@@ -32,9 +32,8 @@ pub enum ShaderError {
 
 /// The capabilities a variant may use: `unpack2x16float` (f16 weights and scales read as f32,
 /// wgpu's downlevel flag `SHADER_F16_IN_F32`, present on Vulkan, Metal and DX12), plus
-/// subgroup operations for subgroup variants, f16 values where [`KernelSpec::needs_f16`],
-/// cooperative matrices for the tensor-core kernels (the GEMM and prompt attention), and
-/// subgroup barriers where [`KernelSpec::needs_subgroup_barrier`].
+/// subgroup operations for subgroup variants, f16 values where [`KernelSpec::needs_f16`], and
+/// cooperative matrices for the tensor-core kernels (the GEMM and prompt attention).
 pub fn capabilities(spec: &KernelSpec) -> Capabilities {
     let mut caps = Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     if spec.needs_subgroups() {
@@ -45,9 +44,6 @@ pub fn capabilities(spec: &KernelSpec) -> Capabilities {
     }
     if spec.needs_cooperative_matrix() {
         caps |= Capabilities::COOPERATIVE_MATRIX;
-    }
-    if spec.needs_subgroup_barrier() {
-        caps |= Capabilities::SUBGROUP_BARRIER;
     }
     caps
 }

@@ -617,10 +617,10 @@ impl Model {
         let q8 = self.int8_input(std::slice::from_ref(w));
         let gated = matches!(input, GemvInput::SwiGlu | GemvInput::GeGlu);
         let path = ops::gemm_path(gpu, &call, tile)?;
-        let coop = path.on_tensor_cores();
+        let coop = matches!(path, ops::GemmPath::Coop { .. });
         // On tensor cores with f16 input rows formed first (`gemm_x16.wgsl`), that pass forms
         // the gated activation itself: no pass of its own.
-        let formed_by_x16 = path.forms_f16_rows();
+        let formed_by_x16 = matches!(path, ops::GemmPath::Coop { x16: true, .. });
         let words = ops::Q8Blocks::words(cols);
         let blocks = xq.view(0, n * words);
         if input == GemvInput::Q8Blocks {

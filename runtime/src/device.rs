@@ -13,7 +13,6 @@ use crate::pool::BufferPool;
 /// Features gpuport uses when the adapter has them; none is required.
 pub const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SUBGROUP)
-    .union(wgpu::Features::SUBGROUP_BARRIER)
     .union(wgpu::Features::PIPELINE_CACHE)
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
@@ -292,12 +291,6 @@ impl Gpu {
         self.features.contains(wgpu::Features::SUBGROUP)
     }
 
-    /// Whether a subgroup may synchronize alone (`subgroupBarrier`, the SUBGROUP_BARRIER
-    /// feature): the tensor-core GEMM with a weight tile per subgroup needs it.
-    pub fn has_subgroup_barrier(&self) -> bool {
-        self.features.contains(wgpu::Features::SUBGROUP_BARRIER)
-    }
-
     /// Whether the tensor-core GEMM (`gemm_coop.wgsl`) runs here: 16 × 16 × 16 subgroup
     /// matrices of f16 with f32 sums, f16 shader values, and subgroups of exactly 32 lanes.
     pub fn has_coop_f16(&self) -> bool {
@@ -442,7 +435,6 @@ impl Gpu {
         let features = [
             (wgpu::Features::SHADER_F16, "shader-f16"),
             (wgpu::Features::SUBGROUP, "subgroups"),
-            (wgpu::Features::SUBGROUP_BARRIER, "subgroup-barrier"),
             (
                 wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
                 "cooperative-matrix-f16",

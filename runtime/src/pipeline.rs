@@ -69,11 +69,6 @@ impl Gpu {
                  prompt attention)",
             ));
         }
-        if spec.needs_subgroup_barrier() && !self.has_subgroup_barrier() {
-            return Err(GpuError::MissingFeature(
-                "subgroup barriers (the tensor-core GEMM with a weight tile per subgroup)",
-            ));
-        }
         let label = spec.label();
         let wgsl = spec.wgsl();
         let constants: Vec<(&str, f64)> = spec

@@ -678,21 +678,13 @@ fn gemm_sweep(
         if engine_only {
             let engine = ops::gemm_path(gpu, &call, tuned)?;
             paths = vec![engine];
-            let dims = (shape.rows, shape.cols, tokens);
             if let ops::GemmPath::Coop { tile, x16, .. } = engine {
+                let dims = (shape.rows, shape.cols, tokens);
                 paths.extend(
                     extra_splits
                         .iter()
                         .filter(|&&s| ops::coop_split_fits(tile, dims, s))
                         .map(|&splits| ops::GemmPath::Coop { tile, splits, x16 }),
-                );
-            }
-            if let ops::GemmPath::CoopSubgroup { tile, .. } = engine {
-                paths.extend(
-                    extra_splits
-                        .iter()
-                        .filter(|&&s| ops::coop_sg_split_fits(dims, s))
-                        .map(|&splits| ops::GemmPath::CoopSubgroup { tile, splits }),
                 );
             }
             if few && gemv::takes_q8_input(shape.ty) {
@@ -728,13 +720,6 @@ fn gemm_sweep(
                         t.wm, t.wn, t.sub_tokens, t.sub_rows, t.kc
                     )
                 }
-                ops::GemmPath::CoopSubgroup { tile: t, splits } => format!(
-                    "coop-sg WN={} TOK={} ROWS={} KC={} splits={splits} f16 x",
-                    t.wn,
-                    t.sub_tokens,
-                    t.sub_rows,
-                    gemm::COOP_SG_KC
-                ),
                 ops::GemmPath::FewRows(t) => format!("{t:?}"),
                 ops::GemmPath::FewRowsQ8(t) => format!("int8 {t:?}"),
                 ops::GemmPath::TilesQ8 { tile: t, splits } => format!(

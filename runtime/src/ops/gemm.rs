@@ -5,9 +5,7 @@
 
 use std::sync::OnceLock;
 
-use gpuport_kernels::gemm::{
-    self, CoopSubgroupTile, CoopTile, FewRowTunables, GemmParams, GemmTile, Q8Tile,
-};
+use gpuport_kernels::gemm::{self, CoopTile, FewRowTunables, GemmParams, GemmTile, Q8Tile};
 use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::grid_2d;
 use gpuport_kernels::quant::GgmlType;
@@ -98,16 +96,6 @@ pub enum GemmPath {
         /// 4: the same bits either way (see [`coop_x16`]).
         x16: bool,
     },
-    /// Batched decode's tensor-core GEMM with a weight tile per subgroup and no workgroup
-    /// barrier (`gemm_coop_sg.wgsl`, Q4_K; needs [`Gpu::has_coop_f16`] and
-    /// [`Gpu::has_subgroup_barrier`]): its input formed into f16 rows first (as
-    /// [`GemmPath::Coop`]'s with `x16`), its columns split as that path's (see [`coop_sg`]).
-    CoopSubgroup {
-        /// The tile.
-        tile: CoopSubgroupTile,
-        /// Splits along K (at least 1; at most one per chunk of columns).
-        splits: u32,
-    },
     /// The few-row GEMM on int8 input blocks (`gemm_rows_q8.wgsl`): the path of a call whose
     /// input is [`GemvInput::Q8Blocks`] below [`q8_tiles_min_tokens`] rows.
     FewRowsQ8(FewRowTunables),
@@ -126,20 +114,6 @@ impl GemmPath {
     /// Whether the path reads int8 input blocks ([`GemvInput::Q8Blocks`]), and only they.
     pub fn reads_q8_blocks(self) -> bool {
         matches!(self, GemmPath::FewRowsQ8(_) | GemmPath::TilesQ8 { .. })
-    }
-
-    /// Whether the path multiplies on tensor cores (f16 products).
-    pub fn on_tensor_cores(self) -> bool {
-        matches!(self, GemmPath::Coop { .. } | GemmPath::CoopSubgroup { .. })
-    }
-
-    /// Whether the path forms its input into f16 rows first (`gemm_x16.wgsl`, which forms the
-    /// gated activations and the norms itself).
-    pub fn forms_f16_rows(self) -> bool {
-        matches!(
-            self,
-            GemmPath::Coop { x16: true, .. } | GemmPath::CoopSubgroup { .. }
-        )
     }
 }
 
@@ -413,14 +387,6 @@ fn coop_path(
     (rows, cols): (usize, usize),
     tokens: usize,
 ) -> Option<GemmPath> {
-    if let Some(tile) = coop_sg_tile(gpu, ty, cols, tokens) {
-        let splits = splits_for_target(
-            coop_sg_shape(tile),
-            (rows, cols, tokens),
-            coop_split_target(),
-        );
-        return Some(GemmPath::CoopSubgroup { tile, splits });
-    }
     let t = coop_tile(ty, rows, tokens);
     let tile = if coop_fits(gpu, ty, t) {
         t
@@ -448,81 +414,6 @@ fn q8_tile_shape(ty: GgmlType, t: Q8Tile) -> (u32, u32, u32) {
 /// A tensor-core tile's (rows, tokens, columns per split chunk).
 fn coop_shape(t: CoopTile) -> (u32, u32, u32) {
     (t.tn(), t.tm(), t.kc)
-}
-
-/// A subgroup tile's (rows, tokens, columns per split chunk).
-fn coop_sg_shape(t: CoopSubgroupTile) -> (u32, u32, u32) {
-    (t.tn(), t.tm(), gemm::COOP_SG_KC)
-}
-
-/// The tile of [`GemmPath::CoopSubgroup`] for a GEMM over `cols` columns of `ty` at `tokens`
-/// rows, where [`coop_sg`] is on and the device runs it: Q4_K, up to 64 tokens (16, 32 or 64
-/// a tile), [`coop_sg_wn`] subgroups of [`coop_sg_rows`] rows (16 at 64 tokens: four token
-/// fragments), f16 input rows that fit one binding; `None` elsewhere.
-pub fn coop_sg_tile(
-    gpu: &Gpu,
-    ty: GgmlType,
-    cols: usize,
-    tokens: usize,
-) -> Option<CoopSubgroupTile> {
-    let sub_tokens = match tokens {
-        0 => return None,
-        1..=16 => 16,
-        17..=32 => 32,
-        33..=64 => 64,
-        _ => return None,
-    };
-    let tile = CoopSubgroupTile {
-        wn: coop_sg_wn(),
-        sub_tokens,
-        sub_rows: if sub_tokens == 64 { 16 } else { coop_sg_rows() },
-    };
-    let runs = coop_sg()
-        && gpu.has_coop_f16()
-        && gpu.has_subgroup_barrier()
-        && coop_sg_fits(gpu, ty, tile)
-        && cols.is_multiple_of(gemm::COOP_SG_KC as usize)
-        && x16_fits(gpu, tokens.next_multiple_of(sub_tokens as usize), cols);
-    runs.then_some(tile)
-}
-
-/// Whether tile `t` over weights of `ty` is a variant this device runs.
-fn coop_sg_fits(gpu: &Gpu, ty: GgmlType, t: CoopSubgroupTile) -> bool {
-    let limits = gpu.limits();
-    CoopSubgroupTile::takes(ty)
-        && CoopSubgroupTile::all().contains(&t)
-        && t.threads() <= limits.max_compute_invocations_per_workgroup
-        && t.workgroup_bytes() <= limits.max_compute_workgroup_storage_size
-}
-
-/// Whether batched decode's Q4_K GEMMs take [`GemmPath::CoopSubgroup`]
-/// (`GPUPORT_COOP_SG=1`; off by default until measured against [`GemmPath::Coop`]).
-pub fn coop_sg() -> bool {
-    static ON: OnceLock<u32> = OnceLock::new();
-    knob(&ON, "GPUPORT_COOP_SG", 0) != 0
-}
-
-/// Subgroups a workgroup of [`coop_sg_tile`]: 4 unless `GPUPORT_COOP_SG_WN` names another of
-/// [`gemm::COOP_SG_WN`].
-pub fn coop_sg_wn() -> u32 {
-    static WN: OnceLock<u32> = OnceLock::new();
-    let wn = knob(&WN, "GPUPORT_COOP_SG_WN", 4);
-    if gemm::COOP_SG_WN.contains(&wn) {
-        wn
-    } else {
-        4
-    }
-}
-
-/// Rows a subgroup of [`coop_sg_tile`] up to 32 tokens: 32 unless `GPUPORT_COOP_SG_ROWS`
-/// says 16.
-pub fn coop_sg_rows() -> u32 {
-    static ROWS: OnceLock<u32> = OnceLock::new();
-    if knob(&ROWS, "GPUPORT_COOP_SG_ROWS", 32) == 16 {
-        16
-    } else {
-        32
-    }
 }
 
 /// Whether a GEMM of `tokens` rows on f32 input runs on tensor cores ([`gemm_path`]): where
@@ -713,11 +604,6 @@ fn splits_for_target(
 /// [`COOP_SPLITS_MAX`]), and past 1 at most [`COOP_SPLIT_SCRATCH_MAX`] bytes of partials.
 pub fn coop_split_fits(t: CoopTile, dims: (usize, usize, usize), splits: u32) -> bool {
     split_fits(t.kc, dims, splits)
-}
-
-/// [`coop_split_fits`] for [`GemmPath::CoopSubgroup`] (chunks of [`gemm::COOP_SG_KC`]).
-pub fn coop_sg_split_fits(dims: (usize, usize, usize), splits: u32) -> bool {
-    split_fits(gemm::COOP_SG_KC, dims, splits)
 }
 
 /// [`coop_split_fits`] for an int8 tiled GEMM over weights of `ty` (splits in units of the
@@ -964,35 +850,6 @@ pub fn gemm_on(
                 )));
             }
         }
-        GemmPath::CoopSubgroup { tile, splits } => {
-            let padded = call.tokens.next_multiple_of(tile.tm() as usize);
-            let runs =
-                gpu.has_coop_f16() && gpu.has_subgroup_barrier() && coop_sg_fits(gpu, ty, tile);
-            if !runs
-                || !cols.is_multiple_of(gemm::COOP_SG_KC as usize)
-                || !x16_fits(gpu, padded, cols)
-            {
-                return Err(GpuError::Shape(format!(
-                    "tensor-core GEMM with a tile per subgroup {tile:?} over {} weights of {cols} \
-                     columns at {} tokens: not a variant of the kernel or this adapter (Q4_K, \
-                     whole chunks of {} columns, f16 input rows within one binding, cooperative \
-                     matrices and subgroup barriers)",
-                    ty.name(),
-                    call.tokens,
-                    gemm::COOP_SG_KC,
-                )));
-            }
-            if !split_fits(gemm::COOP_SG_KC, (rows, cols, call.tokens), splits) {
-                return Err(GpuError::Shape(format!(
-                    "tensor-core GEMM of {rows} rows × {cols} columns × {} tokens split {splits} \
-                     ways: 1 to the {} chunks of {} columns (at most {COOP_SPLITS_MAX}), and \
-                     past 1 at most {COOP_SPLIT_SCRATCH_MAX} bytes of partials",
-                    call.tokens,
-                    cols.div_ceil(gemm::COOP_SG_KC as usize),
-                    gemm::COOP_SG_KC,
-                )));
-            }
-        }
         GemmPath::FewRowsQ8(t) => check_few_rows(gpu, t, t.is_valid_q8())?,
         GemmPath::TilesQ8 { tile, splits } => {
             if !tile.is_valid()
@@ -1022,7 +879,11 @@ pub fn gemm_on(
             }
         }
     }
-    if is_norm_form(call.input) && !(matches!(path, GemmPath::FewRows(_)) || path.forms_f16_rows())
+    if is_norm_form(call.input)
+        && !matches!(
+            path,
+            GemmPath::FewRows(_) | GemmPath::Coop { x16: true, .. }
+        )
     {
         return Err(GpuError::Shape(format!(
             "GEMM {path:?}: {:?} input (the norm forms run on the float few-row kernel and on \
@@ -1089,29 +950,6 @@ pub fn gemm_on(
             }
             let x_vec4 = call.x_stride.is_multiple_of(4);
             let pipeline = gpu.pipeline(&gemm::coop_spec(ty, tile, call.input, x_vec4))?;
-            tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
-        }
-        GemmPath::CoopSubgroup { tile, splits } => {
-            // The f16 rows for whole tiles of tokens: the kernel's input fragments read the
-            // rows past the last token (whose outputs it does not store) from the buffer.
-            let padded = call.tokens.next_multiple_of(tile.tm() as usize);
-            let formed = gpu.x16_scratch(padded * cols)?;
-            form_f16_rows(gpu, rec, &call, cols, &formed)?;
-            let pipeline = gpu.pipeline(&gemm::coop_sg_spec(tile))?;
-            let call = GemmCall {
-                x: &formed,
-                x_stride: cols,
-                input: GemvInput::Plain,
-                norm: None,
-                ..call
-            };
-            let launch = TiledLaunch {
-                tiles: (tile.tn(), tile.tm()),
-                x_again: 0,
-                w_again: false,
-                kc: gemm::COOP_SG_KC,
-                splits,
-            };
             tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
         }
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
@@ -1204,8 +1042,11 @@ pub fn takes_norm_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
     };
     let on_coop = takes_coop_rows(gpu, tokens);
     let few_rows = !on_coop && tokens <= gemm::FEW_ROWS_MAX;
-    let f16_rows =
-        on_coop && coop_path(gpu, ty, (rows, cols), tokens).is_some_and(GemmPath::forms_f16_rows);
+    let f16_rows = on_coop
+        && matches!(
+            coop_path(gpu, ty, (rows, cols), tokens),
+            Some(GemmPath::Coop { x16: true, .. })
+        );
     !off && (few_rows || f16_rows)
 }
 
