@@ -79,6 +79,51 @@ fn model_shapes() -> Vec<Shape> {
     ]
 }
 
+/// A matrix of `--matrix`: `TYPE:ROWSxCOLS`.
+#[derive(Debug, Clone, Copy)]
+pub struct Matrix {
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+}
+
+/// Largest matrix `--matrix` takes (bytes of weights).
+const MATRIX_MAX_BYTES: usize = 1 << 32;
+
+/// Parses `TYPE:ROWSxCOLS` (a GGUF type name, any case; whole blocks a row; at most
+/// [`MATRIX_MAX_BYTES`] of weights).
+pub fn parse_matrix(text: &str) -> Result<Matrix, String> {
+    let (ty, dims) = text
+        .split_once(':')
+        .ok_or_else(|| format!("`{text}`: expected TYPE:ROWSxCOLS, e.g. q4_K:16896x4096"))?;
+    let ty = GgmlType::ALL
+        .into_iter()
+        .find(|t| t.name().eq_ignore_ascii_case(ty))
+        .ok_or_else(|| format!("`{text}`: no weight type `{ty}`"))?;
+    let (rows, cols) = dims
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("`{text}`: expected ROWSxCOLS after the type"))?;
+    let number = |what: &str, v: &str| match v.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "`{text}`: {what} `{v}` is not a positive whole number"
+        )),
+    };
+    let (rows, cols) = (number("rows", rows)?, number("columns", cols)?);
+    let row_bytes = ty.row_bytes(cols).ok_or_else(|| {
+        format!(
+            "`{text}`: {cols} columns are not whole {} blocks",
+            ty.name()
+        )
+    })?;
+    if rows.saturating_mul(row_bytes) > MATRIX_MAX_BYTES {
+        return Err(format!(
+            "`{text}`: more than {MATRIX_MAX_BYTES} bytes of weights"
+        ));
+    }
+    Ok(Matrix { ty, rows, cols })
+}
+
 /// The unroll of the sweep's first stage (the loop without unrolling: stage 2 can only improve on it).
 const SWEEP_UNROLL: u32 = 1;
 
@@ -126,6 +171,8 @@ pub struct Options {
     pub shapes: Vec<String>,
     /// Only the shapes of these weight types (GGUF names; all when empty).
     pub types: Vec<String>,
+    /// Matrices measured beside the selected shapes (`--matrix`).
+    pub matrix: Vec<Matrix>,
     /// Only the prefill GEMM, at the tuned tiled tile and every tensor-core tile.
     pub gemm_only: bool,
     /// Only the latency-bound kernels ([`other_kernels`]).
@@ -192,6 +239,12 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
                 .any(|t| t.eq_ignore_ascii_case(s.ty.name()))
         });
     }
+    shapes.extend(opts.matrix.iter().map(|m| Shape {
+        name: format!("matrix.{}.{}x{}", m.ty.name(), m.rows, m.cols),
+        ty: m.ty,
+        rows: m.rows,
+        cols: m.cols,
+    }));
     let all: Vec<GemvTunables> = GemvTunables::all()
         .into_iter()
         .filter(|t| gpu.has_subgroups() || t.reduction == Reduction::Shared)
@@ -1081,4 +1134,29 @@ fn rows_attention(
         };
         ops::attention_rows(gpu, rec, call).map(|_| ())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matrices_parse_and_bad_ones_name_what_is_wrong() {
+        let m = parse_matrix("Q4_k:16896x4096").unwrap();
+        assert_eq!((m.ty, m.rows, m.cols), (GgmlType::Q4K, 16896, 4096));
+        let m = parse_matrix("f32:3X5").unwrap();
+        assert_eq!((m.ty, m.rows, m.cols), (GgmlType::F32, 3, 5));
+        for (text, names) in [
+            ("q4_K", "TYPE:ROWSxCOLS"),
+            ("q9:1x256", "no weight type `q9`"),
+            ("q4_K:256", "ROWSxCOLS"),
+            ("q4_K:0x256", "rows `0`"),
+            ("q4_K:2x-1", "columns `-1`"),
+            ("q4_K:2x100", "not whole q4_K blocks"),
+            ("q8_0:100000000x100000", "bytes of weights"),
+        ] {
+            let err = parse_matrix(text).unwrap_err();
+            assert!(err.contains(names), "{text}: {err}");
+        }
+    }
 }

@@ -34,6 +34,7 @@ pub fn run() -> anyhow::Result<()> {
         max_bytes: None,
         shapes: Vec::new(),
         types: Vec::new(),
+        matrix: Vec::new(),
         gemm_only: false,
         other_kernels: false,
         gemm_tokens: None,

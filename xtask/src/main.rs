@@ -67,6 +67,11 @@ enum Command {
         /// Only the GEMV shapes of these weight types (e.g. `q4_K,q6_K`).
         #[arg(long, value_delimiter = ',')]
         types: Vec<String>,
+        /// Also these matrices, `TYPE:ROWSxCOLS` (e.g. `q4_K:16896x4096`; repeatable or
+        /// comma-separated), named `matrix.TYPE.ROWSxCOLS`, whatever `--shapes` and `--types`
+        /// select: a grid of chosen size for the GEMV and GEMM kernels.
+        #[arg(long, value_delimiter = ',', value_parser = bench::parse_matrix)]
+        matrix: Vec<bench::Matrix>,
         /// Only the prefill GEMM: each model shape at the tuned tile of the tiled kernel and
         /// at every tensor-core tile (where the adapter has them); no GEMV sweep.
         #[arg(long)]
@@ -246,6 +251,7 @@ fn main() -> anyhow::Result<()> {
             max_bytes,
             shapes,
             types,
+            matrix,
             gemm_only,
             other_kernels,
             gemm_tokens,
@@ -263,6 +269,7 @@ fn main() -> anyhow::Result<()> {
             max_bytes,
             shapes,
             types,
+            matrix,
             gemm_only,
             other_kernels,
             gemm_tokens,
