@@ -91,6 +91,16 @@ gm() {
     save
 }
 
+# The Llama shapes' GEMMs at $1 rows with binary xtask-$2 (env $3), results tagged $4, on the
+# engine's path and split as $5 says (default 1,2,4,8): shape/splits:µs.
+gt() {
+    timeout 45 env $3 "./.devbin/xtask-$2" bench --gemm-only --tuned --shapes llama --gemm-tokens "$1" \
+        --splits "${5:-1,2,4,8}" --json "$R/g$1-$4.json" >"$R/g$1-$4.txt" 2>&1
+    echo "g$1 $4 rc=$? at $(el) s: $(grep -E '^gemm .*tokens.*coop' "$R/g$1-$4.txt" |
+        awk '{sub("llama","",$2); s=""; for(i=1;i<=NF;i++) if($i ~ /^splits=/) s=substr($i,8); printf "%s/%s:%s ", $2, s, $10}')"
+    save
+}
+
 # Stops the clock log, counts its samples by SM clock, packs the results.
 device_finish() {
     kill "$CLOCKS"

@@ -14,19 +14,12 @@ set -u
 device_setup "xtask-x kvc-x" "e l" ""
 timeout 90 ./.devbin/kvc-x coop_sg >"$R/kvc-sg.txt" 2>&1
 echo "kvc coop_sg rc=$? at $(el) s"; grep -E "test result|panicked|differs|FAILED" "$R/kvc-sg.txt" | head -5; save
-gq() {  # tokens env tag
-    timeout 45 env $2 ./.devbin/xtask-x bench --gemm-only --tuned --shapes llama --gemm-tokens "$1" \
-        --splits 1,2,4,8 --json "$R/g$1-$3.json" >"$R/g$1-$3.txt" 2>&1
-    echo "g$1 $3 rc=$? at $(el) s: $(grep -E '^gemm .*tokens.*coop' "$R/g$1-$3.txt" |
-        awk '{sub("llama","",$2); s=""; for(i=1;i<=NF;i++) if($i ~ /^splits=/) s=substr($i,8); printf "%s/%s:%s ", $2, s, $10}')"
-    save
-}
 for t in 32 64; do
-    gq $t GPUPORT_COOP_SG=0 wg
-    gq $t GPUPORT_COOP_SG=1 xs1
-    gq $t "GPUPORT_COOP_SG=1 GPUPORT_COOP_SG_XS=0" xs0
+    gt $t x GPUPORT_COOP_SG=0 wg
+    gt $t x GPUPORT_COOP_SG=1 xs1
+    gt $t x "GPUPORT_COOP_SG=1 GPUPORT_COOP_SG_XS=0" xs0
 done
-[ "$(el)" -lt 300 ] && gq 32 "GPUPORT_COOP_SG=1 GPUPORT_COOP_SG_WN=8" xs1w8
+[ "$(el)" -lt 300 ] && gt 32 x "GPUPORT_COOP_SG=1 GPUPORT_COOP_SG_WN=8" xs1w8
 for m in l e; do
     par $m x 32,64 GPUPORT_COOP_SG=0 -wg
     par $m x 32,64 GPUPORT_COOP_SG=1 -xs1
