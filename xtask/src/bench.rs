@@ -21,7 +21,8 @@ use gpuport_runtime::{GpuError, Recorder};
 use serde::Serialize;
 
 /// A named GEMV shape.
-struct Shape {
+#[derive(Debug, Clone)]
+pub struct Shape {
     name: String,
     ty: GgmlType,
     rows: usize,
@@ -79,20 +80,12 @@ fn model_shapes() -> Vec<Shape> {
     ]
 }
 
-/// A matrix of `--matrix`: `TYPE:ROWSxCOLS`.
-#[derive(Debug, Clone, Copy)]
-pub struct Matrix {
-    ty: GgmlType,
-    rows: usize,
-    cols: usize,
-}
-
 /// Largest matrix `--matrix` takes (bytes of weights).
-const MATRIX_MAX_BYTES: usize = 1 << 32;
+const MATRIX_MAX_BYTES: u64 = 1 << 32;
 
-/// Parses `TYPE:ROWSxCOLS` (a GGUF type name, any case; whole blocks a row; at most
-/// [`MATRIX_MAX_BYTES`] of weights).
-pub fn parse_matrix(text: &str) -> Result<Matrix, String> {
+/// Parses a `--matrix`, `TYPE:ROWSxCOLS` (a GGUF type name, any case; whole blocks a row; at
+/// most [`MATRIX_MAX_BYTES`] of weights), into the shape named `matrix.TYPE.ROWSxCOLS`.
+pub fn parse_matrix(text: &str) -> Result<Shape, String> {
     let (ty, dims) = text
         .split_once(':')
         .ok_or_else(|| format!("`{text}`: expected TYPE:ROWSxCOLS, e.g. q4_K:16896x4096"))?;
@@ -116,12 +109,17 @@ pub fn parse_matrix(text: &str) -> Result<Matrix, String> {
             ty.name()
         )
     })?;
-    if rows.saturating_mul(row_bytes) > MATRIX_MAX_BYTES {
+    if (rows as u64).saturating_mul(row_bytes as u64) > MATRIX_MAX_BYTES {
         return Err(format!(
             "`{text}`: more than {MATRIX_MAX_BYTES} bytes of weights"
         ));
     }
-    Ok(Matrix { ty, rows, cols })
+    Ok(Shape {
+        name: format!("matrix.{}.{rows}x{cols}", ty.name()),
+        ty,
+        rows,
+        cols,
+    })
 }
 
 /// The unroll of the sweep's first stage (the loop without unrolling: stage 2 can only improve on it).
@@ -172,7 +170,7 @@ pub struct Options {
     /// Only the shapes of these weight types (GGUF names; all when empty).
     pub types: Vec<String>,
     /// Matrices measured beside the selected shapes (`--matrix`).
-    pub matrix: Vec<Matrix>,
+    pub matrix: Vec<Shape>,
     /// Only the prefill GEMM, at the tuned tiled tile and every tensor-core tile.
     pub gemm_only: bool,
     /// Only the latency-bound kernels ([`other_kernels`]).
@@ -239,12 +237,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
                 .any(|t| t.eq_ignore_ascii_case(s.ty.name()))
         });
     }
-    shapes.extend(opts.matrix.iter().map(|m| Shape {
-        name: format!("matrix.{}.{}x{}", m.ty.name(), m.rows, m.cols),
-        ty: m.ty,
-        rows: m.rows,
-        cols: m.cols,
-    }));
+    shapes.extend(opts.matrix);
     let all: Vec<GemvTunables> = GemvTunables::all()
         .into_iter()
         .filter(|t| gpu.has_subgroups() || t.reduction == Reduction::Shared)
@@ -1144,6 +1137,7 @@ mod tests {
     fn matrices_parse_and_bad_ones_name_what_is_wrong() {
         let m = parse_matrix("Q4_k:16896x4096").unwrap();
         assert_eq!((m.ty, m.rows, m.cols), (GgmlType::Q4K, 16896, 4096));
+        assert_eq!(m.name, "matrix.q4_K.16896x4096");
         let m = parse_matrix("f32:3X5").unwrap();
         assert_eq!((m.ty, m.rows, m.cols), (GgmlType::F32, 3, 5));
         for (text, names) in [

@@ -71,7 +71,7 @@ enum Command {
         /// comma-separated), named `matrix.TYPE.ROWSxCOLS`, whatever `--shapes` and `--types`
         /// select: a grid of chosen size for the GEMV and GEMM kernels.
         #[arg(long, value_delimiter = ',', value_parser = bench::parse_matrix)]
-        matrix: Vec<bench::Matrix>,
+        matrix: Vec<bench::Shape>,
         /// Only the prefill GEMM: each model shape at the tuned tile of the tiled kernel and
         /// at every tensor-core tile (where the adapter has them); no GEMV sweep.
         #[arg(long)]
