@@ -474,12 +474,18 @@ pub const X16_WG: u32 = 256;
 
 /// The tensor-core GEMM's input rows formed (`input`, one of [`X16_INPUTS`]) and rounded to
 /// f16 once (`gemm_x16.wgsl`, the values [`coop_spec`]'s kernel forms itself; the norm forms
-/// as the float few-row kernel forms them, four tokens a workgroup); `x_vec4`: X's rows start
-/// at multiples of 4 elements.
-pub fn x16_spec(input: GemvInput, x_vec4: bool) -> KernelSpec {
+/// as the float few-row kernel forms them); `x_vec4`: X's rows start at multiples of 4
+/// elements.
+///
+/// The norm forms ([`GemvInput::RmsNorm`], [`GemvInput::RmsNormPlusOne`]) take `norm_tokens`
+/// tokens a workgroup (1 to [`X16_NORM_TOKENS_MAX`]; the others ignore it).
+pub fn x16_spec(input: GemvInput, x_vec4: bool, norm_tokens: u32) -> KernelSpec {
     let mut constants = vec![("WG", X16_WG)];
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
+    }
+    if matches!(input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne) {
+        constants.push(("NT", norm_tokens.clamp(1, X16_NORM_TOKENS_MAX)));
     }
     if !x_vec4 {
         constants.push(("XV4", 0));
@@ -494,9 +500,10 @@ pub fn x16_spec(input: GemvInput, x_vec4: bool) -> KernelSpec {
     }
 }
 
-/// Tokens a workgroup of [`x16_spec`] forms in the norm forms ([`GemvInput::RmsNorm`],
-/// [`GemvInput::RmsNormPlusOne`]); the other forms take one invocation per four values.
-pub const X16_NORM_TOKENS: u32 = 4;
+/// Most tokens a workgroup of [`x16_spec`] forms in the norm forms ([`GemvInput::RmsNorm`],
+/// [`GemvInput::RmsNormPlusOne`]: their sums of squares are one vec4); the other forms take
+/// one invocation per four values.
+pub const X16_NORM_TOKENS_MAX: u32 = 4;
 
 /// The input forms [`x16_spec`] takes: [`INPUTS`] and the two RMSNorms.
 pub const X16_INPUTS: [GemvInput; 5] = [

@@ -96,7 +96,18 @@ pub fn all_specs() -> Vec<KernelSpec> {
         out.extend(attention::TILE_HEAD_DIMS.map(|hd| attention::coop_tiles_spec(hd, kv)));
     }
     for input in gemm::X16_INPUTS {
-        out.extend([false, true].map(|v4| gemm::x16_spec(input, v4)));
+        let norm_form = matches!(
+            input,
+            gemv::GemvInput::RmsNorm | gemv::GemvInput::RmsNormPlusOne
+        );
+        let most = if norm_form {
+            gemm::X16_NORM_TOKENS_MAX
+        } else {
+            1
+        };
+        for nt in 1..=most {
+            out.extend([false, true].map(|v4| gemm::x16_spec(input, v4, nt)));
+        }
     }
     out.extend(stream::WG_VALUES.map(stream::spec));
     out.extend(rowops::all_specs());

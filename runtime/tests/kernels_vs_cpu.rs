@@ -1592,15 +1592,23 @@ fn few_row_norm_forms_check_their_bindings() {
 
 /// `ops::form_f16_rows` (the tensor-core GEMM's f16 input rows, formed once) against the CPU
 /// reference of every form it takes, rounded to f16 — on any adapter, tensor cores or not:
-/// 1, 5 and 37 tokens (the norm forms' workgroups of four tokens: one partial, several),
-/// 328 columns (the loops' tails), X rows on and off vec4 boundaries; and what it refuses
+/// 1, 5 and 37 tokens (the norm forms' workgroups of one to four tokens: one partial,
+/// several), 328 and 4,104 columns (the loops' tails; a thread's runs of four quadruples,
+/// one and two of them), X rows on and off vec4 boundaries; and what it refuses
 /// (forms and norm weights that do not go together, widths off a multiple of 4, int8 blocks,
 /// X shorter than its rows or narrower than its form).
 #[test]
 fn f16_input_rows_match_the_cpu_for_every_form() {
-    use gpuport_kernels::gemm::X16_INPUTS;
     let Some(gpu) = support::gpu() else { return };
-    let cols = 328;
+    for cols in [328, 4104] {
+        for norm_tokens in 1..=gpuport_kernels::gemm::X16_NORM_TOKENS_MAX {
+            f16_input_rows_match_the_cpu(&gpu, cols, norm_tokens);
+        }
+    }
+}
+
+fn f16_input_rows_match_the_cpu(gpu: &gpuport_runtime::Gpu, cols: usize, norm_tokens: u32) {
+    use gpuport_kernels::gemm::X16_INPUTS;
     let w = gpu.zeros_f32(&[4, cols], "w").unwrap();
     let nw: Vec<f32> = support::random_f32(cols, 5)
         .iter()
@@ -1634,8 +1642,8 @@ fn f16_input_rows_match_the_cpu_for_every_form() {
                 input,
                 norm: norm_form.then_some((&nwt, eps)),
             };
-            let mut rec = Recorder::new(&gpu);
-            ops::form_f16_rows(&gpu, &mut rec, &call, cols, &out).unwrap();
+            let mut rec = Recorder::new(gpu);
+            ops::form_f16_rows(gpu, &mut rec, &call, cols, &out, norm_tokens).unwrap();
             rec.submit().unwrap();
             let got: Vec<f32> = gpu
                 .readback(&out)
@@ -1652,7 +1660,8 @@ fn f16_input_rows_match_the_cpu_for_every_form() {
                     // One f16 rounding of values the GPU formed in f32 (its own exp and sums).
                     assert!(
                         (got - want).abs() <= 1e-3 * want.abs() + 1e-6,
-                        "{input:?} {tokens} tokens: row {t} column {k}: {got} against {want}"
+                        "{input:?} {tokens} tokens, {cols} columns, {norm_tokens} a workgroup: row {t} \
+                         column {k}: {got} against {want}"
                     );
                 }
             }
@@ -1663,11 +1672,12 @@ fn f16_input_rows_match_the_cpu_for_every_form() {
                 norm: (!norm_form).then_some((&nwt, eps)),
                 ..call
             };
-            let mut rec = Recorder::new(&gpu);
-            let err = ops::form_f16_rows(&gpu, &mut rec, &bad, cols, &out).unwrap_err();
+            let mut rec = Recorder::new(gpu);
+            let err = ops::form_f16_rows(gpu, &mut rec, &bad, cols, &out, norm_tokens).unwrap_err();
             assert_eq!(err.code(), "BAD_REQUEST", "{input:?}: {err}");
             if !norm_form {
-                let err = ops::form_f16_rows(&gpu, &mut rec, &call, out_cols, &out).unwrap_err();
+                let err = ops::form_f16_rows(gpu, &mut rec, &call, out_cols, &out, norm_tokens)
+                    .unwrap_err();
                 assert_eq!(
                     err.code(),
                     "BAD_REQUEST",
@@ -1677,7 +1687,8 @@ fn f16_input_rows_match_the_cpu_for_every_form() {
                     input: gemv::GemvInput::Q8Blocks,
                     ..call
                 };
-                let err = ops::form_f16_rows(&gpu, &mut rec, &q8, cols, &out).unwrap_err();
+                let err =
+                    ops::form_f16_rows(gpu, &mut rec, &q8, cols, &out, norm_tokens).unwrap_err();
                 assert_eq!(err.code(), "BAD_REQUEST", "int8 blocks: {err}");
             }
             // Refused: more tokens than X holds rows, or X's row stride below its form's width.
@@ -1685,13 +1696,15 @@ fn f16_input_rows_match_the_cpu_for_every_form() {
                 tokens: tokens + 1,
                 ..call
             };
-            let err = ops::form_f16_rows(&gpu, &mut rec, &long, cols, &out).unwrap_err();
+            let err =
+                ops::form_f16_rows(gpu, &mut rec, &long, cols, &out, norm_tokens).unwrap_err();
             assert_eq!(err.code(), "BAD_REQUEST", "{input:?}, a row past x: {err}");
             let narrow = ops::GemmCall {
                 x_stride: input.x_len(cols) - 4,
                 ..call
             };
-            let err = ops::form_f16_rows(&gpu, &mut rec, &narrow, cols, &out).unwrap_err();
+            let err =
+                ops::form_f16_rows(gpu, &mut rec, &narrow, cols, &out, norm_tokens).unwrap_err();
             assert_eq!(
                 err.code(),
                 "BAD_REQUEST",

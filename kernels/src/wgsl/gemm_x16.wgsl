@@ -13,9 +13,13 @@ enable f16;
 // (2), w the norm weights (`nw`) and p.eps the norm's epsilon — the norm that would be a
 // dispatch of its own before a batch's input projections (norm.wgsl), formed here as the
 // float few-row kernel forms it (gemm_rows.wgsl's XFORM 1, 2: the same sums of squares per
-// thread, the same tree, the same expression; gemm_norm_input.wgsl). A workgroup takes four
-// tokens (`gemm::X16_NORM_TOKENS`, the host's grid): their sums of squares as one vec4
-// through the `reduce` snippet's `wg_total`, then their rows.
+// thread, the same tree, the same expression; gemm_norm_input.wgsl). A workgroup takes NT
+// tokens (1 to 4, `gemm::x16_norm_tokens`, the host's grid): their sums of squares as one vec4
+// through the `reduce` snippet's `wg_total`, then their rows. A thread reads its quadruples of
+// a row RUN at a time, every load issued before the first is used (a quadruple past the row
+// reads the row's last and counts zero: a sum plus 0.0 is the same sum), so a row costs one
+// memory latency a RUN quadruples rather than one a quadruple (docs/design/coop-gemm.md,
+// "The input norm's latency chain").
 
 //!include gemm_params.wgsl
 
@@ -24,6 +28,8 @@ override WG: u32 = 256u;
 override T: u32 = WG;
 override XFORM: u32 = 0u;
 override XV4: u32 = 1u;
+// XFORM 1, 2: tokens a workgroup norms (1 to 4).
+override NT: u32 = 4u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -42,19 +48,53 @@ fn store(t: u32, e: u32, v: vec4<f32>) {
     out[(t * p.cols + e) / 4u] = vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
 }
 
-// XFORM 1, 2: tokens 4g .. 4g + 4 (those before p.tokens), normed.
+// A thread's quadruples of a row, read RUN at a time.
+const RUN: u32 = 4u;
+
+// Token t's elements e..e+4, or zeros (the row's last quadruple read) past the row's end.
+fn row_quad(t: u32, e: u32) -> vec4<f32> {
+    let v = xin(t, min(e, p.cols - 4u));
+    return select(vec4<f32>(0.0), v, e < p.cols);
+}
+
+// The squares of token t's quadruples e, e + 4·WG, ... (RUN of them), summed onto s in that
+// order: the same sum, quadruple by quadruple, as one square_sum at a time.
+fn run_squares(s: f32, t: u32, e: u32) -> f32 {
+    var q: array<vec4<f32>, RUN>;
+    for (var j = 0u; j < RUN; j++) {
+        q[j] = row_quad(t, e + 4u * WG * j);
+    }
+    var sum = s;
+    for (var j = 0u; j < RUN; j++) {
+        sum += dot(q[j], q[j]);
+    }
+    return sum;
+}
+
+// XFORM 1, 2: tokens NT·g .. NT·g + NT (those before p.tokens), normed.
 fn normed_rows(l: Lanes, g: u32) {
-    let t0 = 4u * g;
+    let t0 = NT * g;
+    let last = p.tokens - 1u;
     var s = vec4<f32>(0.0);
-    for (var e = 4u * l.lid; e < p.cols; e += 4u * WG) {
-        s += vec4<f32>(square_sum(t0, e), square_sum(t0 + 1u, e), square_sum(t0 + 2u, e), square_sum(t0 + 3u, e));
+    for (var e = 4u * l.lid; e < p.cols; e += 4u * WG * RUN) {
+        for (var c = 0u; c < NT; c++) {
+            s[c] = run_squares(s[c], min(t0 + c, last), e);
+        }
     }
     let inv = inverseSqrt(wg_total(l, s, l.lid) / f32(p.cols) + vec4<f32>(p.eps));
-    let n = min(p.tokens - t0, 4u);
-    for (var e = 4u * l.lid; e < p.cols; e += 4u * WG) {
-        let w = norm_scale(e);
+    let n = min(p.tokens - t0, NT);
+    for (var e = 4u * l.lid; e < p.cols; e += 4u * WG * RUN) {
         for (var c = 0u; c < n; c++) {
-            store(t0 + c, e, xin(t0 + c, e) * (inv[c] * w));
+            var q: array<vec4<f32>, RUN>;
+            for (var j = 0u; j < RUN; j++) {
+                q[j] = row_quad(t0 + c, e + 4u * WG * j);
+            }
+            for (var j = 0u; j < RUN; j++) {
+                let ej = e + 4u * WG * j;
+                if ej < p.cols {
+                    store(t0 + c, ej, q[j] * (inv[c] * norm_scale(ej)));
+                }
+            }
         }
     }
 }
@@ -64,7 +104,7 @@ fn main(l: Lanes) {
     let g = l.wg.x + l.wg.y * p.grid_x;
     if XFORM == 1u || XFORM == 2u {
         // Uniform per workgroup: every thread takes the same branch before the barriers.
-        if 4u * g < p.tokens {
+        if NT * g < p.tokens {
             normed_rows(l, g);
         }
         return;

@@ -712,13 +712,15 @@ fn x16_fits(gpu: &Gpu, tokens: usize, cols: usize) -> bool {
 /// with `call.norm`'s weights and epsilon) and rounded to f16 into `out`, `cols` values a row:
 /// what the tensor-core GEMM reads with f16 input rows (`x16` of [`GemmPath::Coop`], which
 /// records it itself; public for the tests, which hold it to the CPU reference on adapters
-/// without tensor cores too).
+/// without tensor cores too). The norm forms take `norm_tokens` tokens a workgroup (1 to
+/// [`gemm::X16_NORM_TOKENS_MAX`]; [`x16_norm_tokens`] on the GEMM's path).
 pub fn form_f16_rows(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     call: &GemmCall<'_>,
     cols: usize,
     out: &Tensor,
+    norm_tokens: u32,
 ) -> Result<(), GpuError> {
     let forms = gemm::X16_INPUTS.contains(&call.input)
         && is_norm_form(call.input) == call.norm.is_some()
@@ -745,9 +747,10 @@ pub fn form_f16_rows(
             call.tokens, call.x.shape, call.x_stride, out.bytes
         )));
     }
-    let spec = gemm::x16_spec(call.input, call.x_stride.is_multiple_of(4));
+    let norm_tokens = norm_tokens.clamp(1, gemm::X16_NORM_TOKENS_MAX);
+    let spec = gemm::x16_spec(call.input, call.x_stride.is_multiple_of(4), norm_tokens);
     let groups = if is_norm_form(call.input) {
-        (call.tokens as u32).div_ceil(gemm::X16_NORM_TOKENS)
+        (call.tokens as u32).div_ceil(norm_tokens)
     } else {
         ((call.tokens * cols / 4) as u32).div_ceil(gemm::X16_WG)
     };
@@ -773,6 +776,18 @@ pub fn form_f16_rows(
         grid,
     )
 }
+
+/// Tokens a workgroup of the f16-input pass norms ([`form_f16_rows`] in the norm forms):
+/// [`X16_NORM_TOKENS`] by default; `GPUPORT_X16_NORM_TOKENS` (1 to
+/// [`gemm::X16_NORM_TOKENS_MAX`]) moves it.
+pub fn x16_norm_tokens() -> u32 {
+    static NT: OnceLock<u32> = OnceLock::new();
+    knob(&NT, "GPUPORT_X16_NORM_TOKENS", X16_NORM_TOKENS).clamp(1, gemm::X16_NORM_TOKENS_MAX)
+}
+
+/// The default of [`x16_norm_tokens`]: four tokens a workgroup (the sums of squares one vec4
+/// a thread), as since v45.
+pub const X16_NORM_TOKENS: u32 = 4;
 
 /// Fewest tokens a GEMM runs on the tensor-core kernel where the device has it (below, the
 /// few-row kernel): [`COOP_MIN_TOKENS`] by default; `GPUPORT_COOP_MIN_TOKENS` moves it (to
@@ -937,7 +952,7 @@ pub fn gemm_on(
             };
             if x16 {
                 let formed = gpu.x16_scratch(call.tokens * cols)?;
-                form_f16_rows(gpu, rec, &call, cols, &formed)?;
+                form_f16_rows(gpu, rec, &call, cols, &formed, x16_norm_tokens())?;
                 let pipeline = gpu.pipeline(&gemm::coop_x16_spec(ty, tile))?;
                 let call = GemmCall {
                     x: &formed,
