@@ -206,7 +206,8 @@ pub enum CoopFetch {
     /// Runs, the next two chunks in flight instead of one (RUN 1, DEPTH 2). Slower than
     /// [`CoopFetch::Runs`] on an H100 in v38 on most shapes (8B gate|up 234.5 → 254.0 µs in
     /// chunks of 32, 221.5 → 213.4 in chunks of 64; 1B down 58.3 → 63.9), its 64 streams no
-    /// faster: kept for A/Bs (`GPUPORT_COOP_FETCH=2`).
+    /// faster, while its second chunk's half sat in a branch; branch-free since v48 (past the
+    /// last chunk it multiplies zeros). For A/Bs (`GPUPORT_COOP_FETCH=2`).
     RunsAhead,
 }
 

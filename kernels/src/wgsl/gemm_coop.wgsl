@@ -283,12 +283,14 @@ fn run_at(c: u32, n0: u32, lid: u32) -> RunAt {
     return RunAt(b, row < p.rows, k0, r * KS);
 }
 
-fn put_step(c: u32, lid: u32, j: u32, base: u32, a: vec4<f16>, b: vec4<f16>) {
+// Step `j`'s values (zeros where `keep` is false) into the weight tile at `base`.
+fn put_step(c: u32, lid: u32, j: u32, base: u32, a: vec4<f16>, b: vec4<f16>, keep: bool) {
     let at = step_at(c, lid, j);
     let o = base + at.r * KS + at.e;
-    put4(o, a);
+    let zero = vec4<f16>(0.0);
+    put4(o, select(zero, a, keep));
     if XB > 0u {
-        put4(o + 4u * XB, b);
+        put4(o + 4u * XB, select(zero, b, keep));
     }
 }
 
@@ -297,19 +299,20 @@ fn put_input(lid: u32, j: u32, base: u32, v: vec4<f16>) {
     xs[(base + (i / (KC / 4u)) * KS) / 4u + i % (KC / 4u)] = v;
 }
 
-// Steps as `fetch_steps` decoded them into the weight tile at `wbase`.
-fn publish_steps(r: StepShare, c: u32, wbase: u32, lid: u32) {
-    put_step(c, lid, 0u, wbase, r.a0, r.b0);
-    put_step(c, lid, 1u, wbase, r.a1, r.b1);
+// Steps as `fetch_steps` decoded them into the weight tile at `wbase` (zeros where `keep` is
+// false).
+fn publish_steps(r: StepShare, c: u32, wbase: u32, lid: u32, keep: bool) {
+    put_step(c, lid, 0u, wbase, r.a0, r.b0, keep);
+    put_step(c, lid, 1u, wbase, r.a1, r.b1, keep);
     if NWS > 2u {
-        put_step(c, lid, 2u, wbase, r.a2, r.b2);
-        put_step(c, lid, 3u, wbase, r.a3, r.b3);
+        put_step(c, lid, 2u, wbase, r.a2, r.b2, keep);
+        put_step(c, lid, 3u, wbase, r.a3, r.b3, keep);
     }
     if NWS > 4u {
-        put_step(c, lid, 4u, wbase, r.a4, r.a4);
-        put_step(c, lid, 5u, wbase, r.a5, r.a5);
-        put_step(c, lid, 6u, wbase, r.a6, r.a6);
-        put_step(c, lid, 7u, wbase, r.a7, r.a7);
+        put_step(c, lid, 4u, wbase, r.a4, r.a4, keep);
+        put_step(c, lid, 5u, wbase, r.a5, r.a5, keep);
+        put_step(c, lid, 6u, wbase, r.a6, r.a6, keep);
+        put_step(c, lid, 7u, wbase, r.a7, r.a7, keep);
     }
 }
 
@@ -318,26 +321,30 @@ fn stage_of(c: u32) -> u32 {
     return select(0u, c & 1u, STAGES > 1u);
 }
 
-// Chunk `c`'s share (weights `w`, inputs `x`) into its stage. With one stage, after a barrier:
-// every subgroup has multiplied the chunk before it.
-fn publish(w: WShare, x: XShare, c: u32, lid: u32) {
+// Chunk `c`'s share (weights `w`, inputs `x`) into its stage, or zeros where `keep` is false
+// (DEPTH 2's set b past the last chunk: multiplied, it adds nothing). `keep` is applied where
+// the share is used, not where it is fetched: a select on a register whose load is in flight
+// would wait for it. With one stage, after a barrier: every subgroup has multiplied the chunk
+// before it.
+fn publish(w: WShare, x: XShare, c: u32, lid: u32, keep: bool) {
     if STAGES == 1u {
         workgroupBarrier();
     }
     let st = stage_of(c);
-    coop_publish_weights(w, c, st * TN * KS, lid);
+    coop_publish_weights(w, c, st * TN * KS, lid, keep);
     let xbase = st * TM * KS;
-    put_input(lid, 0u, xbase, x.x0);
-    put_input(lid, 1u, xbase, x.x1);
+    let z = vec4<f16>(0.0);
+    put_input(lid, 0u, xbase, select(z, x.x0, keep));
+    put_input(lid, 1u, xbase, select(z, x.x1, keep));
     if NXS > 2u {
-        put_input(lid, 2u, xbase, x.x2);
-        put_input(lid, 3u, xbase, x.x3);
+        put_input(lid, 2u, xbase, select(z, x.x2, keep));
+        put_input(lid, 3u, xbase, select(z, x.x3, keep));
     }
     if NXS > 4u {
-        put_input(lid, 4u, xbase, x.x4);
-        put_input(lid, 5u, xbase, x.x5);
-        put_input(lid, 6u, xbase, x.x6);
-        put_input(lid, 7u, xbase, x.x7);
+        put_input(lid, 4u, xbase, select(z, x.x4, keep));
+        put_input(lid, 5u, xbase, select(z, x.x5, keep));
+        put_input(lid, 6u, xbase, select(z, x.x6, keep));
+        put_input(lid, 7u, xbase, select(z, x.x7, keep));
     }
 }
 
@@ -456,6 +463,9 @@ fn main(
     // unconditional (past the last chunk it fetches the last one again, unused): inside an
     // `if` a decode would wait out its loads before the multiplies below could issue.
     // (An empty split — its first chunk past the last — fetches the last chunk, unused.)
+    // Set b's half of an iteration is unconditional too: past the last chunk (an odd count)
+    // it publishes zeros and multiplies them, adding nothing — in v38-v46 it sat in an `if`,
+    // where the driver waited for its fetch's loads before the branch closed.
     let last = chunks - 1u;
     var wa = coop_fetch_weights(min(c_first, last), n0, lid);
     var xa = fetch_inputs(min(c_first, last), m0, lid);
@@ -466,15 +476,15 @@ fn main(
         xb = fetch_inputs(min(c_first + 1u, last), m0, lid);
     }
     for (var c = c_first; c < chunks; c += DEPTH) {
-        publish(wa, xa, c, lid);
+        publish(wa, xa, c, lid, true);
         workgroupBarrier();
         wa = coop_fetch_weights(min(c + DEPTH, last), n0, lid);
         xa = fetch_inputs(min(c + DEPTH, last), m0, lid);
         multiply(stage_of(c), sm, sn, &c00, &c01, &c02, &c03, &c10, &c11, &c12, &c13);
-        // Set b's chunk. Its fetch sits in this branch; the shares of types whose
-        // `coop_fetch_weights` decodes (RUN 0, `fetch_steps`) are fetched with DEPTH 1 only.
-        if DEPTH > 1u && c + 1u < chunks {
-            publish(wb, xb, c + 1u, lid);
+        // Set b's chunk (the shares of types whose `coop_fetch_weights` decodes, RUN 0 and
+        // `fetch_steps`, are fetched with DEPTH 1 only).
+        if DEPTH > 1u {
+            publish(wb, xb, c + 1u, lid, c + 1u < chunks);
             workgroupBarrier();
             wb = coop_fetch_weights(min(c + 1u + DEPTH, last), n0, lid);
             xb = fetch_inputs(min(c + 1u + DEPTH, last), m0, lid);

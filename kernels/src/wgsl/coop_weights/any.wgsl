@@ -10,6 +10,6 @@ fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
     return fetch_steps(c, n0, lid);
 }
 
-fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32) {
-    publish_steps(r, c, wbase, lid);
+fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32, keep: bool) {
+    publish_steps(r, c, wbase, lid, keep);
 }

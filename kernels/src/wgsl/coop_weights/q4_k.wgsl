@@ -77,23 +77,26 @@ fn put_run_word(o: u32, h: vec4<u32>, q: u32, s: u32) {
     }
 }
 
-fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32) {
+// The share into the weight tile at `wbase`; zeros where `keep` is false (a zero head: d =
+// dmin = 0).
+fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32, keep: bool) {
     if RUN == 0u {
-        publish_steps(r.steps, c, wbase, lid);
+        publish_steps(r.steps, c, wbase, lid, keep);
         return;
     }
     let at = run_at(c, 0u, lid);
     let rw = run_word(c, at.k0);
     let s = rw.s;
     let o = wbase + at.o + 4u * rw.k0;
-    put_run_word(o, r.head, r.q0.x, s);
-    put_run_word(o + 4u, r.head, r.q0.y, s);
-    put_run_word(o + 8u, r.head, r.q0.z, s);
-    put_run_word(o + 12u, r.head, r.q0.w, s);
+    let h = select(vec4<u32>(0u), r.head, keep);
+    put_run_word(o, h, r.q0.x, s);
+    put_run_word(o + 4u, h, r.q0.y, s);
+    put_run_word(o + 8u, h, r.q0.z, s);
+    put_run_word(o + 12u, h, r.q0.w, s);
     if run_words() > 4u {
-        put_run_word(o + 16u, r.head, r.q1.x, s);
-        put_run_word(o + 20u, r.head, r.q1.y, s);
-        put_run_word(o + 24u, r.head, r.q1.z, s);
-        put_run_word(o + 28u, r.head, r.q1.w, s);
+        put_run_word(o + 16u, h, r.q1.x, s);
+        put_run_word(o + 20u, h, r.q1.y, s);
+        put_run_word(o + 24u, h, r.q1.z, s);
+        put_run_word(o + 28u, h, r.q1.w, s);
     }
 }

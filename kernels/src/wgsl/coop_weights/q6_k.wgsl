@@ -81,11 +81,14 @@ fn put_run_step(r: WShare, o: u32, lo: u32, hi: u32, s: u32, k: u32) {
     put4(o, vec4<f16>((d * sc) * v));
 }
 
-fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32) {
+// The share into the weight tile at `wbase`; zeros where `keep` is false (d = 0).
+fn coop_publish_weights(share: WShare, c: u32, wbase: u32, lid: u32, keep: bool) {
     if RUN == 0u {
-        publish_steps(r.steps, c, wbase, lid);
+        publish_steps(share.steps, c, wbase, lid, keep);
         return;
     }
+    var r = share;
+    r.d = select(0u, share.d, keep);
     let s = c % 8u;
     let at = run_at(c, 0u, lid);
     let k0 = at.k0;
