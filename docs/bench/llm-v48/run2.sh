@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# v48 call 2 (same warm machine as run1.sh): end to end, the staged-input tile a subgroup
-# (x, GPUPORT_COOP_SG=1) against the workgroup tiles (GPUPORT_COOP_SG=0) at 32 / 64 streams;
-# then llama.cpp's CUDA backend on the 8B at 32 streams under Nsight Systems (where the device
-# has it), for its kernels' times a step beside ours (8-token prompts: the decode steps
-# are nearly all of the kernels' time).
+# v48 call 2. n = HEAD's build (the unrolled input-norm pass with GPUPORT_X16_NORM_TOKENS,
+# DEPTH 2 branch-free, GPUPORT_COOP_STAGES=1: the tensor-core tiles in one stage), h = 565c428
+# (v47's code). (1) Does the 32-token tile of 128 rows in one stage (25 KiB) run two
+# workgroups a core? The `bench --matrix` grids of call 1 and the Llama shapes at 32 rows.
+# (2) End to end, 32 / 64 streams of the 1B and the 8B: n, n with one token a workgroup in
+# the input norm, h; n in one stage where (1) says two workgroups share a core.
 set -u
 . docs/bench/device.sh
-device_setup "xtask-x" "e l" llama
-for m in l e; do
-    par $m x 32,64 GPUPORT_COOP_SG=0 -wg
-    par $m x 32,64 GPUPORT_COOP_SG=1 -xs1
+device_setup "xtask-h xtask-n" "e l" ""
+timeout 30 ./.devbin/xtask-n bench --gemm-only --tuned --shapes llama --gemm-tokens 32 >/dev/null 2>&1
+M=q4_K:8448x4096,q4_K:16896x4096,q4_K:25344x4096,q4_K:33792x4096
+timeout 60 env GPUPORT_COOP_STAGES=1 ./.devbin/xtask-n bench --gemm-only --tuned --shapes matrix \
+    --matrix "$M" --gemm-tokens 32 --splits 1 --json "$R/w32-s1.json" >"$R/w32-s1.txt" 2>&1
+echo "w32 s1 rc=$? at $(el) s: $(grep -E '^gemm matrix.*splits=1 ' "$R/w32-s1.txt" | awk '{printf "%s:%s ", $2, $10}')"
+save
+gt 32 n GPUPORT_COOP_STAGES=1 s1 1
+# The 8B first (the gap); each later run only while the call has time left.
+for v in "X=1 -nt4" "GPUPORT_X16_NORM_TOKENS=1 -nt1" "X=1 -h"; do
+    set -- $v
+    b=n; [ "$2" = -h ] && b=h
+    par e $b 32,64 "$1" "$2"
 done
-wait_llama 420
-NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys 2>/dev/null | head -1)
-echo "nsys: ${NSYS:-none}"
-if [ -n "$NSYS" ] && [ -x target/lc/b/bin/llama-batched-bench ]; then
-    timeout 120 "$NSYS" profile -t cuda -o "$R/lc-e32" -f true target/lc/b/bin/llama-batched-bench \
-        -m target/m/e.gguf -ngl 99 -fa on -c 20480 -b 2048 -ub 512 -npp 8 -ntg 128 -npl 32 \
-        >"$R/lc-e32.txt" 2>&1
-    echo "nsys rc=$? at $(el) s"
-    timeout 60 "$NSYS" stats --report cuda_gpu_kern_sum --format csv "$R/lc-e32.nsys-rep" \
-        >"$R/lc-e32-kern.csv" 2>"$R/lc-e32-kern.err"
-    head -25 "$R/lc-e32-kern.csv" | cut -c1-200
-    rm -f "$R/lc-e32.nsys-rep" "$R/lc-e32.sqlite"
+for v in "X=1 -nt4" "GPUPORT_X16_NORM_TOKENS=1 -nt1"; do
+    set -- $v
+    [ "$(el)" -lt 260 ] && par l n 32,64 "$1" "$2"
+done
+# One stage end to end only where its 264 workgroups took under 100 µs (two waves: ~128).
+s1=$(grep -E '^gemm matrix.q4_K.33792x4096.*splits=1 ' "$R/w32-s1.txt" | head -1 | awk '{print int($10)}')
+if [ -n "$s1" ] && [ "$s1" -lt 100 ] && [ "$(el)" -lt 280 ]; then
+    par e n 32,64 GPUPORT_COOP_STAGES=1 -s1
 fi
 device_finish

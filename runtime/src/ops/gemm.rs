@@ -777,6 +777,20 @@ pub fn form_f16_rows(
     )
 }
 
+/// A tensor-core variant with its tiles in one stage where `GPUPORT_COOP_STAGES=1` says so,
+/// for A/Bs of how much workgroup memory lets two workgroups share a core (v48: the 32-token
+/// tile of 128 rows, 47 KiB in two stages, runs one workgroup a core on an H100; in one stage
+/// it is 25 KiB, and a chunk takes a second barrier). Unset or any other value: `spec`.
+fn coop_stages_knob(mut spec: gpuport_kernels::KernelSpec) -> gpuport_kernels::KernelSpec {
+    static STAGES: OnceLock<u32> = OnceLock::new();
+    if knob(&STAGES, "GPUPORT_COOP_STAGES", 2) == 1
+        && !spec.constants.iter().any(|(name, _)| *name == "STAGES")
+    {
+        spec.constants.push(("STAGES", 1));
+    }
+    spec
+}
+
 /// Tokens a workgroup of the f16-input pass norms ([`form_f16_rows`] in the norm forms):
 /// [`X16_NORM_TOKENS`] by default; `GPUPORT_X16_NORM_TOKENS` (1 to
 /// [`gemm::X16_NORM_TOKENS_MAX`]) moves it.
@@ -953,7 +967,7 @@ pub fn gemm_on(
             if x16 {
                 let formed = gpu.x16_scratch(call.tokens * cols)?;
                 form_f16_rows(gpu, rec, &call, cols, &formed, x16_norm_tokens())?;
-                let pipeline = gpu.pipeline(&gemm::coop_x16_spec(ty, tile))?;
+                let pipeline = gpu.pipeline(&coop_stages_knob(gemm::coop_x16_spec(ty, tile)))?;
                 let call = GemmCall {
                     x: &formed,
                     x_stride: cols,
@@ -964,7 +978,8 @@ pub fn gemm_on(
                 return tiled(gpu, rec, &call, m, &pipeline, launch, max_binding);
             }
             let x_vec4 = call.x_stride.is_multiple_of(4);
-            let pipeline = gpu.pipeline(&gemm::coop_spec(ty, tile, call.input, x_vec4))?;
+            let spec = gemm::coop_spec(ty, tile, call.input, x_vec4);
+            let pipeline = gpu.pipeline(&coop_stages_knob(spec))?;
             tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
         }
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
