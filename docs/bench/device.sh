@@ -101,6 +101,18 @@ gt() {
     save
 }
 
+# The matrices $5 (`bench --matrix` TYPE:ROWSxCOLS list; default: the 8B gate|up tile's rows
+# over grids of 66, 132, 198 and 264 workgroups of 128 rows) at $1 rows with binary xtask-$2
+# (env $3), one split, results tagged $4: matrix:µs.
+gw() {
+    local m=${5:-q4_K:8448x4096,q4_K:16896x4096,q4_K:25344x4096,q4_K:33792x4096}
+    timeout 60 env $3 "./.devbin/xtask-$2" bench --gemm-only --tuned --shapes matrix --matrix "$m" \
+        --gemm-tokens "$1" --splits 1 --json "$R/w$1-$4.json" >"$R/w$1-$4.txt" 2>&1
+    echo "w$1 $4 rc=$? at $(el) s: $(grep -E '^gemm matrix.*splits=1 ' "$R/w$1-$4.txt" |
+        awk '{printf "%s:%s ", $2, $10}')"
+    save
+}
+
 # Stops the clock log, counts its samples by SM clock, packs the results.
 device_finish() {
     kill "$CLOCKS"

@@ -6,23 +6,16 @@
 # 32 (GPUPORT_COOP_KC=32) the engine's 32-token tile is 64 rows (four subgroups, ~19 KiB), twice
 # the workgroups over the same rows; and at 64 tokens. If the 48-KiB tile's time doubles from
 # 132 to 264 workgroups while the 19-KiB tile's does not from 264 to 528, the tile's memory is
-# what keeps a second workgroup off a core (docs/design/coop-gemm.md, "Next").
+# what keeps a second workgroup off a core (docs/design/coop-gemm.md, "Next"). Run in v48 as
+# part of llm-v48/run1.sh; `gw` is device.sh's since.
 set -u
 . docs/bench/device.sh
 device_setup "xtask-h" "" ""
-M=q4_K:8448x4096,q4_K:16896x4096,q4_K:25344x4096,q4_K:33792x4096
-gw() {  # tokens env tag
-    timeout 60 env $2 ./.devbin/xtask-h bench --gemm-only --tuned --shapes matrix --matrix "$M" \
-        --gemm-tokens "$1" --splits 1 --json "$R/w$1-$3.json" >"$R/w$1-$3.txt" 2>&1
-    echo "w$1 $3 rc=$? at $(el) s: $(grep -E '^gemm matrix.*splits=1 ' "$R/w$1-$3.txt" |
-        awk '{printf "%s:%s ", $4, $10}')"
-    save
-}
 timeout 30 ./.devbin/xtask-h bench --gemm-only --tuned --shapes llama --gemm-tokens 32 >/dev/null 2>&1
 for round in 1 2; do
-    gw 32 X=1 kc64-$round
-    gw 32 GPUPORT_COOP_KC=32 kc32-$round
-    gw 64 X=1 kc64-$round
+    gw 32 h X=1 kc64-$round
+    gw 32 h GPUPORT_COOP_KC=32 kc32-$round
+    gw 64 h X=1 kc64-$round
 done
 timeout 90 ./.devbin/xtask-h kernel-stats --filter gemm_coop.q4_K --filter XH=1 >"$R/kstats.txt" 2>&1
 grep -A1 -E "WM=2.WN=4.KC=(32|64).TF=1.RF=2" "$R/kstats.txt" | grep -oE "KC=[0-9]+|Register Count=[0-9]+|Shared Memory Size=[0-9]+" | paste -sd' '

@@ -4,7 +4,8 @@
 # (1) The Llama shapes' GEMMs at 32 / 64 rows, one chunk ahead (GPUPORT_COOP_FETCH=1, the
 # default) against two (=2), interleaved with h. (2) v47's run4.sh: does a second workgroup
 # of the 48-KiB 32-token tile share a core? (3) `kvc coop` on n (DEPTH 2 the same bits).
-# The models rebuild in the background for call 2.
+# The models rebuild in the background for call 2. (As run, `gw` was written out here;
+# device.sh has it since, the same command.)
 set -u
 . docs/bench/device.sh
 device_setup "xtask-h xtask-n kvc-n" "e l" ""
@@ -17,18 +18,10 @@ for round in 1 2; do
     done
 done
 gt 32 h X=1 h 1,2,4
-M=q4_K:8448x4096,q4_K:16896x4096,q4_K:25344x4096,q4_K:33792x4096
-gw() {  # tokens env tag
-    timeout 60 env $2 ./.devbin/xtask-n bench --gemm-only --tuned --shapes matrix --matrix "$M" \
-        --gemm-tokens "$1" --splits 1 --json "$R/w$1-$3.json" >"$R/w$1-$3.txt" 2>&1
-    echo "w$1 $3 rc=$? at $(el) s: $(grep -E '^gemm matrix.*splits=1 ' "$R/w$1-$3.txt" |
-        awk '{printf "%s:%s ", $2, $10}')"
-    save
-}
 for round in 1 2; do
-    gw 32 X=1 kc64-$round
-    gw 32 GPUPORT_COOP_KC=32 kc32-$round
-    gw 32 GPUPORT_COOP_FETCH=2 f2-$round
+    gw 32 n X=1 kc64-$round
+    gw 32 n GPUPORT_COOP_KC=32 kc32-$round
+    gw 32 n GPUPORT_COOP_FETCH=2 f2-$round
 done
 grep -m2 -E '^gemm matrix' "$R/w32-kc64-1.txt"
 timeout 150 ./.devbin/kvc-n coop >"$R/kvc-coop.txt" 2>&1
