@@ -14,7 +14,7 @@ enable f16;
 // dispatch of its own before a batch's input projections (norm.wgsl), formed here as the
 // float few-row kernel forms it (gemm_rows.wgsl's XFORM 1, 2: the same sums of squares per
 // thread, the same tree, the same expression; gemm_norm_input.wgsl). A workgroup takes NT
-// tokens (1 to 4, `gemm::x16_norm_tokens`, the host's grid): their sums of squares as one vec4
+// tokens (1 to 4: the runtime's `ops::x16_norm_tokens` and grid): their sums of squares as one vec4
 // through the `reduce` snippet's `wg_total`, then their rows. A thread reads its quadruples of
 // a row RUN at a time, every load issued before the first is used (a quadruple past the row
 // reads the row's last and counts zero: a sum plus 0.0 is the same sum), so a row costs one
@@ -84,6 +84,11 @@ fn normed_rows(l: Lanes, g: u32) {
     let inv = inverseSqrt(wg_total(l, s, l.lid) / f32(p.cols) + vec4<f32>(p.eps));
     let n = min(p.tokens - t0, NT);
     for (var e = 4u * l.lid; e < p.cols; e += 4u * WG * RUN) {
+        // The norm weights of the run's quadruples (the row's last past its end: unused).
+        var w: array<vec4<f32>, RUN>;
+        for (var j = 0u; j < RUN; j++) {
+            w[j] = norm_scale(min(e + 4u * WG * j, p.cols - 4u));
+        }
         for (var c = 0u; c < n; c++) {
             var q: array<vec4<f32>, RUN>;
             for (var j = 0u; j < RUN; j++) {
@@ -92,7 +97,7 @@ fn normed_rows(l: Lanes, g: u32) {
             for (var j = 0u; j < RUN; j++) {
                 let ej = e + 4u * WG * j;
                 if ej < p.cols {
-                    store(t0 + c, ej, q[j] * (inv[c] * norm_scale(ej)));
+                    store(t0 + c, ej, q[j] * (inv[c] * w[j]));
                 }
             }
         }
