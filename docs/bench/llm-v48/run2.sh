@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # v48 call 2 — written, not run (the session's device time went to refused starts). n = the
-# build of 5e1cccc (the unrolled input-norm pass with GPUPORT_X16_NORM_TOKENS, DEPTH 2
+# build of 336a0e3 (the unrolled input-norm pass with GPUPORT_X16_NORM_TOKENS, DEPTH 2
 # branch-free, GPUPORT_COOP_STAGES=1: the tensor-core tiles in one stage), h = 565c428 (v47's
 # code). (1) Does the 32-token tile of 128 rows in one stage (25 KiB) run two workgroups a
 # core? Call 1's `bench --matrix` grids in one stage, and the Llama shapes at 32 / 64 rows.
