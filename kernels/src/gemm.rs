@@ -485,7 +485,7 @@ pub fn x16_spec(input: GemvInput, x_vec4: bool, norm_tokens: u32) -> KernelSpec 
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
     }
-    if matches!(input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne) {
+    if input.is_row_norm() {
         constants.push(("NT", norm_tokens.clamp(1, X16_NORM_TOKENS_MAX)));
     }
     if !x_vec4 {

@@ -229,6 +229,12 @@ impl GemvInput {
         }
     }
 
+    /// Whether this form is the RMSNorm of the row itself ([`GemvInput::RmsNorm`],
+    /// [`GemvInput::RmsNormPlusOne`]; not the folded forms).
+    pub fn is_row_norm(self) -> bool {
+        matches!(self, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne)
+    }
+
     /// Whether this form folds a post-norm and a residual in.
     pub fn is_folded(self) -> bool {
         matches!(

@@ -96,11 +96,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
         out.extend(attention::TILE_HEAD_DIMS.map(|hd| attention::coop_tiles_spec(hd, kv)));
     }
     for input in gemm::X16_INPUTS {
-        let norm_form = matches!(
-            input,
-            gemv::GemvInput::RmsNorm | gemv::GemvInput::RmsNormPlusOne
-        );
-        let most = if norm_form {
+        let most = if input.is_row_norm() {
             gemm::X16_NORM_TOKENS_MAX
         } else {
             1

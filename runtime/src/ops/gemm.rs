@@ -723,7 +723,7 @@ pub fn form_f16_rows(
     norm_tokens: u32,
 ) -> Result<(), GpuError> {
     let forms = gemm::X16_INPUTS.contains(&call.input)
-        && is_norm_form(call.input) == call.norm.is_some()
+        && call.input.is_row_norm() == call.norm.is_some()
         && call.norm.is_none_or(|(w, _)| elems(w) == cols);
     if !forms {
         return Err(GpuError::Shape(format!(
@@ -749,7 +749,7 @@ pub fn form_f16_rows(
     }
     let norm_tokens = norm_tokens.clamp(1, gemm::X16_NORM_TOKENS_MAX);
     let spec = gemm::x16_spec(call.input, call.x_stride.is_multiple_of(4), norm_tokens);
-    let groups = if is_norm_form(call.input) {
+    let groups = if call.input.is_row_norm() {
         (call.tokens as u32).div_ceil(norm_tokens)
     } else {
         ((call.tokens * cols / 4) as u32).div_ceil(gemm::X16_WG)
@@ -792,11 +792,11 @@ fn coop_stages_knob(mut spec: gpuport_kernels::KernelSpec) -> gpuport_kernels::K
 }
 
 /// Tokens a workgroup of the f16-input pass norms ([`form_f16_rows`] in the norm forms):
-/// [`X16_NORM_TOKENS`] by default; `GPUPORT_X16_NORM_TOKENS` (1 to
-/// [`gemm::X16_NORM_TOKENS_MAX`]) moves it.
+/// [`X16_NORM_TOKENS`] by default; `GPUPORT_X16_NORM_TOKENS` moves it ([`form_f16_rows`]
+/// keeps it within 1 to [`gemm::X16_NORM_TOKENS_MAX`]).
 pub fn x16_norm_tokens() -> u32 {
     static NT: OnceLock<u32> = OnceLock::new();
-    knob(&NT, "GPUPORT_X16_NORM_TOKENS", X16_NORM_TOKENS).clamp(1, gemm::X16_NORM_TOKENS_MAX)
+    knob(&NT, "GPUPORT_X16_NORM_TOKENS", X16_NORM_TOKENS)
 }
 
 /// The default of [`x16_norm_tokens`]: four tokens a workgroup (the sums of squares one vec4
@@ -908,7 +908,7 @@ pub fn gemm_on(
             }
         }
     }
-    if is_norm_form(call.input)
+    if call.input.is_row_norm()
         && !matches!(
             path,
             GemmPath::FewRows(_) | GemmPath::Coop { x16: true, .. }
@@ -1017,7 +1017,7 @@ fn check_call(call: &GemmCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
     let width = call.input.x_len(cols);
     let rows_of = |t: &Tensor, stride: usize| elems(t) / stride.max(1);
     let q8 = call.input == GemvInput::Q8Blocks;
-    let normed = is_norm_form(call.input);
+    let normed = call.input.is_row_norm();
     let ok = (gemm::ROWS_INPUTS.contains(&call.input) || q8)
         && normed == call.norm.is_some()
         && call
@@ -1051,12 +1051,6 @@ fn check_call(call: &GemmCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
         call.bias.map(|b| &b.shape),
         call.norm.map(|(w, _)| &w.shape)
     )))
-}
-
-/// Whether `input` is one of the norm forms (the float few-row kernel and the f16-input pass
-/// take them).
-fn is_norm_form(input: GemvInput) -> bool {
-    matches!(input, GemvInput::RmsNorm | GemvInput::RmsNormPlusOne)
 }
 
 /// Whether a GEMM over `w` at `tokens` rows on float input forms an RMSNorm of its input rows
