@@ -326,7 +326,7 @@ impl CoopTile {
     /// [`CoopFetch::DEFAULT`]): 32 tokens a subgroup at every [`COOP_WM`] × [`COOP_WN`], the
     /// 32-token tiles (16 a subgroup, two along the tokens), and both at 32 rows a subgroup
     /// ([`COOP_WN_HALF_ROWS`], two along the tokens) where a thread's shares fit the kernel
-    /// (`shares_fit`: at least two input quadruples).
+    /// (`shares_fit`).
     pub fn all() -> Vec<CoopTile> {
         CoopTile::at_columns(32)
     }
@@ -369,15 +369,21 @@ impl CoopTile {
         out
     }
 
-    /// Whether a thread's share of a chunk is what the kernel's named registers hold: 2, 4 or
-    /// 8 input quadruples, and 4 or 8 weight steps of 4 values at 32 columns a chunk (2 or 4
-    /// of 4 + 4 for the types that take 8 a step), a run of 4 or 8 Q4_K words (two steps
-    /// each) at 64.
+    /// Input quadruples (f16 or f32 vec4s) a thread fetches of each chunk (`gemm_coop.wgsl`,
+    /// NXS).
+    pub fn input_quads(self) -> u32 {
+        self.tm() * self.kc / 4 / self.threads()
+    }
+
+    /// Whether a thread's share of a chunk is what the kernel's named registers hold: 1, 2, 4
+    /// or 8 input quadruples, and 4 or 8 weight steps of 4 values at 32 columns a chunk (2 or
+    /// 4 of 4 + 4 for the types that take 8 a step), a run of 4 or 8 Q4_K words (two steps
+    /// each) at 64. (One input quadruple: only the 32-token tile of 128 rows in chunks of 32,
+    /// 27-33 KiB in two stages.)
     fn shares_fit(self) -> bool {
-        let inputs = self.tm() * self.kc / 4 / self.threads();
         let steps = self.tn() * self.kc / 4 / self.threads();
         let runs: &[u32] = if self.kc == 32 { &[4, 8] } else { &[8, 16] };
-        [2, 4, 8].contains(&inputs) && runs.contains(&steps)
+        [1, 2, 4, 8].contains(&self.input_quads()) && runs.contains(&steps)
     }
 
     /// The ways this tile may fetch weights: every way at 32 columns a chunk (for the types
@@ -1074,7 +1080,7 @@ mod tests {
             assert!(t.threads() <= 256, "{t:?}");
             // A thread's share of a chunk fits the kernel's named registers: 2, 4 or 8 weight
             // steps of 4 values (at most 4 of 4 + 4), or at 64 columns a run of 4 or 8
-            // Q4_K words (two steps each); 2, 4 or 8 input vec4s.
+            // Q4_K words (two steps each); 1, 2, 4 or 8 input vec4s.
             let steps = t.tn() * t.kc / 4 / t.threads();
             if t.kc == 32 {
                 assert!(
@@ -1093,10 +1099,11 @@ mod tests {
                 );
             }
             assert!(t.takes(GgmlType::Q4K), "{t:?}");
-            assert!(
-                [2, 4, 8].contains(&(t.tm() * t.kc / 4 / t.threads())),
-                "{t:?}"
-            );
+            // One input quadruple only at the 32-token tile of 128 rows in chunks of 32 at 32
+            // rows a subgroup (eight subgroups).
+            let one = t.tm() == 32 && t.kc == 32 && t.threads() == 256;
+            assert_eq!(t.input_quads() == 1, one, "{t:?}");
+            assert!([1, 2, 4, 8].contains(&t.input_quads()), "{t:?}");
             assert!(t.workgroup_bytes() <= COOP_WORKGROUP_BYTES, "{t:?}");
             // One stage only where two of 64-column tiles would pass 48 KiB: 64 tokens or
             // more against 128 rows.

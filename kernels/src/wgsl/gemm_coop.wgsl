@@ -243,11 +243,13 @@ fn fetch_steps(c: u32, n0: u32, lid: u32) -> StepShare {
     return r;
 }
 
-// This thread's NXS (2, 4 or 8) input vec4s of chunk `c` (tokens m0..).
+// This thread's NXS (1, 2, 4 or 8) input vec4s of chunk `c` (tokens m0..).
 fn fetch_inputs(c: u32, m0: u32, lid: u32) -> XShare {
     var r: XShare;
     r.x0 = input_vec(c, m0, lid, 0u);
-    r.x1 = input_vec(c, m0, lid, 1u);
+    if NXS > 1u {
+        r.x1 = input_vec(c, m0, lid, 1u);
+    }
     if NXS > 2u {
         r.x2 = input_vec(c, m0, lid, 2u);
         r.x3 = input_vec(c, m0, lid, 3u);
@@ -335,7 +337,9 @@ fn publish(w: WShare, x: XShare, c: u32, lid: u32, keep: bool) {
     let xbase = st * TM * KS;
     let z = vec4<f16>(0.0);
     put_input(lid, 0u, xbase, select(z, x.x0, keep));
-    put_input(lid, 1u, xbase, select(z, x.x1, keep));
+    if NXS > 1u {
+        put_input(lid, 1u, xbase, select(z, x.x1, keep));
+    }
     if NXS > 2u {
         put_input(lid, 2u, xbase, select(z, x.x2, keep));
         put_input(lid, 3u, xbase, select(z, x.x3, keep));

@@ -474,8 +474,17 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     choices
         .into_iter()
         .flat_map(|c| [CoopTile { kc: coop_kc(), ..c }, c])
-        .find(|c| c.takes(ty))
+        .find(|c| c.takes(ty) && (c.input_quads() > 1 || coop_one_input()))
         .unwrap_or(t)
+}
+
+/// Whether [`coop_tile`] may choose a tile whose threads fetch one input quadruple a chunk
+/// (the 32-token tile of 128 rows in chunks of 32: 27-33 KiB in two stages, where the tile
+/// in chunks of 64 takes 47 KiB): no unless `GPUPORT_COOP_ONE_INPUT=1`, for A/Bs of how
+/// many workgroups share a core (v48: the 47-KiB tile runs one a core on an H100).
+pub fn coop_one_input() -> bool {
+    static ON: OnceLock<u32> = OnceLock::new();
+    knob(&ON, "GPUPORT_COOP_ONE_INPUT", 0) == 1
 }
 
 /// Weight rows a subgroup of batched decode's tensor-core tiles (up to
@@ -777,16 +786,23 @@ pub fn form_f16_rows(
     )
 }
 
-/// A tensor-core variant with its tiles in one stage where `GPUPORT_COOP_STAGES=1` says so,
+/// A tensor-core variant in less workgroup memory where the knobs say so — its tiles in one
+/// stage (`GPUPORT_COOP_STAGES=1`), its epilogue's staging blocks two (`GPUPORT_COOP_SLOTS=2`) —
 /// for A/Bs of how much workgroup memory lets two workgroups share a core (v48: the 32-token
 /// tile of 128 rows, 47 KiB in two stages, runs one workgroup a core on an H100; in one stage
 /// it is 25 KiB, and a chunk takes a second barrier). Unset or any other value: `spec`.
-fn coop_stages_knob(mut spec: gpuport_kernels::KernelSpec) -> gpuport_kernels::KernelSpec {
+fn coop_memory_knobs(mut spec: gpuport_kernels::KernelSpec) -> gpuport_kernels::KernelSpec {
     static STAGES: OnceLock<u32> = OnceLock::new();
-    if knob(&STAGES, "GPUPORT_COOP_STAGES", 2) == 1
-        && !spec.constants.iter().any(|(name, _)| *name == "STAGES")
-    {
+    static SLOTS: OnceLock<u32> = OnceLock::new();
+    let set =
+        |spec: &gpuport_kernels::KernelSpec, name| spec.constants.iter().any(|(n, _)| *n == name);
+    if knob(&STAGES, "GPUPORT_COOP_STAGES", 2) == 1 && !set(&spec, "STAGES") {
         spec.constants.push(("STAGES", 1));
+    }
+    // `GPUPORT_COOP_SLOTS=2`: the epilogue's subgroups in turns of two (1 KiB a staging
+    // block less per further subgroup), the same A/B.
+    if knob(&SLOTS, "GPUPORT_COOP_SLOTS", 0) == 2 && !set(&spec, "SLOTS") {
+        spec.constants.push(("SLOTS", 2));
     }
     spec
 }
@@ -967,7 +983,7 @@ pub fn gemm_on(
             if x16 {
                 let formed = gpu.x16_scratch(call.tokens * cols)?;
                 form_f16_rows(gpu, rec, &call, cols, &formed, x16_norm_tokens())?;
-                let pipeline = gpu.pipeline(&coop_stages_knob(gemm::coop_x16_spec(ty, tile)))?;
+                let pipeline = gpu.pipeline(&coop_memory_knobs(gemm::coop_x16_spec(ty, tile)))?;
                 let call = GemmCall {
                     x: &formed,
                     x_stride: cols,
@@ -979,7 +995,7 @@ pub fn gemm_on(
             }
             let x_vec4 = call.x_stride.is_multiple_of(4);
             let spec = gemm::coop_spec(ty, tile, call.input, x_vec4);
-            let pipeline = gpu.pipeline(&coop_stages_knob(spec))?;
+            let pipeline = gpu.pipeline(&coop_memory_knobs(spec))?;
             tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
         }
         GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
