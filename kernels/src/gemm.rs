@@ -229,8 +229,10 @@ pub const COOP_WM: [u32; 2] = [2, 4];
 pub const COOP_WN: [u32; 2] = [1, 2];
 
 /// Allowed subgroups along the weight rows of a [`CoopTile`] of 32 rows a subgroup: 64 or 128
-/// rows a tile, the rows [`COOP_WN`] gives at 64 rows a subgroup with twice the subgroups.
-pub const COOP_WN_HALF_ROWS: [u32; 2] = [2, 4];
+/// rows a tile, the rows [`COOP_WN`] gives at 64 rows a subgroup with twice the subgroups, or
+/// 256 (16 subgroups, 512 threads: the most a workgroup of one stage holds, for the
+/// latency-bound decode GEMMs whose 128-row tile runs one workgroup a core).
+pub const COOP_WN_HALF_ROWS: [u32; 3] = [2, 4, 8];
 
 /// Allowed weight rows per subgroup of a [`CoopTile`]: 64 (four row fragments), and 32.
 pub const COOP_SUB_ROWS: [u32; 2] = [64, 32];
@@ -285,27 +287,25 @@ impl CoopTile {
     }
 
     /// Stages of the tiles in workgroup memory (`gemm_coop.wgsl`, STAGES): two wherever they
-    /// fit [`COOP_WORKGROUP_BYTES`] beside the staging blocks ([`CoopTile::staging_slots`]),
-    /// else one. Chunks of 32 columns always take two; of 64, the tiles of 64 rows do (the
-    /// 32-token one of 128 rows too, its epilogue two subgroups at a time), the 64- and
-    /// 128-token tiles of 128 rows (55 KiB and more in two stages) one.
+    /// fit [`COOP_WORKGROUP_BYTES`] beside two staging blocks ([`CoopTile::staging_slots`]),
+    /// else one. Chunks of 32 columns take two up to 128 rows × 128 tokens; of 64, the tiles
+    /// of 64 rows do (the 32-token one of 128 rows too, its epilogue two subgroups at a time),
+    /// the 64- and 128-token tiles of 128 rows (55 KiB and more in two stages) and the tiles of
+    /// 256 rows one.
     pub fn stages(self) -> u32 {
-        if self.tile_bytes(2) + self.staging_slots() * COOP_STAGING_BYTES <= COOP_WORKGROUP_BYTES {
+        if self.tile_bytes(2) + 2 * COOP_STAGING_BYTES <= COOP_WORKGROUP_BYTES {
             2
         } else {
             1
         }
     }
 
-    /// 16 × 16 f32 staging blocks of the epilogue (`gemm_coop.wgsl`, SLOTS): one per subgroup,
-    /// or two — the subgroups storing their fragments in turns of two — where that is what
-    /// lets two stages fit.
+    /// 16 × 16 f32 staging blocks of the epilogue (`gemm_coop.wgsl`, SLOTS): one per subgroup
+    /// where they fit beside the tiles in their stages, else two (the subgroups storing their
+    /// fragments in turns of two).
     pub fn staging_slots(self) -> u32 {
         let subgroups = self.wm * self.wn;
-        let two_stages = self.tile_bytes(2);
-        if two_stages + subgroups * COOP_STAGING_BYTES <= COOP_WORKGROUP_BYTES
-            || two_stages + 2 * COOP_STAGING_BYTES > COOP_WORKGROUP_BYTES
-        {
+        if self.tile_bytes(self.stages()) + subgroups * COOP_STAGING_BYTES <= COOP_WORKGROUP_BYTES {
             subgroups
         } else {
             2
@@ -1077,7 +1077,7 @@ mod tests {
     #[test]
     fn coop_tiles_fit_and_every_type_validates() {
         for t in CoopTile::for_type(GgmlType::Q4K) {
-            assert!(t.threads() <= 256, "{t:?}");
+            assert!(t.threads() <= 512, "{t:?}");
             // A thread's share of a chunk fits the kernel's named registers: 2, 4 or 8 weight
             // steps of 4 values (at most 4 of 4 + 4), or at 64 columns a run of 4 or 8
             // Q4_K words (two steps each); 1, 2, 4 or 8 input vec4s.
@@ -1099,16 +1099,20 @@ mod tests {
                 );
             }
             assert!(t.takes(GgmlType::Q4K), "{t:?}");
-            // One input quadruple only at the 32-token tile of 128 rows in chunks of 32 at 32
-            // rows a subgroup (eight subgroups).
-            let one = t.tm() == 32 && t.kc == 32 && t.threads() == 256;
-            assert_eq!(t.input_quads() == 1, one, "{t:?}");
+            // One input quadruple only at eight subgroups or more.
             assert!([1, 2, 4, 8].contains(&t.input_quads()), "{t:?}");
+            assert!(t.input_quads() > 1 || t.threads() >= 256, "{t:?}");
             assert!(t.workgroup_bytes() <= COOP_WORKGROUP_BYTES, "{t:?}");
-            // One stage only where two of 64-column tiles would pass 48 KiB: 64 tokens or
-            // more against 128 rows.
-            let one_stage = t.kc == 64 && t.tm() > 32 && t.tn() == 128;
+            // One stage only where two would pass 48 KiB: 64-column tiles of 64 tokens or
+            // more against 128 rows, and every tile of 256 rows.
+            let one_stage = (t.kc == 64 && t.tm() > 32 && t.tn() == 128) || t.tn() == 256;
             assert_eq!(t.stages() == 1, one_stage, "{t:?}");
+            // Two staging blocks only where one a subgroup would not fit beside the tiles.
+            let subgroups = t.wm * t.wn;
+            let all_fit =
+                t.tile_bytes(t.stages()) + subgroups * COOP_STAGING_BYTES <= COOP_WORKGROUP_BYTES;
+            let slots = if all_fit { subgroups } else { 2 };
+            assert_eq!(t.staging_slots(), slots, "{t:?}");
         }
         assert_eq!(CoopTile::DEFAULT.workgroup_bytes(), COOP_WORKGROUP_BYTES);
         for ty in GgmlType::ALL {

@@ -9,7 +9,8 @@
 # chunks of 32 (33 / 27 KiB), the 64-row tile in chunks of 64 (GPUPORT_COOP_HALF_WN=2: 128
 # threads, 31 KiB). (2) 32 / 64 streams of the 8B: o, o at one token a workgroup in the input
 # norm, h. (3) The Llama GEMMs at 32 rows in one stage, two, and the one-input tile. (4) The
-# 1B as (2). (5) `kvc coop` (the one-input tile against the CPU).
+# 1B as (2). (5) On an H200, the GEMV line at 256 MB. (6) `kvc coop` (the one-input tile
+# against the CPU).
 set -u
 . docs/bench/device.sh
 device_setup "xtask-h xtask-o kvc-o" "e l" ""
@@ -34,6 +35,11 @@ for tag in s1 one one2; do
     t=$(grep -E '^gemm matrix.q4_K.33792x4096.*splits=1 ' "$R/w32-$tag.txt" | head -1 | awk '{print int($10)}')
     echo "$tag 264/528-workgroup grid: ${t:-?} µs"
 done
+# On an H200: issue 13's GEMV line at 256 MB (v43 left Q6_K at 0.708 there).
+if grep -q H200 "$R/gpu.txt"; then
+    timeout 90 ./.devbin/xtask-o bench --shapes large --tuned --json "$R/gemv-large.json" >"$R/gemv-large.txt" 2>&1
+    echo "gemv large rc=$? at $(el) s"; grep -E "^large" "$R/gemv-large.txt" | awk '{print $2, $3, $8}' | head -12; save
+fi
 timeout 100 ./.devbin/kvc-o coop_gemm_matches_cpu_for_every_type >"$R/kvc-coop.txt" 2>&1
 echo "kvc coop rc=$? at $(el) s"; grep -E "test result|panicked|differs|FAILED" "$R/kvc-coop.txt" | head -5
 device_finish

@@ -455,18 +455,22 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     };
     // In order of preference, each in chunks of `coop_kc` columns where the type takes them,
     // else 32.
-    let mut choices = Vec::with_capacity(3);
+    let mut choices = Vec::with_capacity(4);
     if tokens <= COOP_SPLIT_DECODE_ROWS && coop_sub_rows() == 32 {
         // Half the rows a subgroup: twice the subgroups over the same rows, or the same
         // subgroups over half the rows.
-        let wn = (t.wn * 2).min(coop_half_rows_wn());
+        // (`GPUPORT_COOP_HALF_WN=8`: the tile of 256 rows first, for A/Bs.)
+        let most = coop_half_rows_wn();
         let half = CoopTile {
-            wn,
+            wn: (t.wn * 2).min(most),
             sub_rows: 32,
             ..t
         };
+        if most == 8 && t.wn == 2 {
+            choices.push(CoopTile { wn: 8, ..half });
+        }
         choices.push(half);
-        if wn > 2 {
+        if half.wn > 2 {
             choices.push(CoopTile { wn: 2, ..half });
         }
     }
@@ -506,8 +510,9 @@ pub fn coop_sub_rows() -> u32 {
 pub const COOP_DECODE_SUB_ROWS: u32 = 32;
 
 /// Most subgroups along the rows of a tile of 32 rows a subgroup ([`coop_sub_rows`]): 4 (the
-/// rows of the tile at 64 a subgroup) unless `GPUPORT_COOP_HALF_WN` says 2 (half of them),
-/// for A/Bs; any other value is 4.
+/// rows of the tile at 64 a subgroup) unless `GPUPORT_COOP_HALF_WN` says 2 (half of them) or
+/// 8 (twice: 256 rows, 512 threads, where the tile at 64 a subgroup has two subgroups along
+/// the rows), for A/Bs; any other value is 4.
 pub fn coop_half_rows_wn() -> u32 {
     static WN: OnceLock<u32> = OnceLock::new();
     let wn = knob(&WN, "GPUPORT_COOP_HALF_WN", 4);
