@@ -46,6 +46,6 @@ if grep -q H200 "$R/gpu.txt"; then
     timeout 90 ./.devbin/xtask-o bench --shapes large --tuned --json "$R/gemv-large.json" >"$R/gemv-large.txt" 2>&1
     echo "gemv large rc=$? at $(el) s"; grep -E "^large" "$R/gemv-large.txt" | awk '{print $2, $3, $8}' | head -12; save
 fi
-timeout 100 ./.devbin/kvc-o coop_gemm_matches_cpu_for_every_type >"$R/kvc-coop.txt" 2>&1
+timeout 140 ./.devbin/kvc-o coop_gemm_matches_cpu_for_every_type >"$R/kvc-coop.txt" 2>&1
 echo "kvc coop rc=$? at $(el) s"; grep -E "test result|panicked|differs|FAILED" "$R/kvc-coop.txt" | head -5
 device_finish
