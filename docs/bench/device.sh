@@ -56,7 +56,8 @@ par() {
     local out="$R/$1-par-$2${5:-}"
     timeout 80 env $4 "./.devbin/xtask-$2" bench-llm "target/m/$1.gguf" --steps 8 --parallel "$3" \
         --prompt-tokens 128 --gen-tokens 128 --json "$out.json" >"$out.txt" 2>&1
-    echo "$1 $3 $2${5:-} rc=$? at $(el) s: $(grep -o 'S_TG *[0-9.]* tok/s' "$out.txt" | paste -sd' ')"
+    echo "$1 $3 $2${5:-} rc=$? at $(el) s: $(grep -o 'S_TG *[0-9.]* tok/s' "$out.txt" | paste -sd' ')" \
+        "$(grep -o 'ids [0-9a-f]*' "$out.txt" | paste -sd' ')"
     save
 }
 

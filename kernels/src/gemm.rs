@@ -507,6 +507,19 @@ pub fn x16_spec(input: GemvInput, x_vec4: bool, norm_tokens: u32) -> KernelSpec 
     }
 }
 
+/// [`x16_spec`]'s norm form `input` ([`GemvInput::RmsNorm`] or [`GemvInput::RmsNormPlusOne`])
+/// over rows that are a split GEMM's partials plus its residual, which it also writes out
+/// (`gemm_x16.wgsl` SRC 1: `gemm_splits.wgsl`'s sum and the f16 pass in one dispatch, the
+/// same bits as both); `None` for the other forms.
+pub fn x16_split_spec(input: GemvInput, norm_tokens: u32) -> Option<KernelSpec> {
+    if !input.is_row_norm() {
+        return None;
+    }
+    let mut spec = x16_spec(input, true, norm_tokens);
+    spec.constants.push(("SRC", 1));
+    Some(spec)
+}
+
 /// Most tokens a workgroup of [`x16_spec`] forms in the norm forms ([`GemvInput::RmsNorm`],
 /// [`GemvInput::RmsNormPlusOne`]: their sums of squares are one vec4); the other forms take
 /// one invocation per four values.

@@ -103,6 +103,7 @@ pub fn all_specs() -> Vec<KernelSpec> {
         };
         for nt in 1..=most {
             out.extend([false, true].map(|v4| gemm::x16_spec(input, v4, nt)));
+            out.extend(gemm::x16_split_spec(input, nt));
         }
     }
     out.extend(stream::WG_VALUES.map(stream::spec));

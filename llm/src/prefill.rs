@@ -128,8 +128,9 @@ enum RowsIn<'t> {
     /// The int8 blocks the norm wrote (where `Model::q8_rows` holds).
     Blocks(&'t Tensor),
     /// The residual stream's rows, normed by the few-row GEMMs themselves (form, weights,
-    /// epsilon: `Model::norm_in_gemm`).
-    Raw(&'t Tensor, (GemvInput, &'t Tensor, f32)),
+    /// epsilon: `Model::norm_in_gemm`), or read as the normed f16 rows given, which the
+    /// output projection before formed (`Model::f16_norm_rows`).
+    Raw(&'t Tensor, (GemvInput, &'t Tensor, f32), Option<&'t Tensor>),
 }
 
 impl<'t> RowsIn<'t> {
@@ -306,6 +307,9 @@ impl Model {
             BatchRows::Table { .. } => true,
             BatchRows::Consecutive { whole, .. } => whole,
         };
+        // Whether `h` holds the f16 rows of the next input norm, formed by the output
+        // projection before it (`Model::f16_norm_rows`).
+        let mut rows_in_h = false;
         for (i, l) in w.layers.iter().enumerate() {
             let bias = l.qkv_bias.as_ref();
             let rows = [&x, &x_alt, &proj, &h];
@@ -315,7 +319,7 @@ impl Model {
                 (&l.attn_norm, &l.attn_in, bias),
                 rows,
                 (&qkv, &b.xq),
-                n,
+                (n, rows_in_h),
             )? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
@@ -371,7 +375,8 @@ impl Model {
                 GemvInput::Plain
             };
             let outs = [&attn, &x, &x_alt, &proj, &b.xq];
-            if self.batch_out(gpu, rec, &l.wo, outs, input, n)? {
+            let then = self.f16_norm_rows(gpu, &l.ffn_norm, &l.ffn_in, n);
+            if self.batch_out(gpu, rec, &l.wo, outs, (input, then, &h), n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             let rows = [&x, &x_alt, &proj, &h];
@@ -381,14 +386,19 @@ impl Model {
                 (&l.ffn_norm, &l.ffn_in, None),
                 rows,
                 (&gate, &b.xq),
-                n,
+                (n, then.is_some()),
             )? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
             let outs = [&gate, &x, &x_alt, &proj, &b.xq];
-            if self.batch_out(gpu, rec, &l.w_down, outs, glu, n)? {
+            let then = w
+                .layers
+                .get(i + 1)
+                .and_then(|next| self.f16_norm_rows(gpu, &next.attn_norm, &next.attn_in, n));
+            if self.batch_out(gpu, rec, &l.w_down, outs, (glu, then, &h), n)? {
                 std::mem::swap(&mut x, &mut x_alt);
             }
+            rows_in_h = then.is_some();
         }
         // The output norm of every row into `h` (`[rows, hidden]`).
         if self.fold_post_norm(gpu, rec, &w.output_norm, [&x, &x_alt, &proj])? {
@@ -402,7 +412,8 @@ impl Model {
     /// a folded post-norm's residual add first (from `x` into `x_next`; returns true, and the
     /// caller swaps them), then the norm of the residual rows into `h` (or their int8 blocks
     /// into `xq` where [`Model::q8_rows`] holds) or formed by the GEMMs themselves
-    /// ([`Model::norm_in_gemm`]).
+    /// ([`Model::norm_in_gemm`]) — or, where `formed`, read from `h` as the f16 rows the output
+    /// projection before formed ([`Model::f16_norm_rows`]).
     fn batch_normed_projections(
         &self,
         gpu: &Gpu,
@@ -410,14 +421,14 @@ impl Model {
         (norm, parts, bias): (&InputNorm, &Projections, Option<&Tensor>),
         [x, x_next, proj, h]: [&Tensor; 4],
         (out, xq): (&Tensor, &Tensor),
-        n: usize,
+        (n, formed): (usize, bool),
     ) -> Result<bool, GpuError> {
         let folded = self.fold_post_norm(gpu, rec, norm, [x, x_next, proj])?;
         let x = if folded { x_next } else { x };
         let q8 = self.q8_rows(gpu, &parts.stacks, n).then_some(xq);
         let own = norm.own();
         let input = match self.norm_in_gemm(gpu, own, &parts.stacks, n) {
-            Some(form) => RowsIn::Raw(x, form),
+            Some(form) => RowsIn::Raw(x, form, (formed && !folded).then_some(h)),
             None => {
                 self.batch_norm(gpu, rec, own, (x, h), q8)?;
                 RowsIn::of(h, q8)
@@ -505,15 +516,16 @@ impl Model {
     ) -> Result<(), GpuError> {
         let width: usize = parts.stacks.iter().map(|w| w.shape[0]).sum();
         let e = self.cfg.embd;
-        let mut norm = None;
+        let (mut norm, mut formed) = (None, None);
         let (input, x, x_stride) = match rows {
             RowsIn::Blocks(b) => {
                 let words = ops::Q8Blocks::words(e);
                 (GemvInput::Q8Blocks, b.view(0, n * words), words)
             }
             RowsIn::Normed(h) => self.rows_input(gpu, rec, &parts.stacks, (h, e), n, None)?,
-            RowsIn::Raw(x, (form, w, eps)) => {
+            RowsIn::Raw(x, (form, w, eps), f16_rows) => {
                 norm = Some((w, eps));
+                formed = f16_rows;
                 (form, x.clone(), e)
             }
         };
@@ -532,10 +544,36 @@ impl Model {
                 input,
                 norm,
             };
-            ops::gemm(gpu, rec, call, self.gemm_tile(w))?;
+            match formed {
+                Some(rows) => ops::gemm_f16_rows(gpu, rec, call, self.gemm_tile(w), rows)?,
+                None => ops::gemm(gpu, rec, call, self.gemm_tile(w))?,
+            }
             y_first += w.shape[0];
         }
         Ok(())
+    }
+
+    /// Where the GEMMs over `parts` at `n` rows run on tensor cores with f16 input rows that
+    /// norm them (behind a plain input norm, `norm`): the form, weights and epsilon with which
+    /// the output projection before forms those rows into the batch's `h`
+    /// (`ops::gemm_norm_rows`: where it splits, in the pass that adds its partials), so the
+    /// projections read them (`ops::gemm_f16_rows`) — one dispatch fewer, the same bits. Not
+    /// where `GPUPORT_NORM_ROWS=0` (to measure it).
+    fn f16_norm_rows<'n>(
+        &self,
+        gpu: &Gpu,
+        norm: &'n InputNorm,
+        parts: &Projections,
+        n: usize,
+    ) -> Option<(GemvInput, &'n Tensor, f32)> {
+        static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let off = *OFF.get_or_init(|| ops::env_or("GPUPORT_NORM_ROWS", 1u8) == 0);
+        let InputNorm::Plain(w) = norm else {
+            return None;
+        };
+        let form = self.norm_in_gemm(gpu, w, &parts.stacks, n)?;
+        let f16_rows = parts.stacks.iter().all(|s| ops::reads_f16_rows(gpu, s, n));
+        (f16_rows && !off).then_some(form)
     }
 
     /// Whether the GEMMs over `stacks` at `n` rows read int8 blocks: the one-row path takes
@@ -588,14 +626,16 @@ impl Model {
     /// rounded onto the one-row path's grid, as a plain input is) or runs on tensor cores
     /// without f16 input rows (formed once, not once per tile of weight rows); the pass that
     /// forms f16 input rows forms it itself. `input` [`GemvInput::Q8Blocks`]: the
-    /// int8 blocks are in `xq` already (the attention's combining pass wrote them).
+    /// int8 blocks are in `xq` already (the attention's combining pass wrote them). With
+    /// `then` (and no post-norms), the next input norm's f16 rows of the result too, into
+    /// `rows16` ([`Model::f16_norm_rows`]).
     fn batch_out(
         &self,
         gpu: &Gpu,
         rec: &mut Recorder<'_>,
         w: &Tensor,
         [a, x, x_next, proj, xq]: [&Tensor; 5],
-        input: GemvInput,
+        (input, then, rows16): (GemvInput, Option<(GemvInput, &Tensor, f32)>, &Tensor),
         n: usize,
     ) -> Result<bool, GpuError> {
         let post_norms = self.cfg.post_norms;
@@ -662,7 +702,17 @@ impl Model {
                 },
             )?;
         }
-        ops::gemm(gpu, rec, call, tile)?;
+        match then.filter(|_| !post_norms) {
+            Some((form, weights, eps)) => {
+                let rows = ops::NormRows {
+                    form,
+                    norm: (weights, eps),
+                    out: rows16,
+                };
+                ops::gemm_norm_rows(gpu, rec, call, tile, rows)?;
+            }
+            None => ops::gemm(gpu, rec, call, tile)?,
+        }
         Ok(!post_norms)
     }
 }

@@ -2322,3 +2322,208 @@ fn auto_gemm_path(gpu: &gpuport_runtime::Gpu, tokens: usize) -> ops::GemmPath {
     };
     ops::gemm_path(gpu, &probe, gpuport_kernels::gemm::GemmTile::DEFAULT).unwrap()
 }
+
+/// A GEMM followed by the normed f16 rows of its output (`ops::gemm_norm_rows`: where the GEMM
+/// splits along K, the split sum and the rows in one pass, `gemm_x16.wgsl` SRC 1) leaves the
+/// same bits in Y and in the rows as the GEMM and then the f16 pass over Y (`ops::gemm_on`,
+/// `ops::form_f16_rows`), whose rows are held to the CPU's norm of that Y here too — split 1
+/// to 3 ways (the int8 tiled kernel, and on tensor cores where the adapter has them), with and
+/// without a residual, both norm forms, 5 and 37 tokens, Y rows wider than the matrix. A GEMM
+/// reading those rows (`ops::gemm_f16_rows`) gives the bits of the GEMM that forms them
+/// itself. Refused: rows of a GEMM's output from a column past the first, and another form.
+#[test]
+fn gemm_norm_rows_match_the_gemm_then_its_f16_pass() {
+    let Some(gpu) = support::gpu() else { return };
+    use gpuport_kernels::gemm::{GemmTile, Q8Tile};
+    use gpuport_runtime::Tensor;
+    let (ty, rows, cols) = (GgmlType::Q8_0, 328, 512);
+    let raw = random_blocks(
+        ty,
+        rows * ty.row_bytes(cols).unwrap() / ty.block_bytes(),
+        71,
+    );
+    let w = gpu
+        .upload(&raw, Elem::Ggml(ty), &[rows, cols], "w")
+        .unwrap();
+    let nw: Vec<f32> = support::random_f32(rows, 72)
+        .iter()
+        .map(|v| 1.0 + 0.5 * v)
+        .collect();
+    let nwt = gpu.upload_f32(&nw, &[rows], "norm weights").unwrap();
+    let eps = 1e-5;
+    let f16s = |t: &Tensor| -> Vec<u16> {
+        gpu.readback(t)
+            .unwrap()
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect()
+    };
+    for (case, tokens) in [5usize, 37].into_iter().enumerate() {
+        let y_stride = rows + 4;
+        let x = support::random_f32(tokens * cols, 73 + case as u64);
+        let xt = gpu.upload_f32(&x, &[x.len()], "x").unwrap();
+        let words = ops::Q8Blocks::words(cols);
+        let blocks = gpu.zeros_f32(&[tokens * words], "x blocks").unwrap();
+        let mut rec = Recorder::new(&gpu);
+        let q8 = ops::Q8Blocks {
+            x: &xt,
+            rows: tokens,
+            width: cols,
+            gate: None,
+            blocks: &blocks,
+        };
+        ops::q8_blocks(&gpu, &mut rec, q8).unwrap();
+        rec.submit().unwrap();
+        let res = support::random_f32(tokens * y_stride, 74 + case as u64);
+        let rt = gpu.upload_f32(&res, &[res.len()], "residual").unwrap();
+        let tile = Q8Tile::for_tokens(tokens, gpu.subgroup_width());
+        let mut paths: Vec<(ops::GemmPath, bool)> = (1..=3)
+            .map(|splits| (ops::GemmPath::TilesQ8 { tile, splits }, true))
+            .collect();
+        if gpu.has_coop_f16() {
+            let t = ops::coop_tile(ty, rows, tokens);
+            paths.extend((1..=3).map(|splits| {
+                (
+                    ops::GemmPath::Coop {
+                        tile: t,
+                        splits,
+                        x16: true,
+                    },
+                    false,
+                )
+            }));
+        }
+        for (i, (path, q8)) in paths.into_iter().enumerate() {
+            let form = [gemv::GemvInput::RmsNorm, gemv::GemvInput::RmsNormPlusOne][i % 2];
+            let residual = (i + case) % 3 != 2;
+            let fresh = |what| gpu.zeros_f32(&[tokens * y_stride], what).unwrap();
+            let (y_ref, y) = (fresh("y, reference"), fresh("y"));
+            let out = |what| gpu.zeros(Elem::F16, &[tokens * rows], what).unwrap();
+            let (rows_ref, rows16) = (out("rows, reference"), out("rows"));
+            let call = |y| ops::GemmCall {
+                w: &w,
+                x: if q8 { &blocks } else { &xt },
+                y,
+                tokens,
+                x_stride: if q8 { words } else { cols },
+                y_stride,
+                y_first: 0,
+                residual: residual.then_some(&rt),
+                bias: None,
+                input: if q8 {
+                    gemv::GemvInput::Q8Blocks
+                } else {
+                    gemv::GemvInput::Plain
+                },
+                norm: None,
+            };
+            let limit = gpu.limits().max_storage_buffer_binding_size;
+            let mut rec = Recorder::new(&gpu);
+            ops::gemm_on(&gpu, &mut rec, call(&y_ref), path, limit).unwrap();
+            let over_y = ops::GemmCall {
+                x: &y_ref,
+                x_stride: y_stride,
+                input: form,
+                norm: Some((&nwt, eps)),
+                residual: None,
+                ..call(&y_ref)
+            };
+            ops::form_f16_rows(&gpu, &mut rec, &over_y, rows, &rows_ref, 4).unwrap();
+            let then = ops::NormRows {
+                form,
+                norm: (&nwt, eps),
+                out: &rows16,
+            };
+            ops::gemm_norm_rows_on(&gpu, &mut rec, call(&y), path, limit, then).unwrap();
+            rec.submit().unwrap();
+            let (want_y, got_y) = (
+                gpu.readback_f32(&y_ref).unwrap(),
+                gpu.readback_f32(&y).unwrap(),
+            );
+            let what = format!("{path:?}, {tokens} tokens, {form:?}, residual {residual}");
+            assert!(
+                want_y
+                    .iter()
+                    .zip(&got_y)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{what}: Y differs"
+            );
+            let (want, got) = (f16s(&rows_ref), f16s(&rows16));
+            assert_eq!(want, got, "{what}: the rows differ");
+            // The rows against the CPU's norm of that Y.
+            for t in 0..tokens {
+                let row = &got_y[t * y_stride..t * y_stride + rows];
+                let cpu = form.reference(row, &[], &nw, eps, rows);
+                for (k, c) in cpu.iter().enumerate() {
+                    let c = half::f16::from_f32(c.clamp(-65504.0, 65504.0)).to_f32();
+                    let g = half::f16::from_bits(got[t * rows + k]).to_f32();
+                    assert!(
+                        (g - c).abs() <= 1e-3 * c.abs() + 1e-6,
+                        "{what}: row {t} column {k}: {g} against {c}"
+                    );
+                }
+            }
+            // The next GEMM on those rows: the bits of the one that norms Y itself.
+            let next = gpu
+                .upload_f32(&support::random_f32(64 * rows, 75), &[64, rows], "next w")
+                .unwrap();
+            if !q8 && ops::takes_norm_rows(&gpu, &next, tokens) {
+                let (z_ref, z) = (fresh("z, reference"), fresh("z"));
+                let normed = |z| ops::GemmCall {
+                    w: &next,
+                    x: &y_ref,
+                    y: z,
+                    tokens,
+                    x_stride: y_stride,
+                    y_stride,
+                    y_first: 0,
+                    residual: None,
+                    bias: None,
+                    input: form,
+                    norm: Some((&nwt, eps)),
+                };
+                let mut rec = Recorder::new(&gpu);
+                ops::gemm(&gpu, &mut rec, normed(&z_ref), GemmTile::DEFAULT).unwrap();
+                ops::gemm_f16_rows(&gpu, &mut rec, normed(&z), GemmTile::DEFAULT, &rows16).unwrap();
+                rec.submit().unwrap();
+                let (a, b) = (
+                    gpu.readback_f32(&z_ref).unwrap(),
+                    gpu.readback_f32(&z).unwrap(),
+                );
+                assert!(
+                    a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{what}: the next GEMM on the formed rows differs"
+                );
+            }
+        }
+        // Refused: rows of a GEMM's output from its second column on, and a form not a norm.
+        let y = gpu.zeros_f32(&[tokens * y_stride], "y").unwrap();
+        let out = gpu.zeros(Elem::F16, &[tokens * rows], "rows").unwrap();
+        let call = ops::GemmCall {
+            w: &w,
+            x: &blocks,
+            y: &y,
+            tokens,
+            x_stride: words,
+            y_stride,
+            y_first: 0,
+            residual: Some(&rt),
+            bias: None,
+            input: gemv::GemvInput::Q8Blocks,
+            norm: None,
+        };
+        let path = ops::GemmPath::TilesQ8 { tile, splits: 2 };
+        let limit = gpu.limits().max_storage_buffer_binding_size;
+        let mut rec = Recorder::new(&gpu);
+        for (y_first, form) in [(1, gemv::GemvInput::RmsNorm), (0, gemv::GemvInput::Plain)] {
+            let then = ops::NormRows {
+                form,
+                norm: (&nwt, eps),
+                out: &out,
+            };
+            let bad = ops::GemmCall { y_first, ..call };
+            let err = ops::gemm_norm_rows_on(&gpu, &mut rec, bad, path, limit, then).unwrap_err();
+            assert_eq!(err.code(), "BAD_REQUEST", "{y_first} {form:?}: {err}");
+        }
+    }
+}

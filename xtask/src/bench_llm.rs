@@ -69,6 +69,10 @@ struct ParallelRun {
     compiled_after_precompile: usize,
     /// `decode_tokens_per_s` over the one-stream run's, when `--parallel` has one (issue 15's
     /// "8 streams ≥ 4× one stream").
+    /// FNV-1a over every stream's ids of the measured round, stream by stream: equal between
+    /// two builds or settings exactly when every stream generated the same tokens (what an
+    /// A/B of two ways to the same bits checks end to end).
+    ids_digest: String,
     over_one_stream: Option<f64>,
 }
 
@@ -337,8 +341,8 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             p.itl_p99_ms
         );
         println!(
-            "    precompiled {} pipelines in {:.2} s; {} compiled after it",
-            p.precompiled_pipelines, p.precompile_s, p.compiled_after_precompile
+            "    precompiled {} pipelines in {:.2} s; {} compiled after it; ids {}",
+            p.precompiled_pipelines, p.precompile_s, p.compiled_after_precompile, p.ids_digest
         );
         if let Some(x) = p.over_one_stream.filter(|_| p.streams > 1) {
             println!("    S_TG {x:.2}× one stream's");
@@ -381,7 +385,8 @@ fn parallel_run(
     let precompiled = engine.precompile()?;
     let after_precompile = gpu.pipelines.len();
     let vocab = model.cfg.vocab;
-    let mut round = |seed: u64, tokens: usize| -> anyhow::Result<(f64, f64, Vec<f64>)> {
+    let mut round = |seed: u64, tokens: usize| -> anyhow::Result<(f64, f64, Vec<f64>, String)> {
+        let mut out: Vec<Vec<u32>> = vec![Vec::new(); n];
         for i in 0..n {
             let job = GenJob {
                 prompt: ids(o.prompt_tokens, vocab, seed * 1000 + i as u64),
@@ -409,6 +414,7 @@ fn parallel_run(
                 match p {
                     Progress::Chunk(id, c) => {
                         let i = id.0 as usize;
+                        out[i].extend_from_slice(&c.ids);
                         if let Some(t) = last[i] {
                             let per = (now - t).as_secs_f64() * 1e3 / c.ids.len().max(1) as f64;
                             gaps.extend(std::iter::repeat_n(per, c.ids.len()));
@@ -428,6 +434,7 @@ fn parallel_run(
             (prefilled - start).as_secs_f64(),
             (end - prefilled).as_secs_f64(),
             gaps,
+            ids_digest(&out),
         ))
     };
     // A first round as long as the measured one compiles every pipeline it needs: kernels
@@ -437,7 +444,7 @@ fn parallel_run(
     // 3,959–4,018 with its pipelines cached).
     round(1, o.gen_tokens)?;
     let compiled = gpu.pipelines.len();
-    let (prefill_s, decode_s, mut gaps) = round(2, o.gen_tokens)?;
+    let (prefill_s, decode_s, mut gaps, digest) = round(2, o.gen_tokens)?;
     let compiled_while_measured = gpu.pipelines.len() - compiled;
     let compiled_after_precompile = gpu.pipelines.len() - after_precompile;
     gaps.sort_by(f64::total_cmp);
@@ -464,7 +471,22 @@ fn parallel_run(
         compiled_after_precompile,
         // Set once every run is in (set_over_one_stream).
         over_one_stream: None,
+        ids_digest: digest,
     })
+}
+
+/// FNV-1a (64-bit) over the streams' ids, each stream's count first.
+fn ids_digest(streams: &[Vec<u32>]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let words = streams
+        .iter()
+        .flat_map(|s| std::iter::once(s.len() as u32).chain(s.iter().copied()));
+    for word in words {
+        for b in word.to_le_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
 }
 
 /// `n` sequences with 64-token prompts decoded together, `tokens` steps each at 8 steps per
@@ -628,7 +650,19 @@ mod tests {
             precompile_s: 0.0,
             compiled_after_precompile: 0,
             over_one_stream: None,
+            ids_digest: String::new(),
         }
+    }
+
+    /// The digest tells streams' ids apart, their order and where one stream ends.
+    #[test]
+    fn ids_digest_tells_streams_apart() {
+        let d = |s: &[&[u32]]| ids_digest(&s.iter().map(|s| s.to_vec()).collect::<Vec<_>>());
+        assert_eq!(d(&[&[1, 2], &[3]]), d(&[&[1, 2], &[3]]));
+        assert_ne!(d(&[&[1, 2], &[3]]), d(&[&[1], &[2, 3]]));
+        assert_ne!(d(&[&[1, 2], &[3]]), d(&[&[3], &[1, 2]]));
+        assert_ne!(d(&[&[1, 2]]), d(&[&[1, 3]]));
+        assert_eq!(d(&[]).len(), 16);
     }
 
     /// Runs are divided by the one-stream run wherever it stands in the list; without one

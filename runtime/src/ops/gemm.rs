@@ -781,14 +781,112 @@ pub fn form_f16_rows(
         ..bytemuck::Zeroable::zeroed()
     };
     let norm_weights = call.norm.map_or(call.x, |(w, _)| w);
+    // The split form's partials, Y and residual (`gemm_x16.wgsl` SRC 1): unread here.
     super::launch(
         gpu,
         rec,
         &spec,
         &p,
-        &[call.x, out, call.x, norm_weights],
+        &[call.x, out, call.x, norm_weights, call.x, out, call.x],
         grid,
     )
+}
+
+/// An RMSNorm of each of a GEMM's output rows (its whole rows, after its residual), rounded to
+/// f16: the input rows of a following GEMM on tensor cores with f16 input rows
+/// ([`gemm_f16_rows`]), formed as that GEMM would form them itself (`gemm_x16.wgsl`: the same
+/// bits).
+#[derive(Clone, Copy)]
+pub struct NormRows<'a> {
+    /// [`GemvInput::RmsNorm`] or [`GemvInput::RmsNormPlusOne`].
+    pub form: GemvInput,
+    /// The norm's weights (one per output column of the GEMM) and epsilon.
+    pub norm: (&'a Tensor, f32),
+    /// The rows: `tokens × rows` f16 values, in a buffer of their own.
+    pub out: &'a Tensor,
+}
+
+/// Records [`gemm()`], then `rows` from its output. Where the GEMM splits along K over whole
+/// rows and adds a residual, one pass adds its partials and forms the rows
+/// (`gemm_x16.wgsl` SRC 1) where there would be two (`gemm_splits.wgsl`, then the f16 pass
+/// over Y); otherwise the f16 pass follows the GEMM. Y and the rows are the same bits either
+/// way, and the same as [`gemm()`] and then [`form_f16_rows`] over Y.
+pub fn gemm_norm_rows(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: GemmCall<'_>,
+    tile: GemmTile,
+    rows: NormRows<'_>,
+) -> Result<(), GpuError> {
+    check_tile(gpu, tile)?;
+    let path = gemm_path(gpu, &call, tile)?;
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    gemm_norm_rows_on(gpu, rec, call, path, limit, rows)
+}
+
+/// [`gemm_norm_rows`] on an explicit path and largest weight binding (as [`gemm_on`]).
+pub fn gemm_norm_rows_on(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: GemmCall<'_>,
+    path: GemmPath,
+    max_binding: u64,
+    rows: NormRows<'_>,
+) -> Result<(), GpuError> {
+    let (_, width, _, _) = matrix(call.w)?;
+    if !rows.form.is_row_norm() || call.y_first != 0 {
+        return Err(GpuError::Shape(format!(
+            "normed f16 rows of a GEMM's output: a {:?} form of its rows from column {} (an \
+             RMSNorm of whole rows)",
+            rows.form, call.y_first
+        )));
+    }
+    let extra = Extra {
+        formed: None,
+        then: Some(&rows),
+    };
+    if gemm_with(gpu, rec, call, path, max_binding, extra)? {
+        return Ok(());
+    }
+    let over_y = GemmCall {
+        x: call.y,
+        x_stride: call.y_stride,
+        input: rows.form,
+        norm: Some(rows.norm),
+        residual: None,
+        bias: None,
+        ..call
+    };
+    form_f16_rows(gpu, rec, &over_y, width, rows.out, x16_norm_tokens())
+}
+
+/// [`gemm()`] on input rows formed beforehand ([`gemm_norm_rows`]'s `out`): `call` names its
+/// input as it is (X, its norm form and weights); where the GEMM runs on tensor cores with f16
+/// input rows it reads `formed` instead of forming them, elsewhere it forms its input from
+/// `call` as [`gemm()`] does.
+pub fn gemm_f16_rows(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: GemmCall<'_>,
+    tile: GemmTile,
+    formed: &Tensor,
+) -> Result<(), GpuError> {
+    check_tile(gpu, tile)?;
+    let path = gemm_path(gpu, &call, tile)?;
+    let limit = gpu.limits().max_storage_buffer_binding_size;
+    let extra = Extra {
+        formed: Some(formed),
+        then: None,
+    };
+    gemm_with(gpu, rec, call, path, limit, extra).map(|_| ())
+}
+
+/// What a GEMM does beside its own work: read f16 input rows formed beforehand (`formed`), or
+/// form the next GEMM's from its output where its split sum can (`then`).
+#[derive(Clone, Copy, Default)]
+struct Extra<'a> {
+    formed: Option<&'a Tensor>,
+    then: Option<&'a NormRows<'a>>,
 }
 
 /// A tensor-core variant in less workgroup memory where the knobs say so — its tiles in one
@@ -864,6 +962,18 @@ pub fn gemm_on(
     path: GemmPath,
     max_binding: u64,
 ) -> Result<(), GpuError> {
+    gemm_with(gpu, rec, call, path, max_binding, Extra::default()).map(|_| ())
+}
+
+/// [`gemm_on`] with `extra`'s work; returns whether it formed `extra.then`'s rows.
+fn gemm_with(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: GemmCall<'_>,
+    path: GemmPath,
+    max_binding: u64,
+    extra: Extra<'_>,
+) -> Result<bool, GpuError> {
     let (ty, rows, cols, row_bytes) = matrix(call.w)?;
     check_call(&call, rows, cols)?;
     match path {
@@ -955,7 +1065,7 @@ pub fn gemm_on(
         )));
     }
     if rows == 0 || call.tokens == 0 {
-        return Ok(());
+        return Ok(false);
     }
     let m = Matrix {
         ty,
@@ -973,7 +1083,16 @@ pub fn gemm_on(
                 kc: 0,
                 splits: 1,
             };
-            tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
+            tiled(
+                gpu,
+                rec,
+                &call,
+                m,
+                &pipeline,
+                launch,
+                max_binding,
+                extra.then,
+            )
         }
         GemmPath::Coop { tile, splits, x16 } => {
             // X bound again as vec4s (binding 5) and as f16 quadruples (6), W as vec4s (7)
@@ -986,8 +1105,26 @@ pub fn gemm_on(
                 splits,
             };
             if x16 {
-                let formed = gpu.x16_scratch(call.tokens * cols)?;
-                form_f16_rows(gpu, rec, &call, cols, &formed, x16_norm_tokens())?;
+                let formed = match extra.formed {
+                    Some(f)
+                        if f.bytes >= 2 * (call.tokens * cols) as u64
+                            && !f.shares_buffer(call.y) =>
+                    {
+                        f.clone()
+                    }
+                    Some(f) => {
+                        return Err(GpuError::Shape(format!(
+                            "f16 input rows formed beforehand: {} bytes for {} tokens × {cols} \
+                             columns, or the output's own buffer",
+                            f.bytes, call.tokens
+                        )));
+                    }
+                    None => {
+                        let formed = gpu.x16_scratch(call.tokens * cols)?;
+                        form_f16_rows(gpu, rec, &call, cols, &formed, x16_norm_tokens())?;
+                        formed
+                    }
+                };
                 let pipeline = gpu.pipeline(&coop_memory_knobs(gemm::coop_x16_spec(ty, tile)))?;
                 let call = GemmCall {
                     x: &formed,
@@ -996,15 +1133,34 @@ pub fn gemm_on(
                     norm: None,
                     ..call
                 };
-                return tiled(gpu, rec, &call, m, &pipeline, launch, max_binding);
+                return tiled(
+                    gpu,
+                    rec,
+                    &call,
+                    m,
+                    &pipeline,
+                    launch,
+                    max_binding,
+                    extra.then,
+                );
             }
             let x_vec4 = call.x_stride.is_multiple_of(4);
             let spec = gemm::coop_spec(ty, tile, call.input, x_vec4);
             let pipeline = gpu.pipeline(&coop_memory_knobs(spec))?;
-            tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
+            tiled(
+                gpu,
+                rec,
+                &call,
+                m,
+                &pipeline,
+                launch,
+                max_binding,
+                extra.then,
+            )
         }
-        GemmPath::FewRows(t) => few_rows(gpu, rec, &call, m, t, max_binding),
-        GemmPath::FewRowsQ8(t) => few_rows(gpu, rec, &call, m, t, max_binding),
+        GemmPath::FewRows(t) | GemmPath::FewRowsQ8(t) => {
+            few_rows(gpu, rec, &call, m, t, max_binding).map(|_| false)
+        }
         GemmPath::TilesQ8 { tile, splits } => {
             let pipeline = gpu.pipeline(&gemm::tiles_q8_spec(ty, tile))?;
             let (tn, tm, kc) = q8_tile_shape(ty, tile);
@@ -1020,7 +1176,16 @@ pub fn gemm_on(
                 x_stride: call.x_stride / 4,
                 ..call
             };
-            tiled(gpu, rec, &call, m, &pipeline, launch, max_binding)
+            tiled(
+                gpu,
+                rec,
+                &call,
+                m,
+                &pipeline,
+                launch,
+                max_binding,
+                extra.then,
+            )
         }
     }
 }
@@ -1082,17 +1247,25 @@ fn check_call(call: &GemmCall<'_>, rows: usize, cols: usize) -> Result<(), GpuEr
 pub fn takes_norm_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
     static OFF: OnceLock<bool> = OnceLock::new();
     let off = *OFF.get_or_init(|| std::env::var("GPUPORT_GEMM_NORM").is_ok_and(|v| v == "0"));
+    if matrix(w).is_err() {
+        return false;
+    }
+    let few_rows = !takes_coop_rows(gpu, tokens) && tokens <= gemm::FEW_ROWS_MAX;
+    !off && (few_rows || reads_f16_rows(gpu, w, tokens))
+}
+
+/// Whether a GEMM over `w` at `tokens` rows on float input runs on tensor cores with f16 input
+/// rows ([`GemmPath::Coop`] with `x16`: [`form_f16_rows`] forms them, or [`gemm_f16_rows`]
+/// reads them formed).
+pub fn reads_f16_rows(gpu: &Gpu, w: &Tensor, tokens: usize) -> bool {
     let Ok((ty, rows, cols, _)) = matrix(w) else {
         return false;
     };
-    let on_coop = takes_coop_rows(gpu, tokens);
-    let few_rows = !on_coop && tokens <= gemm::FEW_ROWS_MAX;
-    let f16_rows = on_coop
+    takes_coop_rows(gpu, tokens)
         && matches!(
             coop_path(gpu, ty, (rows, cols), tokens),
             Some(GemmPath::Coop { x16: true, .. })
-        );
-    !off && (few_rows || f16_rows)
+        )
 }
 
 fn check_tile(gpu: &Gpu, tile: GemmTile) -> Result<(), GpuError> {
@@ -1186,7 +1359,10 @@ struct TiledLaunch {
 /// The dispatches of a tiled kernel (`gemm.wgsl`, `gemm_coop.wgsl`: one uniform block, a grid
 /// of `rows × tokens` tiles per weight chunk). Split along K, the grid's z holds the splits,
 /// which write raw sums into the device's split scratch, and `gemm_splits.wgsl` adds them
-/// (with the residual or bias) into Y.
+/// (with the residual or bias) into Y — or, where `then` asks for normed f16 rows of Y and
+/// the split sum covers whole rows with a residual, `gemm_x16.wgsl` SRC 1 adds them and forms
+/// the rows (returns true).
+#[allow(clippy::too_many_arguments)]
 fn tiled(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
@@ -1195,7 +1371,8 @@ fn tiled(
     pipeline: &crate::pipeline::Pipeline,
     launch: TiledLaunch,
     max_binding: u64,
-) -> Result<(), GpuError> {
+    then: Option<&NormRows<'_>>,
+) -> Result<bool, GpuError> {
     let limits = gpu.limits();
     let (tn, tm) = launch.tiles;
     let chunks = row_chunks(
@@ -1211,6 +1388,8 @@ fn tiled(
     } else {
         0
     };
+    let chunks_one = chunks.len() == 1;
+    let mut formed = false;
     for (first, n, byte_offset) in chunks {
         let y_offset = (call.y_first + first as usize) as u32;
         let part_elems = n as usize * call.tokens;
@@ -1269,6 +1448,13 @@ fn tiled(
         }
         let z = if split { launch.splits } else { 1 };
         rec.launch(pipeline, slot, &bindings, (grid.0, grid.1, z));
+        let whole_rows = chunks_one && first == 0 && n as usize == m.rows;
+        if let (Some(part), Some(r)) = (&scratch, then.filter(|_| whole_rows))
+            && split_norm_rows(gpu, rec, call, &p, (part, part_bytes), r)?
+        {
+            formed = true;
+            continue;
+        }
         if let Some(part) = &scratch {
             // Four outputs a thread where they share a token row (the partials as vec4s).
             let vec4 = n.is_multiple_of(4);
@@ -1296,7 +1482,69 @@ fn tiled(
             rec.launch(&sum, slot, &bindings, (grid.0, grid.1, 1));
         }
     }
-    Ok(())
+    Ok(formed)
+}
+
+/// The split sum of a GEMM over whole rows (`p`: the split kernel's uniform block; `part`: its
+/// partials and their bytes) with its residual, and `rows`' normed f16 rows of the result, in
+/// one pass (`gemm_x16.wgsl` SRC 1). Returns false, recording nothing, where that pass does
+/// not apply: no residual, rows or strides not multiples of 4, or rows that do not fit
+/// `rows.out`.
+fn split_norm_rows(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    call: &GemmCall<'_>,
+    p: &GemmParams,
+    (part, part_bytes): (&Tensor, u64),
+    rows: &NormRows<'_>,
+) -> Result<bool, GpuError> {
+    let (n, tokens) = (p.rows as usize, call.tokens);
+    let Some(spec) = gemm::x16_split_spec(rows.form, x16_norm_tokens()) else {
+        return Ok(false);
+    };
+    let (weights, eps) = rows.norm;
+    let applies = residual_mode(call) == 1
+        && n.is_multiple_of(4)
+        && call.y_stride.is_multiple_of(4)
+        && call.y_first.is_multiple_of(4)
+        && elems(weights) == n
+        && x16_fits(gpu, tokens, n)
+        && rows.out.bytes >= 2 * (tokens * n) as u64
+        && ![call.y, part].iter().any(|t| rows.out.shares_buffer(t));
+    if !applies {
+        return Ok(false);
+    }
+    let nt = x16_norm_tokens().clamp(1, gemm::X16_NORM_TOKENS_MAX);
+    let grid = grid_2d(
+        (tokens as u32).div_ceil(nt),
+        gpu.limits().max_compute_workgroups_per_dimension,
+    );
+    let p = GemmParams {
+        cols: n as u32,
+        x_stride: call.y_stride as u32,
+        x_aux: n as u32,
+        y_offset: call.y_first as u32,
+        y_stride: call.y_stride as u32,
+        residual: 1,
+        grid_x: grid.0,
+        eps,
+        ..*p
+    };
+    let pipeline = gpu.pipeline(&spec)?;
+    let slot = rec.uniform(&p)?;
+    let part = (part, 0, part_bytes);
+    let residual = call.residual.unwrap_or(call.y);
+    let bindings = [
+        part,
+        whole(rows.out),
+        part,
+        whole(weights),
+        part,
+        whole(call.y),
+        whole(residual),
+    ];
+    rec.launch(&pipeline, slot, &bindings, (grid.0, grid.1, 1));
+    Ok(true)
 }
 
 /// The dispatches of the few-row kernels (`gemm_rows.wgsl`, or `gemm_rows_q8.wgsl` on int8
