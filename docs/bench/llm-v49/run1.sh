@@ -40,17 +40,17 @@ for tag in s1 one2 w8; do
 done
 # Only what fits in ~7 minutes: the session's device time is nearly spent.
 before() { [ "$(el)" -lt "$1" ]; }
-for tag in $winners; do before 330 && par e o 32,64 "${ENVS[$tag]}" -$tag; done
-before 350 && par e h 32,64 X=1 -h
-before 370 && par l o 32,64 X=1 -nt4
-for tag in $winners; do before 380 && par l o 32,64 "${ENVS[$tag]}" -$tag; done
-before 380 && par e o 32,64 GPUPORT_X16_NORM_TOKENS=1 -nt1
+for tag in $winners; do before 300 && par e o 32,64 "${ENVS[$tag]}" -$tag; done
+before 320 && par e h 32,64 X=1 -h
+before 340 && par l o 32,64 X=1 -nt4
+for tag in $winners; do before 350 && par l o 32,64 "${ENVS[$tag]}" -$tag; done
+before 350 && par e o 32,64 GPUPORT_X16_NORM_TOKENS=1 -nt1
 # On an H200: issue 13's GEMV line at 256 MB (v43 left Q6_K at 0.708 there).
-if grep -q H200 "$R/gpu.txt" && before 370; then
+if grep -q H200 "$R/gpu.txt" && before 330; then
     timeout 60 ./.devbin/xtask-o bench --shapes large --tuned --json "$R/gemv-large.json" >"$R/gemv-large.txt" 2>&1
     echo "gemv large rc=$? at $(el) s"; grep -E "^large" "$R/gemv-large.txt" | awk '{print $2, $3, $8}' | head -12; save
 fi
-if before 330; then
+if before 280; then
     timeout 100 ./.devbin/kvc-o coop_gemm_matches_cpu_for_every_type gemm_norm_rows >"$R/kvc-coop.txt" 2>&1
     echo "kvc coop rc=$? at $(el) s"; grep -E "test result|panicked|differs|FAILED" "$R/kvc-coop.txt" | head -5
 fi
