@@ -568,9 +568,14 @@ impl Model {
     ) -> Option<(GemvInput, &'n Tensor, f32)> {
         static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let off = *OFF.get_or_init(|| ops::env_or("GPUPORT_NORM_ROWS", 1u8) == 0);
+        // With post-norms the output projection leaves its result apart (`batch_out`): no
+        // rows to form there.
         let InputNorm::Plain(w) = norm else {
             return None;
         };
+        if self.cfg.post_norms {
+            return None;
+        }
         let form = self.norm_in_gemm(gpu, w, &parts.stacks, n)?;
         let f16_rows = parts.stacks.iter().all(|s| ops::reads_f16_rows(gpu, s, n));
         (f16_rows && !off).then_some(form)
@@ -627,8 +632,8 @@ impl Model {
     /// without f16 input rows (formed once, not once per tile of weight rows); the pass that
     /// forms f16 input rows forms it itself. `input` [`GemvInput::Q8Blocks`]: the
     /// int8 blocks are in `xq` already (the attention's combining pass wrote them). With
-    /// `then` (and no post-norms), the next input norm's f16 rows of the result too, into
-    /// `rows16` ([`Model::f16_norm_rows`]).
+    /// `then` ([`Model::f16_norm_rows`]: never with post-norms), the next input norm's f16
+    /// rows of the result too, into `rows16`.
     fn batch_out(
         &self,
         gpu: &Gpu,
@@ -702,7 +707,7 @@ impl Model {
                 },
             )?;
         }
-        match then.filter(|_| !post_norms) {
+        match then {
             Some((form, weights, eps)) => {
                 let rows = ops::NormRows {
                     form,
