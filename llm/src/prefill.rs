@@ -557,8 +557,9 @@ impl Model {
     /// norm them (behind a plain input norm, `norm`): the form, weights and epsilon with which
     /// the output projection before forms those rows into the batch's `h`
     /// (`ops::gemm_norm_rows`: where it splits, in the pass that adds its partials), so the
-    /// projections read them (`ops::gemm_f16_rows`) — one dispatch fewer, the same bits. Not
-    /// where `GPUPORT_NORM_ROWS=0` (to measure it).
+    /// projections read them (`ops::gemm_f16_rows`) — one dispatch fewer, the same bits. Only
+    /// where `GPUPORT_NORM_ROWS=1` until a tensor-core adapter has run it end to end (v49: no
+    /// device lent; lavapipe has no tensor cores, so its batches never take this path).
     fn f16_norm_rows<'n>(
         &self,
         gpu: &Gpu,
@@ -566,8 +567,8 @@ impl Model {
         parts: &Projections,
         n: usize,
     ) -> Option<(GemvInput, &'n Tensor, f32)> {
-        static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let off = *OFF.get_or_init(|| ops::env_or("GPUPORT_NORM_ROWS", 1u8) == 0);
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on = *ON.get_or_init(|| ops::env_or("GPUPORT_NORM_ROWS", 0u8) == 1);
         // With post-norms the output projection leaves its result apart (`batch_out`): no
         // rows to form there.
         let InputNorm::Plain(w) = norm else {
@@ -578,7 +579,7 @@ impl Model {
         }
         let form = self.norm_in_gemm(gpu, w, &parts.stacks, n)?;
         let f16_rows = parts.stacks.iter().all(|s| ops::reads_f16_rows(gpu, s, n));
-        (f16_rows && !off).then_some(form)
+        (f16_rows && on).then_some(form)
     }
 
     /// Whether the GEMMs over `stacks` at `n` rows read int8 blocks: the one-row path takes

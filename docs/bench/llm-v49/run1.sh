@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# v49 call 1 (v48's run2.sh and more residency probes, in priority order). o = the build of
+# v49 call 1 — written, refused at every start this session (v48's run2.sh and more residency
+# probes, in priority order). o = the build of
 # this stop's fused norm rows commit: 336a0e3's kernels (the unrolled input-norm pass, GPUPORT_X16_NORM_TOKENS;
 # GPUPORT_COOP_STAGES=1: the tensor-core tiles in one stage) and two new 32-token tiles behind
 # knobs — 128 rows in chunks of 32 (one input quadruple a thread: $ONE, 33 KiB; 27 KiB with
 # GPUPORT_COOP_SLOTS=2) and 256 rows, 16 subgroups, one stage ($W8, 43 KiB); h = 565c428
 # (v47's code). o also forms the next input norm's f16 rows in the pass that adds a split
-# output projection's partials (GPUPORT_NORM_ROWS=0: apart, as before; the same bits: the
-# streams' `ids` digests must match).
+# output projection's partials (GPUPORT_NORM_ROWS=1; =0 apart, as before; the same bits:
+# the streams' `ids` digests must match).
 # (1) Residency: which 32-token tiles run two workgroups a core — `bench --matrix` grids of the
 # engine's tile (128 rows, 256 threads, 47 KiB), in one stage (25 KiB), the 128-row tile in
 # chunks of 32, the 64-row tile in chunks of 64 (GPUPORT_COOP_HALF_WN=2: 128 threads, 31 KiB),
@@ -27,7 +28,7 @@ for tag in s2 s1 one2; do gw 32 o "${ENVS[$tag]}" $tag; done
 gw 32 o GPUPORT_COOP_HALF_WN=2 wn2 "$WN2"
 gw 32 o "$W8" w8 "$W256"
 for tag in s2 s1 one2 w8; do gt 32 o "${ENVS[$tag]}" $tag 1,2,4; done
-par e o 32,64 X=1 -nt4
+par e o 32,64 GPUPORT_NORM_ROWS=1 -nr1
 par e o 32,64 GPUPORT_NORM_ROWS=0 -nr0
 # The 8B gate|up (28,672 rows) at the engine's splits, per tile.
 gu() { grep -E '^gemm llama8b.*28672 x  4096' "$R/g32-$1.txt" | head -1 | awk '{print int($10)}'; }

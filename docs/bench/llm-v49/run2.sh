@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# v49, the shortest call that answers the stop's two questions (run1.sh did not fit the device
-# time left after refused starts). o = the build of 0550238 (run1.sh's). (1) Residency:
-# `bench --matrix` grids of the engine's 32-token tile (47 KiB), in one stage (25 KiB), in
-# chunks of 32 with two staging blocks (27 KiB), and the 256-row tile (43 KiB, 512 threads).
-# (2) 32 / 64 streams of the 8B with the next norm's rows formed in the split sum (the
-# default) and apart (GPUPORT_NORM_ROWS=0): S_TG and the streams' ids digests, which must
-# match. (3) If time is left, the Llama GEMMs at 32 rows on the best tile.
+# v49, the shortest call that answers the stop's two questions — written, not run: after the
+# refused starts too little device time was left to start a machine. o = a build of HEAD
+# (`.devbin/xtask-o.xz`, rebuilt on a fresh machine). (1) Residency: `bench --matrix` grids
+# of the engine's 32-token tile (47 KiB), in one stage (25 KiB), in chunks of 32 with two
+# staging blocks (27 KiB), and the 256-row tile (43 KiB, 512 threads). (2) 32 / 64 streams of
+# the 8B with the next norm's rows formed in the split sum (GPUPORT_NORM_ROWS=1) and apart
+# (=0, the default): S_TG and the streams' ids digests, which must match. (3) If time is
+# left, the Llama GEMMs at 32 rows on the engine's tile, one stage, and 256 rows.
 set -u
 . docs/bench/device.sh
 device_setup "xtask-o" "e" ""
@@ -17,7 +18,7 @@ gw 32 o X=1 s2
 gw 32 o GPUPORT_COOP_STAGES=1 s1
 gw 32 o "$ONE2" one2
 gw 32 o "$W8" w8 "$W256"
-par e o 32,64 X=1 -nt4
+par e o 32,64 GPUPORT_NORM_ROWS=1 -nr1
 par e o 32,64 GPUPORT_NORM_ROWS=0 -nr0
 before() { [ "$(el)" -lt "$1" ]; }
 before 200 && gt 32 o X=1 s2 1,2,4
