@@ -1073,7 +1073,9 @@ fn gemm_with(
         cols,
         row_bytes,
     };
-    match path {
+    // The f16 input rows the tensor-core kernel reads, where it forms them here.
+    let formed_here;
+    let (call, pipeline, launch) = match path {
         GemmPath::Tiled(tile) => {
             let pipeline = gpu.pipeline(&gemm::spec(ty, tile, call.input))?;
             let launch = TiledLaunch {
@@ -1083,16 +1085,7 @@ fn gemm_with(
                 kc: 0,
                 splits: 1,
             };
-            tiled(
-                gpu,
-                rec,
-                &call,
-                m,
-                &pipeline,
-                launch,
-                max_binding,
-                extra.then,
-            )
+            (call, pipeline, launch)
         }
         GemmPath::Coop { tile, splits, x16 } => {
             // X bound again as vec4s (binding 5) and as f16 quadruples (6), W as vec4s (7)
@@ -1110,7 +1103,7 @@ fn gemm_with(
                         if f.bytes >= 2 * (call.tokens * cols) as u64
                             && !f.shares_buffer(call.y) =>
                     {
-                        f.clone()
+                        f
                     }
                     Some(f) => {
                         return Err(GpuError::Shape(format!(
@@ -1120,46 +1113,28 @@ fn gemm_with(
                         )));
                     }
                     None => {
-                        let formed = gpu.x16_scratch(call.tokens * cols)?;
-                        form_f16_rows(gpu, rec, &call, cols, &formed, x16_norm_tokens())?;
-                        formed
+                        formed_here = gpu.x16_scratch(call.tokens * cols)?;
+                        form_f16_rows(gpu, rec, &call, cols, &formed_here, x16_norm_tokens())?;
+                        &formed_here
                     }
                 };
                 let pipeline = gpu.pipeline(&coop_memory_knobs(gemm::coop_x16_spec(ty, tile)))?;
                 let call = GemmCall {
-                    x: &formed,
+                    x: formed,
                     x_stride: cols,
                     input: GemvInput::Plain,
                     norm: None,
                     ..call
                 };
-                return tiled(
-                    gpu,
-                    rec,
-                    &call,
-                    m,
-                    &pipeline,
-                    launch,
-                    max_binding,
-                    extra.then,
-                );
+                (call, pipeline, launch)
+            } else {
+                let x_vec4 = call.x_stride.is_multiple_of(4);
+                let spec = gemm::coop_spec(ty, tile, call.input, x_vec4);
+                (call, gpu.pipeline(&coop_memory_knobs(spec))?, launch)
             }
-            let x_vec4 = call.x_stride.is_multiple_of(4);
-            let spec = gemm::coop_spec(ty, tile, call.input, x_vec4);
-            let pipeline = gpu.pipeline(&coop_memory_knobs(spec))?;
-            tiled(
-                gpu,
-                rec,
-                &call,
-                m,
-                &pipeline,
-                launch,
-                max_binding,
-                extra.then,
-            )
         }
         GemmPath::FewRows(t) | GemmPath::FewRowsQ8(t) => {
-            few_rows(gpu, rec, &call, m, t, max_binding).map(|_| false)
+            return few_rows(gpu, rec, &call, m, t, max_binding).map(|_| false);
         }
         GemmPath::TilesQ8 { tile, splits } => {
             let pipeline = gpu.pipeline(&gemm::tiles_q8_spec(ty, tile))?;
@@ -1176,18 +1151,19 @@ fn gemm_with(
                 x_stride: call.x_stride / 4,
                 ..call
             };
-            tiled(
-                gpu,
-                rec,
-                &call,
-                m,
-                &pipeline,
-                launch,
-                max_binding,
-                extra.then,
-            )
+            (call, pipeline, launch)
         }
-    }
+    };
+    tiled(
+        gpu,
+        rec,
+        &call,
+        m,
+        &pipeline,
+        launch,
+        max_binding,
+        extra.then,
+    )
 }
 
 /// A weight matrix's type and shape.
