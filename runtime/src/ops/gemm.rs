@@ -818,9 +818,7 @@ pub fn gemm_norm_rows(
     tile: GemmTile,
     rows: NormRows<'_>,
 ) -> Result<(), GpuError> {
-    check_tile(gpu, tile)?;
-    let path = gemm_path(gpu, &call, tile)?;
-    let limit = gpu.limits().max_storage_buffer_binding_size;
+    let (path, limit) = engine_path(gpu, &call, tile)?;
     gemm_norm_rows_on(gpu, rec, call, path, limit, rows)
 }
 
@@ -871,9 +869,7 @@ pub fn gemm_f16_rows(
     tile: GemmTile,
     formed: &Tensor,
 ) -> Result<(), GpuError> {
-    check_tile(gpu, tile)?;
-    let path = gemm_path(gpu, &call, tile)?;
-    let limit = gpu.limits().max_storage_buffer_binding_size;
+    let (path, limit) = engine_path(gpu, &call, tile)?;
     let extra = Extra {
         formed: Some(formed),
         then: None,
@@ -947,10 +943,20 @@ pub fn gemm(
     call: GemmCall<'_>,
     tile: GemmTile,
 ) -> Result<(), GpuError> {
-    check_tile(gpu, tile)?;
-    let path = gemm_path(gpu, &call, tile)?;
-    let limit = gpu.limits().max_storage_buffer_binding_size;
+    let (path, limit) = engine_path(gpu, &call, tile)?;
     gemm_on(gpu, rec, call, path, limit)
+}
+
+/// The path [`gemm()`] takes for `call` ([`gemm_path`]; `tile`, checked, is the tiled
+/// kernel's where that runs) and the adapter's largest binding.
+fn engine_path(
+    gpu: &Gpu,
+    call: &GemmCall<'_>,
+    tile: GemmTile,
+) -> Result<(GemmPath, u64), GpuError> {
+    check_tile(gpu, tile)?;
+    let path = gemm_path(gpu, call, tile)?;
+    Ok((path, gpu.limits().max_storage_buffer_binding_size))
 }
 
 /// [`gemm()`] on an explicit path, with an explicit largest weight binding (tests force row
