@@ -574,12 +574,12 @@ impl Model {
         let InputNorm::Plain(w) = norm else {
             return None;
         };
-        if self.cfg.post_norms {
+        if !on || self.cfg.post_norms {
             return None;
         }
         let form = self.norm_in_gemm(gpu, w, &parts.stacks, n)?;
         let f16_rows = parts.stacks.iter().all(|s| ops::reads_f16_rows(gpu, s, n));
-        (f16_rows && on).then_some(form)
+        f16_rows.then_some(form)
     }
 
     /// Whether the GEMMs over `stacks` at `n` rows read int8 blocks: the one-row path takes

@@ -1481,14 +1481,14 @@ fn split_norm_rows(
     rows: &NormRows<'_>,
 ) -> Result<bool, GpuError> {
     let (n, tokens) = (p.rows as usize, call.tokens);
-    let Some(spec) = gemm::x16_split_spec(rows.form, x16_norm_tokens()) else {
+    let nt = x16_norm_tokens().clamp(1, gemm::X16_NORM_TOKENS_MAX);
+    let (Some(spec), Some(residual)) = (gemm::x16_split_spec(rows.form, nt), call.residual) else {
         return Ok(false);
     };
     let (weights, eps) = rows.norm;
-    let applies = residual_mode(call) == 1
-        && n.is_multiple_of(4)
+    // Whole rows from column 0 (`gemm_norm_rows_on` holds y_first to 0).
+    let applies = n.is_multiple_of(4)
         && call.y_stride.is_multiple_of(4)
-        && call.y_first.is_multiple_of(4)
         && elems(weights) == n
         && x16_fits(gpu, tokens, n)
         && rows.out.bytes >= 2 * (tokens * n) as u64
@@ -1496,7 +1496,6 @@ fn split_norm_rows(
     if !applies {
         return Ok(false);
     }
-    let nt = x16_norm_tokens().clamp(1, gemm::X16_NORM_TOKENS_MAX);
     let grid = grid_2d(
         (tokens as u32).div_ceil(nt),
         gpu.limits().max_compute_workgroups_per_dimension,
@@ -1515,7 +1514,6 @@ fn split_norm_rows(
     let pipeline = gpu.pipeline(&spec)?;
     let slot = rec.uniform(&p)?;
     let part = (part, 0, part_bytes);
-    let residual = call.residual.unwrap_or(call.y);
     let bindings = [
         part,
         whole(rows.out),
