@@ -230,9 +230,8 @@ pub const COOP_WN: [u32; 2] = [1, 2];
 
 /// Allowed subgroups along the weight rows of a [`CoopTile`] of 32 rows a subgroup: 64 or 128
 /// rows a tile, the rows [`COOP_WN`] gives at 64 rows a subgroup with twice the subgroups, or
-/// 256 (16 subgroups, 512 threads — one stage in chunks of 64, two in chunks of 32 — for the
-/// latency-bound decode GEMMs, whose tiles run one workgroup a core on an H100 however little
-/// workgroup memory they take: docs/coop-gemm.md, "Residency (v50)").
+/// 256 (16 subgroups, 512 threads: the most a workgroup of one stage holds, for the
+/// latency-bound decode GEMMs whose 128-row tile runs one workgroup a core).
 pub const COOP_WN_HALF_ROWS: [u32; 3] = [2, 4, 8];
 
 /// Allowed weight rows per subgroup of a [`CoopTile`]: 64 (four row fragments), and 32.
@@ -289,11 +288,10 @@ impl CoopTile {
 
     /// Stages of the tiles in workgroup memory (`gemm_coop.wgsl`, STAGES): two wherever they
     /// fit [`COOP_WORKGROUP_BYTES`] beside two staging blocks ([`CoopTile::staging_slots`]),
-    /// else one. Chunks of 32 columns take two up to 128 rows × 128 tokens and at 256 rows ×
-    /// 32 tokens (47 KiB, its epilogue two subgroups at a time); of 64, the tiles of 64 rows
-    /// do (the 32-token one of 128 rows too, its epilogue two subgroups at a time), the 64-
-    /// and 128-token tiles of 128 rows (55 KiB and more in two stages) and the tiles of 256
-    /// rows one.
+    /// else one. Chunks of 32 columns take two up to 128 rows × 128 tokens; of 64, the tiles
+    /// of 64 rows do (the 32-token one of 128 rows too, its epilogue two subgroups at a time),
+    /// the 64- and 128-token tiles of 128 rows (55 KiB and more in two stages) and the tiles of
+    /// 256 rows one.
     pub fn stages(self) -> u32 {
         if self.tile_bytes(2) + 2 * COOP_STAGING_BYTES <= COOP_WORKGROUP_BYTES {
             2
@@ -372,18 +370,16 @@ impl CoopTile {
     }
 
     /// Input quadruples (f16 or f32 vec4s) a thread fetches of each chunk (`gemm_coop.wgsl`,
-    /// NXS), rounded up: the 256-row tile in chunks of 32 has half as many as threads, and
-    /// its second half fetches none.
+    /// NXS).
     pub fn input_quads(self) -> u32 {
-        (self.tm() * self.kc / 4).div_ceil(self.threads())
+        self.tm() * self.kc / 4 / self.threads()
     }
 
     /// Whether a thread's share of a chunk is what the kernel's named registers hold: 1, 2, 4
     /// or 8 input quadruples, and 4 or 8 weight steps of 4 values at 32 columns a chunk (2 or
     /// 4 of 4 + 4 for the types that take 8 a step), a run of 4 or 8 Q4_K words (two steps
-    /// each) at 64. (One input quadruple: only the 32-token tiles in chunks of 32 — of 128
-    /// rows, 27-33 KiB in two stages, and of 256 rows, 47 KiB, half its threads fetching
-    /// none.)
+    /// each) at 64. (One input quadruple: only the 32-token tile of 128 rows in chunks of 32,
+    /// 27-33 KiB in two stages.)
     fn shares_fit(self) -> bool {
         let steps = self.tn() * self.kc / 4 / self.threads();
         let runs: &[u32] = if self.kc == 32 { &[4, 8] } else { &[8, 16] };
@@ -1121,10 +1117,8 @@ mod tests {
             assert!(t.input_quads() > 1 || t.threads() >= 256, "{t:?}");
             assert!(t.workgroup_bytes() <= COOP_WORKGROUP_BYTES, "{t:?}");
             // One stage only where two would pass 48 KiB: 64-column tiles of 64 tokens or
-            // more against 128 rows, and every tile of 256 rows but the 32-token one in
-            // chunks of 32.
-            let one_stage = (t.kc == 64 && t.tm() > 32 && t.tn() == 128)
-                || (t.tn() == 256 && (t.kc == 64 || t.tm() > 32));
+            // more against 128 rows, and every tile of 256 rows.
+            let one_stage = (t.kc == 64 && t.tm() > 32 && t.tn() == 128) || t.tn() == 256;
             assert_eq!(t.stages() == 1, one_stage, "{t:?}");
             // Two staging blocks only where one a subgroup would not fit beside the tiles.
             let subgroups = t.wm * t.wn;

@@ -100,10 +100,7 @@ override SLOTS: u32 = WM * WN;
 const EPS: u32 = select(4u, 8u, XB > 0u);
 override SPC: u32 = KC / EPS;
 override NWS: u32 = TN * SPC / WG;
-// Input quadruples a chunk, and a thread's share of them, rounded up: the 256-row tile of 512
-// threads in chunks of 32 has 256 (its second 256 threads fetch none: `input_vec`, `put_input`).
-override XQ: u32 = TM * KC / 4u;
-override NXS: u32 = (XQ + WG - 1u) / WG;
+override NXS: u32 = TM * KC / 4u / WG;
 
 // The tiles as f16 quadruples: a thread's four decoded values are one 8-byte store (four 2-byte
 // stores and their bank conflicts otherwise), and the fragment loads read them with a stride of
@@ -202,7 +199,7 @@ fn input_vec(c: u32, m0: u32, lid: u32, j: u32) -> vec4<f16> {
     let i = lid + j * WG;
     let t = m0 + i / (KC / 4u);
     let e = c * KC + (i % (KC / 4u)) * 4u;
-    let live = (t < p.tokens) & (e < p.cols) & (i < XQ);
+    let live = (t < p.tokens) & (e < p.cols);
     if XH == 1u {
         let at = p.x_offset + min(t, p.tokens - 1u) * p.x_stride + min(e, p.cols - 4u);
         return select(vec4<f16>(0.0), xh[at / 4u], live);
@@ -299,13 +296,9 @@ fn put_step(c: u32, lid: u32, j: u32, base: u32, a: vec4<f16>, b: vec4<f16>, kee
     }
 }
 
-// Input quadruple `j` of this thread's share into the input tile at `base` (none where the
-// tile has fewer quadruples than the workgroup threads: `XQ`).
 fn put_input(lid: u32, j: u32, base: u32, v: vec4<f16>) {
     let i = lid + j * WG;
-    if i < XQ {
-        xs[(base + (i / (KC / 4u)) * KS) / 4u + i % (KC / 4u)] = v;
-    }
+    xs[(base + (i / (KC / 4u)) * KS) / 4u + i % (KC / 4u)] = v;
 }
 
 // Steps as `fetch_steps` decoded them into the weight tile at `wbase` (zeros where `keep` is
