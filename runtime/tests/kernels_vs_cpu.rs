@@ -508,19 +508,21 @@ fn gemv_q8_input_matches_cpu() {
         .into_iter()
         .filter(|ty| gemv::takes_q8_input(*ty))
     {
-        // Odd and even block counts: 20 and 11 blocks of 32, 3 and 2 of 256.
-        let shapes = if ty.block_elems() == 256 {
-            [
+        // Odd and even block counts: 20 and 11 blocks of 32; 3, 2 and 19 of 256 (past the
+        // 16 blocks whose units Q6_K numbers in parity order, `q8dot/q6_k.wgsl`).
+        let shapes: &[(usize, gemv::GemvInput)] = if ty.block_elems() == 256 {
+            &[
                 (768, gemv::GemvInput::RmsNormPlusOne),
                 (512, gemv::GemvInput::Plain),
+                (4864, gemv::GemvInput::Plain),
             ]
         } else {
-            [
+            &[
                 (640, gemv::GemvInput::RmsNormPlusOne),
                 (352, gemv::GemvInput::Plain),
             ]
         };
-        for (cols, input) in shapes {
+        for &(cols, input) in shapes {
             check_q8_input(&gpu, ty, 45, cols, input, &tunables);
         }
     }

@@ -58,6 +58,12 @@ override WG: u32 = RG * TG;
 
 //!include q8dot/input.wgsl
 //!include q8dot
+
+// Units in a row of W (the q8dot snippets that number a row's units their own way read it).
+fn q8_row_units() -> u32 {
+    return p.cols / UNIT_COLS;
+}
+
 //!include q8dot/row_units.wgsl
 //!include gemm_store.wgsl
 

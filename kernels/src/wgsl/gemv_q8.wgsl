@@ -41,6 +41,12 @@ override UNROLL: u32 = 1u;
 //!include reduce
 //!include q8dot/input.wgsl
 //!include q8dot
+
+// Units in a row of W (the q8dot snippets that number a row's units their own way read it).
+fn q8_row_units() -> u32 {
+    return p.units_per_row * LANE_UNITS;
+}
+
 //!include q8dot/rows.wgsl
 
 @compute @workgroup_size(WG)

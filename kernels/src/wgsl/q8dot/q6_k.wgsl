@@ -11,9 +11,14 @@
 // are per 16 elements, the input block's sum per 32). The scale multiplies stay integer (at
 // most 2 * 127 * 16 * 128 * 127).
 //
-// Blocks are 2-byte aligned: neighbouring blocks alternate between starting on a word and 2
-// bytes into one, so every load is put together from the halves of two words where needed,
-// branch-free (neighbouring lanes differ).
+// Blocks are 2-byte aligned: where a row has an even number of them (every Llama shape),
+// neighbouring blocks alternate between starting on a word and 2 bytes into one, and a load
+// of one that starts 2 bytes in is put together from the halves of two words. The kernels'
+// lanes take consecutive units, so the units are numbered in parity order (`q6_unit`): in
+// each run of 16 blocks (64 units) the even blocks' units first, then the odd blocks' — the
+// 32 lanes of a subgroup then take blocks of one alignment together, and the halves' shifts
+// sit in a branch that the whole subgroup takes or skips (the loads stay outside it). Any
+// numbering gives the same units, so the sums are the same wherever it does not hold.
 const LANE_UNITS: u32 = 4u;
 
 @group(0) @binding(1) var<storage, read> w: array<u32>;
@@ -26,17 +31,33 @@ struct Words8 {
 }
 
 // The 32 bytes at byte `at` (2-aligned) of `w`: nine word loads, written out (a private array
-// would be spilled by some compilers).
+// would be spilled by some compilers), all issued before the branch that joins halves where
+// `at` is 2 bytes into a word (a load inside a branch would wait out its latency there).
 fn load32(at: u32) -> Words8 {
     let i = at >> 2u;
-    let odd = (at & 2u) != 0u;
     let a = vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
     let b = vec4<u32>(w[i + 4u], w[i + 5u], w[i + 6u], w[i + 7u]);
     let e = w[i + 8u];
+    if (at & 2u) == 0u {
+        return Words8(a, b);
+    }
     let s = vec4<u32>(16u);
     let a2 = (a >> s) | (vec4<u32>(a.y, a.z, a.w, b.x) << s);
     let b2 = (b >> s) | (vec4<u32>(b.y, b.z, b.w, e) << s);
-    return Words8(select(a, a2, odd), select(b, b2, odd));
+    return Words8(a2, b2);
+}
+
+// Unit `u` of a row in parity order: in the run of 16 blocks (64 units) that holds it — or the
+// m blocks left at a row's end — the units of the even blocks first, then the odd blocks'.
+// (`q8_row_units`, from the including kernel: units in a row.)
+fn q6_unit(u: u32) -> u32 {
+    let g = u / 64u;
+    let local = u % 64u;
+    let m = min(16u, q8_row_units() / 4u - 16u * g);
+    let evens = 4u * ((m + 1u) / 2u);
+    let odd = select(0u, 1u, local >= evens);
+    let k = local - odd * evens;
+    return 64u * g + 4u * (2u * (k / 4u) + odd) + k % 4u;
 }
 
 // The 16 bits at byte `at` (2-aligned) of `w`, in the low half.
@@ -61,17 +82,21 @@ struct UnitW {
     d: f32,
 }
 
-// Unit u = 4b + 2h + j meets input blocks 8b + 4h + j = 2u - j and that + 2.
+// Unit u (in parity order: v = q6_unit(u) = 4b + 2h + j) meets input blocks 8b + 4h + j =
+// 2v - j and that + 2.
 fn unit_input(u: u32, xb: u32) -> UnitX {
-    let xa = 2u * u - (u & 1u);
+    let v = q6_unit(u);
+    let xa = 2u * v - (v & 1u);
     return UnitX(x_block(xb, xa), x_block(xb, xa + 2u));
 }
 
-// Unit u of the row: block u / 4, half (u / 2) % 2, ql half j = u % 2.
+// Unit u of the row (in parity order: v = q6_unit(u)): block v / 4, half (v / 2) % 2, ql
+// half j = v % 2.
 fn unit_weights(row_start: u32, u: u32) -> UnitW {
-    let b = u >> 2u;
-    let h = (u >> 1u) & 1u;
-    let j = u & 1u;
+    let v = q6_unit(u);
+    let b = v >> 2u;
+    let h = (v >> 1u) & 1u;
+    let j = v & 1u;
     let at = row_start + 210u * b;
     let ql = load32(at + 64u * h + 32u * j);
     let qh = load32(at + 128u + 32u * h);
