@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# v50 call 3. Call 2 found a 12-KiB tile (64 rows, 128 threads, chunks of 32, one stage)
-# running two workgroups a core (264 workgroups in 84 µs against 69 for 132), where every
-# tile of 25 KiB and more ran one. Which of the 128-row tiles (256 threads) run two: chunks
-# of 32 in one stage with two staging blocks (15 KiB: $ONE2S1) or eight (21 KiB: $ONE8S1), and
-# chunks of 64 in one stage with two (25 KiB: $S1S2)? Grids of 132-528 workgroups against the
-# engine's tile; the Llama GEMMs at 32 rows; 32 / 64 streams of the 8B on each tile whose
-# gate|up beats the engine's (the ids digests must match); the 1B likewise. Then, if time is
-# left, call 1's fused norm rows (9% slower at 32 streams, the pass at four tokens a
-# workgroup: eight workgroups) at one token a workgroup, beside that setting alone. p = the
-# build of call 2; q = p + Q6_K's int8 units in parity order (a subgroup's lanes on blocks of
-# one alignment, the halves' join in a branch they take together): its GEMV at 256 MB and the
-# Llama GEMMs at 8 rows (the few-row int8 kernel), p and q interleaved.
+# v50 call 3 — written, not run (every start after call 2 was refused). Call 2 found a
+# 12-KiB tile (64 rows, 128 threads, chunks of 32, one stage) running two workgroups a core
+# (264 workgroups in 84 µs against 69 for 132), where every tile of 27 KiB and more ran one:
+# a core holds what fits 48 KiB. Which of the 128-row tiles (256 threads) run more than one:
+# chunks of 32 in one stage with two staging blocks (15 KiB: three?) or eight (21 KiB: two?),
+# and chunks of 64 in one stage with two (25 KiB: one?)? Grids of 132-528 workgroups against
+# the engine's tile; the Llama GEMMs at 32 rows; 32 / 64 streams of the 8B on each tile whose
+# gate|up beats the engine's (the ids digests must match). Q6_K's GEMV at 256 MB and the
+# Llama GEMMs at 8 rows (the few-row int8 kernel), p against q, two rounds. Then call 1's
+# fused norm rows (9% slower at 32 streams: the pass at four tokens a workgroup is eight
+# workgroups) at one token a workgroup, beside that setting alone. p = 8f69838 (v49's HEAD
+# and the 256-row tile in chunks of 32), q = ef51ada (Q6_K's int8 units in parity order).
+# Every step after the grids is guarded by the elapsed time: a shorter limit cuts the tail.
 set -u
 . docs/bench/device.sh
 device_setup "xtask-p xtask-q" "e l" ""
