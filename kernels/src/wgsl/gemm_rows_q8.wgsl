@@ -46,7 +46,7 @@ const QUAD_TRANSPOSED: bool = true;
 //!include q8dot/input.wgsl
 //!include q8dot
 
-// Units in a row of W (the q8dot snippets that number a row's units their own way read it).
+// Units in a row of W (read here and by the q8dot snippets that number them their own way).
 fn q8_row_units() -> u32 {
     return p.cols / UNIT_COLS;
 }
@@ -60,7 +60,7 @@ fn main(l: Lanes) {
     let group = id / T;
     let lane = id % T;
     let row0 = (l.wg.x + l.wg.y * p.grid_x) * ROWS + group * RPT;
-    let units = p.cols / UNIT_COLS;
+    let units = q8_row_units();
     let last = p.rows - 1u;
     let s0 = p.w_offset + min(row0, last) * p.row_bytes;
     let s1 = p.w_offset + min(row0 + 1u, last) * p.row_bytes;

@@ -59,7 +59,7 @@ override WG: u32 = RG * TG;
 //!include q8dot/input.wgsl
 //!include q8dot
 
-// Units in a row of W (the q8dot snippets that number a row's units their own way read it).
+// Units in a row of W (read here and by the q8dot snippets that number them their own way).
 fn q8_row_units() -> u32 {
     return p.cols / UNIT_COLS;
 }
@@ -73,7 +73,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) i
     let h = id / RG;
     let row0 = wg.x * RG * RPT + g;
     let t0 = (wg.y * TG + h) * NX;
-    let units = p.cols / UNIT_COLS;
+    let units = q8_row_units();
     var u0 = 0u;
     var u1 = units;
     if p.split_chunks > 0u {

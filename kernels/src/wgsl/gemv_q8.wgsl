@@ -42,7 +42,7 @@ override UNROLL: u32 = 1u;
 //!include q8dot/input.wgsl
 //!include q8dot
 
-// Units in a row of W (the q8dot snippets that number a row's units their own way read it).
+// Units in a row of W (read here and by the q8dot snippets that number them their own way).
 fn q8_row_units() -> u32 {
     return p.units_per_row * LANE_UNITS;
 }
@@ -62,7 +62,7 @@ fn main(l: Lanes) {
     let s3 = p.w_offset + min(row0 + 3u, last) * p.row_bytes;
     var acc = vec4<f32>(0.0);
     if row0 < p.rows {
-        let units = p.units_per_row * LANE_UNITS;
+        let units = q8_row_units();
         // UNROLL units per iteration, branch-free: a unit past the row reads the row's last
         // (in bounds) and adds nothing. On NVIDIA a load inside a branch waits out its latency
         // before the next branch's loads issue (docs/design/coop-gemm.md), so guarding each
