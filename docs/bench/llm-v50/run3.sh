@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # v50 call 3 — written, not run (every start after call 2 was refused). Call 2 found a
 # 12-KiB tile (64 rows, 128 threads, chunks of 32, one stage) running two workgroups a core
-# (264 workgroups in 84 µs against 69 for 132), where every tile of 27 KiB and more ran one:
+# (264 workgroups in 84 µs against 69 for 132), where every tile of 24.5 KiB and more ran one:
 # a core holds what fits 48 KiB. Which of the 128-row tiles (256 threads) run more than one:
-# chunks of 32 in one stage with two staging blocks (15 KiB: three?) or eight (21 KiB: two?),
-# and chunks of 64 in one stage with two (25 KiB: one?)? Grids of 132-528 workgroups against
-# the engine's tile; the Llama GEMMs at 32 rows; 32 / 64 streams of the 8B on each tile whose
+# chunks of 32 in one stage with two staging blocks (14.5 KiB: three?) or eight (20.5 KiB:
+# two?) — the engine's tile in one stage (24.5 KiB) ran one in call 1. Grids of 132-528
+# workgroups against the engine's tile; the Llama GEMMs at 32 rows; 32 / 64 streams of the 8B on each tile whose
 # gate|up beats the engine's (the ids digests must match). Q6_K's GEMV at 256 MB and the
 # Llama GEMMs at 8 rows (the few-row int8 kernel), p against q, two rounds. Then call 1's
 # fused norm rows (9% slower at 32 streams: the pass at four tokens a workgroup is eight
@@ -18,8 +18,7 @@ device_setup "xtask-p xtask-q" "e l" ""
 timeout 12 ./.devbin/xtask-p bench --gemm-only --tuned --shapes llama --gemm-tokens 32 >/dev/null 2>&1
 G=q4_K:16896x4096,q4_K:33792x4096,q4_K:50688x4096,q4_K:67584x4096
 ONE="GPUPORT_COOP_KC=32 GPUPORT_COOP_ONE_INPUT=1 GPUPORT_COOP_STAGES=1"
-declare -A ENVS=([s2]=X=1 [one2s1]="$ONE GPUPORT_COOP_SLOTS=2" [one8s1]="$ONE"
-    [s1s2]="GPUPORT_COOP_STAGES=1 GPUPORT_COOP_SLOTS=2")
+declare -A ENVS=([s2]=X=1 [one2s1]="$ONE GPUPORT_COOP_SLOTS=2" [one8s1]="$ONE")
 before() { [ "$(el)" -lt "$1" ]; }
 q6() {
     timeout 40 "./.devbin/xtask-$1" bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
@@ -45,7 +44,6 @@ before 250 && par e p 32,64 X=1 -s2
 for tag in $winners; do before 290 && par e p 32,64 "${ENVS[$tag]}" -$tag; done
 before 270 && q6 p 2
 before 300 && q6 q 2
-before 300 && gw 32 p "${ENVS[s1s2]}" s1s2 "$G"
 before 320 && par e p 32 "GPUPORT_NORM_ROWS=1 GPUPORT_X16_NORM_TOKENS=1" -nr1nt1
 before 360 && par e p 32 "GPUPORT_X16_NORM_TOKENS=1" -nt1
 device_finish
