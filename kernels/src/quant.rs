@@ -138,6 +138,78 @@ pub fn dequantize(ty: GgmlType, data: &[u8]) -> Vec<f32> {
     out
 }
 
+/// Blocks in a group of Q6_K's GPU layout ([`gpu_layout`]).
+pub const Q6K_GROUP_BLOCKS: usize = 8;
+
+/// Q6_K's fields in one block, in GGUF order: (offset, bytes) of ql, qh, scales and d; in the
+/// GPU layout each is a plane of its group (the planes in this order).
+const Q6K_FIELDS: [(usize, usize); 4] = [(0, 128), (128, 64), (192, 16), (208, 2)];
+
+/// The group of `ty`'s GPU layout ([`gpu_layout`]) in bytes: the GPU copy is whole groups, and
+/// a binding of part of it starts on one. 1,680 for Q6_K (eight blocks); 1 for every type the
+/// GPU holds as stored (a binding may start at any row).
+pub fn gpu_group_bytes(ty: GgmlType) -> usize {
+    match ty {
+        GgmlType::Q6K => Q6K_GROUP_BLOCKS * ty.block_bytes(),
+        _ => 1,
+    }
+}
+
+/// Bytes of the GPU copy of `bytes` bytes of `ty` blocks: Q6_K's rounded up to whole groups.
+pub fn gpu_layout_bytes(ty: GgmlType, bytes: usize) -> usize {
+    bytes.next_multiple_of(gpu_group_bytes(ty))
+}
+
+/// `data` (whole blocks of `ty`) as the GPU holds it: every type as stored but Q6_K.
+///
+/// A Q6_K block is 210 bytes, so every other block of a row starts 2 bytes into a word and the
+/// kernels read its quants a word at a time, joining halves. On NVIDIA that bound its int8 GEMV
+/// at ~3.2 TB/s (0.71 of an H200's streaming ceiling): 32 lanes, each on its own 32-byte run,
+/// touch 32 sectors per word loaded, nine loads for a run that two 16-byte loads would move
+/// (docs/design/next-kernels.md, "Q6_K in groups"). Here the blocks go in groups of eight
+/// (1,680 bytes, a multiple of 16), numbered through the whole tensor, each group's fields in
+/// planes: the eight blocks' ql (8 × 128 bytes), then their qh (8 × 64), scales (8 × 16) and d
+/// (8 × 2), the last group padded with zero blocks. Every block's ql and qh runs and scales
+/// then start on 16 bytes, and a kernel finds block k of a group from its GGUF byte offset b
+/// (relative to a group's start: the bound range must start on one) as group b - 210 (k =
+/// b % 1680 / 210) — `quant/q6_k_groups.wgsl`. Same bytes, reordered.
+pub fn gpu_layout(ty: GgmlType, data: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if gpu_group_bytes(ty) == 1 {
+        return std::borrow::Cow::Borrowed(data);
+    }
+    let mut out = vec![0u8; gpu_layout_bytes(ty, data.len())];
+    write_gpu_layout(ty, data, |at, bytes| {
+        out[at..at + bytes.len()].copy_from_slice(bytes)
+    });
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`gpu_layout`] handed out a group at a time: `put(offset, bytes)` with each group of the GPU
+/// copy in order (a staging buffer takes them as they come, so an upload reorders its bytes
+/// once). Types the GPU holds as stored: one call with all of `data`.
+pub fn write_gpu_layout(ty: GgmlType, data: &[u8], mut put: impl FnMut(usize, &[u8])) {
+    if ty != GgmlType::Q6K {
+        put(0, data);
+        return;
+    }
+    let bb = ty.block_bytes();
+    debug_assert!(data.len().is_multiple_of(bb));
+    const GROUP: usize = Q6K_GROUP_BLOCKS * 210;
+    let mut to = [0u8; GROUP];
+    for (g, blocks) in data.chunks(GROUP).enumerate() {
+        let mut plane = 0;
+        for (at, len) in Q6K_FIELDS {
+            for (k, block) in blocks.chunks_exact(bb).enumerate() {
+                to[plane + k * len..plane + (k + 1) * len].copy_from_slice(&block[at..at + len]);
+            }
+            // A short last group's missing blocks: zeros.
+            to[plane + blocks.len() / bb * len..plane + Q6K_GROUP_BLOCKS * len].fill(0);
+            plane += Q6K_GROUP_BLOCKS * len;
+        }
+        put(g * GROUP, &to);
+    }
+}
+
 /// Byte offsets of the f16 scale fields inside one block of `ty` (for generating valid data).
 pub fn f16_fields(ty: GgmlType) -> &'static [usize] {
     match ty {
@@ -180,4 +252,57 @@ pub fn random_blocks(ty: GgmlType, blocks: usize, seed: u64) -> Vec<u8> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The GPU layout read back the way `quant/q6_k_groups.wgsl` addresses it: each field of
+    /// block i at its plane's offset gives the block as stored.
+    #[test]
+    fn q6k_groups_hold_every_field_where_the_kernels_look() {
+        let ty = GgmlType::Q6K;
+        for blocks in [1, 7, 8, 9, 16, 21] {
+            let data = random_blocks(ty, blocks, blocks as u64);
+            let gpu = gpu_layout(ty, &data);
+            assert_eq!(gpu.len(), blocks.div_ceil(8) * 1680);
+            for (i, block) in data.chunks_exact(210).enumerate() {
+                // The kernels' arithmetic on b = 210 i (quant/q6_k_groups.wgsl).
+                let b = 210 * i;
+                let k = b % 1680 / 210;
+                let g = b - 210 * k;
+                let planes = [(g + 128 * k, 0, 128), (g + 1024 + 64 * k, 128, 64)];
+                let fields = [(g + 1536 + 16 * k, 192, 16), (g + 1664 + 2 * k, 208, 2)];
+                for (to, at, len) in planes.into_iter().chain(fields) {
+                    assert_eq!(
+                        gpu[to..to + len],
+                        block[at..at + len],
+                        "block {i} of {blocks}"
+                    );
+                }
+            }
+            // The last group's padding blocks are zeros in every plane.
+            let g = (blocks - 1) / 8 * 1680;
+            for k in (blocks - 1) % 8 + 1..8 {
+                let pad = [
+                    (128 * k, 128),
+                    (1024 + 64 * k, 64),
+                    (1536 + 16 * k, 16),
+                    (1664 + 2 * k, 2),
+                ];
+                for (to, len) in pad {
+                    assert!(
+                        gpu[g + to..g + to + len].iter().all(|&v| v == 0),
+                        "padding {k}"
+                    );
+                }
+            }
+        }
+        let q4 = random_blocks(GgmlType::Q4K, 3, 1);
+        assert!(matches!(
+            gpu_layout(GgmlType::Q4K, &q4),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 }

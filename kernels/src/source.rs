@@ -101,6 +101,7 @@ fn file(path: &str) -> Option<&'static str> {
         "quant/q4_k.wgsl" => include_str!("wgsl/quant/q4_k.wgsl"),
         "quant/q5_k.wgsl" => include_str!("wgsl/quant/q5_k.wgsl"),
         "quant/q6_k.wgsl" => include_str!("wgsl/quant/q6_k.wgsl"),
+        "quant/q6_k_groups.wgsl" => include_str!("wgsl/quant/q6_k_groups.wgsl"),
         "coop_weights/any.wgsl" => include_str!("wgsl/coop_weights/any.wgsl"),
         "kv/f32.wgsl" => include_str!("wgsl/kv/f32.wgsl"),
         "kv/f16.wgsl" => include_str!("wgsl/kv/f16.wgsl"),

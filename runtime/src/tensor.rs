@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use gpuport_kernels::quant::GgmlType;
+use gpuport_kernels::quant::{self, GgmlType};
 
 use crate::device::Gpu;
 use crate::error::GpuError;
@@ -134,7 +134,9 @@ impl Gpu {
         }
     }
 
-    /// Uploads `data` as a tensor.
+    /// Uploads `data` as a tensor. GGUF blocks go up in their GPU layout
+    /// ([`gpu_layout`](gpuport_kernels::quant::gpu_layout): Q6_K's in groups of eight, every
+    /// other type as stored), so `data` must be whole blocks.
     pub fn upload(
         &self,
         data: &[u8],
@@ -142,6 +144,19 @@ impl Gpu {
         shape: &[usize],
         what: &str,
     ) -> Result<Tensor, GpuError> {
+        if let Elem::Ggml(ty) = elem {
+            if !data.len().is_multiple_of(ty.block_bytes()) {
+                return Err(GpuError::Shape(format!(
+                    "{what}: {} bytes are not whole {} blocks of {} bytes",
+                    data.len(),
+                    ty.name(),
+                    ty.block_bytes()
+                )));
+            }
+            if quant::gpu_group_bytes(ty) > 1 && !data.is_empty() {
+                return self.upload_laid_out(data, ty, shape, what);
+            }
+        }
         let buffer = self.storage_buffer(data.len() as u64, what)?;
         let t = Tensor {
             buffer,
@@ -160,6 +175,38 @@ impl Gpu {
         };
         self.queue.write_buffer(&t.buffer, 0, words);
         Ok(t)
+    }
+
+    /// [`Gpu::upload`] of GGUF blocks whose GPU layout reorders them (Q6_K's groups): written
+    /// straight into the queue's staging memory.
+    fn upload_laid_out(
+        &self,
+        data: &[u8],
+        ty: GgmlType,
+        shape: &[usize],
+        what: &str,
+    ) -> Result<Tensor, GpuError> {
+        // Whole groups are whole multiples of 16 bytes: no padding to words.
+        let bytes = quant::gpu_layout_bytes(ty, data.len()) as u64;
+        let buffer = self.storage_buffer(bytes, what)?;
+        let staging = wgpu::BufferSize::new(bytes)
+            .and_then(|size| self.queue.write_buffer_with(&buffer, 0, size));
+        let Some(mut staging) = staging else {
+            return Err(GpuError::Validation(format!(
+                "{what}: the queue refused {bytes} bytes of staging"
+            )));
+        };
+        quant::write_gpu_layout(ty, data, |at, bytes| {
+            staging.slice(at..at + bytes.len()).copy_from_slice(bytes)
+        });
+        drop(staging);
+        Ok(Tensor {
+            buffer,
+            offset: 0,
+            bytes,
+            elem: Elem::Ggml(ty),
+            shape: shape.to_vec(),
+        })
     }
 
     /// Uploads f32 values.

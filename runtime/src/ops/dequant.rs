@@ -2,7 +2,7 @@
 
 use gpuport_kernels::{dequant, grid_2d};
 
-use super::{ggml_type, launch, matrix, row_chunks, whole};
+use super::{ggml_type, launch, matrix, weight_chunks, whole};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
@@ -83,19 +83,14 @@ pub fn embed_chunked(
         )));
     }
     let limits = gpu.limits();
-    let chunks = row_chunks(
-        rows as u64,
-        row_bytes as u64,
-        max_binding,
-        u64::from(limits.min_storage_buffer_offset_alignment),
-    )?;
+    let chunks = weight_chunks(gpu, w, ty, rows, row_bytes, max_binding)?;
     let wg = 256;
     let grid = grid_2d(
         ((tokens * cols) as u32).div_ceil(wg),
         limits.max_compute_workgroups_per_dimension,
     );
     let pipeline = gpu.pipeline(&dequant::embed_spec(ty, wg))?;
-    for (first, n, byte_offset) in chunks {
+    for (first, n, byte_offset, len) in chunks {
         let p = dequant::EmbedParams {
             tokens: tokens as u32,
             cols: cols as u32,
@@ -109,7 +104,6 @@ pub fn embed_chunked(
             pad: [0; 3],
         };
         let slot = rec.uniform(&p)?;
-        let len = (n * row_bytes as u64).div_ceil(4) * 4;
         let storage = [(w, byte_offset, len), (ids, 0, ids.padded()), whole(out)];
         rec.launch(&pipeline, slot, &storage, (grid.0, grid.1, 1));
     }

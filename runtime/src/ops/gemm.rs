@@ -10,7 +10,7 @@ use gpuport_kernels::gemv::GemvInput;
 use gpuport_kernels::grid_2d;
 use gpuport_kernels::quant::GgmlType;
 
-use super::{elems, knob, knob_set, matrix, row_chunks, whole};
+use super::{elems, knob, knob_set, matrix, weight_chunks, whole};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
@@ -1357,12 +1357,7 @@ fn tiled(
 ) -> Result<bool, GpuError> {
     let limits = gpu.limits();
     let (tn, tm) = launch.tiles;
-    let chunks = row_chunks(
-        m.rows as u64,
-        m.row_bytes as u64,
-        max_binding,
-        u64::from(limits.min_storage_buffer_offset_alignment),
-    )?;
+    let chunks = weight_chunks(gpu, call.w, m.ty, m.rows, m.row_bytes, max_binding)?;
     let split = launch.splits > 1;
     let col_chunks = m.cols.div_ceil(launch.kc.max(1) as usize) as u32;
     let split_chunks = if split {
@@ -1372,7 +1367,7 @@ fn tiled(
     };
     let chunks_one = chunks.len() == 1;
     let mut formed = false;
-    for (first, n, byte_offset) in chunks {
+    for (first, n, byte_offset, len) in chunks {
         let y_offset = (call.y_first + first as usize) as u32;
         let part_elems = n as usize * call.tokens;
         let scratch = if split {
@@ -1411,7 +1406,6 @@ fn tiled(
             )));
         }
         let slot = rec.uniform(&p)?;
-        let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
         // The partials: only this call's part of the scratch (which may be larger).
         let part_bytes = 4 * (launch.splits as usize * part_elems) as u64;
         let y = match &scratch {
@@ -1551,13 +1545,8 @@ fn few_rows(
         (spec, call.x_stride)
     };
     let pipeline = gpu.pipeline(&spec)?;
-    let chunks = row_chunks(
-        m.rows as u64,
-        m.row_bytes as u64,
-        max_binding,
-        u64::from(limits.min_storage_buffer_offset_alignment),
-    )?;
-    for (first, n, byte_offset) in chunks {
+    let chunks = weight_chunks(gpu, call.w, m.ty, m.rows, m.row_bytes, max_binding)?;
+    for (first, n, byte_offset, len) in chunks {
         let groups = (n as u32).div_ceil(t.rows);
         let grid = grid_2d(groups, limits.max_compute_workgroups_per_dimension);
         let p = GemmParams {
@@ -1579,7 +1568,6 @@ fn few_rows(
             eps: call.norm.map_or(0.0, |(_, eps)| eps),
         };
         let slot = rec.uniform(&p)?;
-        let len = (n * m.row_bytes as u64).div_ceil(4) * 4;
         let mut bindings = vec![
             (call.w, byte_offset, len),
             whole(call.x),

@@ -3,7 +3,7 @@
 
 use gpuport_kernels::gemv::{self, GemvInput};
 
-use super::{ggml_type, matrix, row_chunks, whole};
+use super::{ggml_type, matrix, weight_chunks, whole};
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::recorder::Recorder;
@@ -165,13 +165,8 @@ pub fn gemv_chunked(
     let pipeline = gpu.pipeline(&gemv::spec_with(ty, t, call.input, cols))?;
     let row_bytes = row_bytes as u64;
     let limits = gpu.limits();
-    let chunks = row_chunks(
-        rows as u64,
-        row_bytes,
-        max_binding,
-        u64::from(limits.min_storage_buffer_offset_alignment),
-    )?;
-    for (first, n, byte_offset) in chunks {
+    let chunks = weight_chunks(gpu, call.w, ty, rows, row_bytes as usize, max_binding)?;
+    for (first, n, byte_offset, len) in chunks {
         let (mut p, grid) = gemv::params(
             ty,
             n as u32,
@@ -183,7 +178,6 @@ pub fn gemv_chunked(
         .map_err(|e| GpuError::Shape(e.to_string()))?;
         p.y_offset = (call.y_first + first as usize) as u32;
         // The first chunk alone writes a folded form's new residual row.
-        let len = (n * row_bytes).div_ceil(4) * 4;
         let weights = (call.w, byte_offset, len);
         dispatch_gemv(rec, &pipeline, p, &call, weights, call.y, first == 0, grid)?;
     }

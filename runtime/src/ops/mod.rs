@@ -130,6 +130,55 @@ pub fn row_chunks(
     Ok(out)
 }
 
+/// Row ranges of the weight matrix `w` of `ty` (`rows` rows of `row_bytes`, GGUF sizes) that
+/// each fit one storage binding of `max_binding` bytes: `(first_row, rows, byte_offset,
+/// binding_bytes)`. A range starts where the adapter takes a binding offset and on a group of
+/// the type's GPU layout (a Q6_K group of eight blocks, `gpuport_kernels::quant::gpu_layout`),
+/// and binds the whole groups its rows touch: every range's end is the next one's start but
+/// the last's, which binds to the end of the tensor's last group (the range is halved where
+/// that would pass `max_binding`).
+pub(crate) fn weight_chunks(
+    gpu: &Gpu,
+    w: &Tensor,
+    ty: GgmlType,
+    rows: usize,
+    row_bytes: usize,
+    max_binding: u64,
+) -> Result<Vec<(u64, u64, u64, u64)>, GpuError> {
+    let group = gpuport_kernels::quant::gpu_group_bytes(ty) as u64;
+    let offsets = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
+    let align = offsets / gcd(offsets, group) * group;
+    let row_bytes = row_bytes as u64;
+    let mut chunks = row_chunks(rows as u64, row_bytes, max_binding, align)?;
+    let binding = |offset: u64, n: u64| {
+        let end = (offset + n * row_bytes)
+            .next_multiple_of(group)
+            .min(w.padded());
+        (end - offset).div_ceil(4) * 4
+    };
+    if let Some(&(first, n, offset)) = chunks.last()
+        && binding(offset, n) > max_binding
+    {
+        // Halve it on an aligned row: the first half ends where the second starts.
+        let step = align / gcd(align, row_bytes);
+        let half = n / 2 / step * step;
+        if half == 0 || binding(offset + half * row_bytes, n - half) > max_binding {
+            return Err(GpuError::TooLarge {
+                what: format!("{n} rows and their {} group", ty.name()),
+                bytes: binding(offset, n),
+                limit: max_binding,
+            });
+        }
+        chunks.pop();
+        chunks.push((first, half, offset));
+        chunks.push((first + half, n - half, offset + half * row_bytes));
+    }
+    Ok(chunks
+        .into_iter()
+        .map(|(first, n, offset)| (first, n, offset, binding(offset, n)))
+        .collect())
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }

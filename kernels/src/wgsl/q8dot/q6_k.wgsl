@@ -11,59 +11,16 @@
 // are per 16 elements, the input block's sum per 32). The scale multiplies stay integer (at
 // most 2 * 127 * 16 * 128 * 127).
 //
-// Blocks are 2-byte aligned: where a row has an even number of them (every Llama shape),
-// neighbouring blocks alternate between starting on a word and 2 bytes into one, and a load
-// of one that starts 2 bytes in is put together from the halves of two words. The kernels'
-// lanes take consecutive units, so the units are numbered in parity order (`q6_unit`): in
-// each run of 16 blocks (64 units) the even blocks' units first, then the odd blocks' — the
-// 32 lanes of a subgroup then take blocks of one alignment together, and the halves' shifts
-// sit in a branch that the whole subgroup takes or skips (the loads stay outside it). Any
-// numbering gives the same units, so the sums are the same wherever it does not hold.
+// The GPU holds Q6_K in groups of eight blocks with each field in a plane
+// (quant/q6_k_groups.wgsl), so a unit's ql and qh runs are two 16-byte loads each, its
+// block's scales one and its d one (a vec4 of the group's eight): six loads where GGUF's
+// 2-aligned blocks took 21 words, two-word joins half the time.
 const LANE_UNITS: u32 = 4u;
 
-@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
 
+//!include quant/q6_k_groups.wgsl
 //!include q8dot/two_blocks.wgsl
-
-struct Words8 {
-    lo: vec4<u32>,
-    hi: vec4<u32>,
-}
-
-// The 32 bytes at byte `at` (2-aligned) of `w`: nine word loads, written out (a private array
-// would be spilled by some compilers), all issued before the branch that joins halves where
-// `at` is 2 bytes into a word (a load inside a branch would wait out its latency there).
-fn load32(at: u32) -> Words8 {
-    let i = at >> 2u;
-    let a = vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
-    let b = vec4<u32>(w[i + 4u], w[i + 5u], w[i + 6u], w[i + 7u]);
-    let e = w[i + 8u];
-    if (at & 2u) == 0u {
-        return Words8(a, b);
-    }
-    let s = vec4<u32>(16u);
-    let a2 = (a >> s) | (vec4<u32>(a.y, a.z, a.w, b.x) << s);
-    let b2 = (b >> s) | (vec4<u32>(b.y, b.z, b.w, e) << s);
-    return Words8(a2, b2);
-}
-
-// Unit `u` of a row in parity order: in the run of 16 blocks (64 units) that holds it — or the
-// m blocks left at a row's end — the units of the even blocks first, then the odd blocks'.
-// (`q8_row_units`, from the including kernel: units in a row.)
-fn q6_unit(u: u32) -> u32 {
-    let g = u / 64u;
-    let local = u % 64u;
-    let m = min(16u, q8_row_units() / 4u - 16u * g);
-    let evens = 4u * ((m + 1u) / 2u);
-    let odd = select(0u, 1u, local >= evens);
-    let k = local - odd * evens;
-    return 64u * g + 4u * (2u * (k / 4u) + odd) + k % 4u;
-}
-
-// The 16 bits at byte `at` (2-aligned) of `w`, in the low half.
-fn load16(at: u32) -> u32 {
-    return w[at >> 2u] >> (8u * (at & 2u));
-}
 
 // The int8 words 4 (q - 32) of 16 elements: the ql nibbles already at bits 2..6 of each
 // byte, the qh words shifted so that the pair wanted is at bits 6..8.
@@ -82,39 +39,41 @@ struct UnitW {
     d: f32,
 }
 
-// Unit u (in parity order: v = q6_unit(u) = 4b + 2h + j) meets input blocks 8b + 4h + j =
-// 2v - j and that + 2.
+// Unit u = 4b + 2h + j meets input blocks 8b + 4h + j = 2u - j and that + 2.
 fn unit_input(u: u32, xb: u32) -> UnitX {
-    let v = q6_unit(u);
-    let xa = 2u * v - (v & 1u);
+    let xa = 2u * u - (u & 1u);
     return UnitX(x_block(xb, xa), x_block(xb, xa + 2u));
 }
 
-// Unit u of the row (in parity order: v = q6_unit(u)): block v / 4, half (v / 2) % 2, ql
-// half j = v % 2.
+// Unit u of the row: block u / 4, half (u / 2) % 2, ql half j = u % 2.
 fn unit_weights(row_start: u32, u: u32) -> UnitW {
-    let v = q6_unit(u);
-    let b = v >> 2u;
-    let h = (v >> 1u) & 1u;
-    let j = v & 1u;
-    let at = row_start + 210u * b;
-    let ql = load32(at + 64u * h + 32u * j);
-    let qh = load32(at + 128u + 32u * h);
+    let h = (u >> 1u) & 1u;
+    let j = u & 1u;
+    let q = q6_block(row_start + 210u * (u >> 2u));
+    let l = (q.ql + 64u * h + 32u * j) >> 4u;
+    let hq = (q.qh + 32u * h) >> 4u;
+    let ql0 = w[l];
+    let ql1 = w[l + 1u];
+    let qh0 = w[hq];
+    let qh1 = w[hq + 1u];
+    let sc = w[q.scales >> 4u];
+    let dw = w[q.d >> 4u];
     // Quarter j: low nibbles, qh bits 2j moved to 6..8; quarter j + 2: high nibbles, bits
     // 2j + 4.
     let lo = vec4<u32>(2u);
     let ha = vec4<u32>(6u - 2u * j);
     let hb = vec4<u32>(2u - 2u * j);
-    // Scales 8h + 2j, + 1 (quarter j) and 8h + 2j + 4, + 5 (quarter j + 2).
-    let sat = at + 192u + 8u * h + 2u * j;
-    let sa = unpack4xI8(load16(sat));
-    let sb = unpack4xI8(load16(sat + 4u));
-    let d = unpack2x16float(load16(at + 208u)).x;
+    // Scales 8h + 2j, + 1 (quarter j: word 2h, 2j bytes in) and 8h + 2j + 4, + 5 (quarter
+    // j + 2: word 2h + 1).
+    let sa = unpack4xI8(sc[2u * h] >> (16u * j));
+    let sb = unpack4xI8(sc[2u * h + 1u] >> (16u * j));
+    // d: 2k bytes into the group's d plane, k = the block in its group.
+    let d = unpack2x16float(dw[(q.d >> 2u) & 3u] >> (8u * (q.d & 2u))).x;
     return UnitW(
-        q6_words(ql.lo << lo, qh.lo << ha),
-        q6_words(ql.hi << lo, qh.hi << ha),
-        q6_words(ql.lo >> lo, qh.lo << hb),
-        q6_words(ql.hi >> lo, qh.hi << hb),
+        q6_words(ql0 << lo, qh0 << ha),
+        q6_words(ql1 << lo, qh1 << ha),
+        q6_words(ql0 >> lo, qh0 << hb),
+        q6_words(ql1 >> lo, qh1 << hb),
         vec4<i32>(sa.x, sa.y, sb.x, sb.y),
         d,
     );

@@ -1,0 +1,20 @@
+// Q6_K as the GPU holds it (quant.rs, `gpu_layout`): the GGUF blocks (128 bytes ql, 64 qh, 16
+// int8 scales, f16 d) in groups of eight, numbered through the whole tensor, each group's
+// fields in planes — the eight blocks' ql, then their qh, scales and d (1,680 bytes, a
+// multiple of 16). Kernels keep a block's GGUF byte offset b (from the start of the bound
+// range, which starts on a group): block k = b % 1680 / 210 of the group at b - 210 k. Every
+// field's run starts on 16 bytes but d's (2k bytes into its plane).
+
+// Byte offsets of one block's fields.
+struct Q6Block {
+    ql: u32,
+    qh: u32,
+    scales: u32,
+    d: u32,
+}
+
+fn q6_block(b: u32) -> Q6Block {
+    let k = (b % 1680u) / 210u;
+    let g = b - 210u * k;
+    return Q6Block(g + 128u * k, g + 1024u + 64u * k, g + 1536u + 16u * k, g + 1664u + 2u * k);
+}
