@@ -12,7 +12,8 @@ use crate::quant::GgmlType;
 pub struct DequantParams {
     /// Elements to write.
     pub elems: u32,
-    /// Byte offset of the first unit in the weight binding.
+    /// Byte offset of the first unit in the weight binding (a multiple of 1,680 for Q6_K, whose
+    /// groups the kernels count from the binding's start: `quant::gpu_layout`).
     pub w_offset: u32,
     /// Workgroups along x.
     pub grid_x: u32,

@@ -32,7 +32,8 @@ pub struct GemmParams {
     pub tokens: u32,
     /// Bytes per row of W.
     pub row_bytes: u32,
-    /// Byte offset of row 0 in the weight binding.
+    /// Byte offset of row 0 in the weight binding (a multiple of 1,680 for Q6_K, whose
+    /// groups the kernels count from the binding's start: `quant::gpu_layout`).
     pub w_offset: u32,
     /// Element offset of `X[0, 0]`.
     pub x_offset: u32,

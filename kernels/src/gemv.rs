@@ -19,7 +19,8 @@ pub struct GemvParams {
     pub units_per_row: u32,
     /// Bytes per row.
     pub row_bytes: u32,
-    /// Byte offset of row 0 in the weight binding.
+    /// Byte offset of row 0 in the weight binding (a multiple of 1,680 for Q6_K, whose
+    /// groups the kernels count from the binding's start: `quant::gpu_layout`).
     pub w_offset: u32,
     /// Element offset of `y[0]` in the output binding.
     pub y_offset: u32,

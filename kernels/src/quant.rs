@@ -171,8 +171,9 @@ pub fn gpu_layout_bytes(ty: GgmlType, bytes: usize) -> usize {
 /// planes: the eight blocks' ql (8 × 128 bytes), then their qh (8 × 64), scales (8 × 16) and d
 /// (8 × 2), the last group padded with zero blocks. Every block's ql and qh runs and scales
 /// then start on 16 bytes, and a kernel finds block k of a group from its GGUF byte offset b
-/// (relative to a group's start: the bound range must start on one) as group b - 210 (k =
-/// b % 1680 / 210) — `quant/q6_k_groups.wgsl`. Same bytes, reordered.
+/// (relative to a group's start: the bound range must start on one) as the group at b - 210k,
+/// k = b % 1680 / 210 (`quant/q6_k_groups.wgsl`). The same bytes reordered, and at most seven
+/// zero blocks after the last.
 pub fn gpu_layout(ty: GgmlType, data: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     if gpu_group_bytes(ty) == 1 {
         return std::borrow::Cow::Borrowed(data);

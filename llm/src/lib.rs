@@ -1,7 +1,7 @@
 //! # gpuport-llm
 //!
 //! The GGUF LLM executor on gpuport's runtime: configuration from metadata, weights uploaded as
-//! stored, a forward pass recorded into one compute pass per submit, GPU sampling, sessions
+//! stored (quantized; Q6_K reordered into groups), a forward pass recorded into one compute pass per submit, GPU sampling, sessions
 //! that keep their KV cache across turns, the MLC roles, tokenizers and chat templates, and the
 //! ranking of models for an adapter ([`recommend`]).
 //!

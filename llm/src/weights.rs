@@ -1,4 +1,5 @@
-//! The model's tensors on the GPU, uploaded as stored (quantized blocks stay quantized), each
+//! The model's tensors on the GPU, uploaded as stored (quantized blocks stay quantized; Q6_K's
+//! reordered into the kernels' groups by the upload, `gpuport_kernels::quant::gpu_layout`), each
 //! checked for the shape and type the forward pass needs; and the load plan that compares
 //! sizes with the adapter's limits before anything is uploaded.
 
@@ -183,17 +184,21 @@ pub fn plan(cfg: &ModelConfig, g: &Gguf, gpu: &Gpu, (ctx, kv): (usize, GgmlType)
             continue;
         }
         let Some(t) = g.tensor(&n.name) else { continue };
-        p.weight_bytes += t.bytes;
-        p.largest_tensor = p.largest_tensor.max(t.bytes);
-        if t.bytes > limits.max_buffer_size {
+        // The GPU copy: Q6_K's groups may add up to seven zero blocks (`gpu_layout`).
+        let bytes = t.ggml.map_or(t.bytes, |ty| {
+            gpuport_kernels::quant::gpu_layout_bytes(ty, t.bytes as usize) as u64
+        });
+        p.weight_bytes += bytes;
+        p.largest_tensor = p.largest_tensor.max(bytes);
+        if bytes > limits.max_buffer_size {
             p.blockers.push(format!(
                 "tensor {} needs a {}-byte buffer, the adapter allows {}",
-                t.name, t.bytes, limits.max_buffer_size
+                t.name, bytes, limits.max_buffer_size
             ));
-        } else if t.bytes > limits.max_storage_buffer_binding_size {
+        } else if bytes > limits.max_storage_buffer_binding_size {
             p.warnings.push(format!(
                 "tensor {} ({} bytes) is bound in chunks of at most {} bytes",
-                t.name, t.bytes, limits.max_storage_buffer_binding_size
+                t.name, bytes, limits.max_storage_buffer_binding_size
             ));
         }
     }

@@ -19,7 +19,8 @@ pub enum Elem {
     I32,
     /// u32.
     U32,
-    /// GGUF blocks (quantized or not), uploaded as stored.
+    /// GGUF blocks (quantized or not), uploaded in their GPU layout: as stored but Q6_K, whose
+    /// blocks go in groups of eight (`gpuport_kernels::quant::gpu_layout`).
     Ggml(GgmlType),
 }
 
@@ -41,7 +42,8 @@ pub struct Tensor {
     pub buffer: Arc<wgpu::Buffer>,
     /// Byte offset of the first element.
     pub offset: u64,
-    /// Bytes of data (before padding).
+    /// Bytes of data (before padding to words): for GGUF blocks the GPU layout's, so a Q6_K
+    /// tensor's bytes are its groups', its last group's zero blocks included.
     pub bytes: u64,
     /// Element type.
     pub elem: Elem,

@@ -508,8 +508,8 @@ fn gemv_q8_input_matches_cpu() {
         .into_iter()
         .filter(|ty| gemv::takes_q8_input(*ty))
     {
-        // Odd and even block counts: 20 and 11 blocks of 32; 3, 2 and 19 of 256 (past the
-        // 16 blocks whose units Q6_K numbers in parity order, `q8dot/q6_k.wgsl`).
+        // Odd and even block counts: 20 and 11 blocks of 32; 3, 2 and 19 of 256 (Q6_K's rows
+        // then straddle its groups of eight blocks, `quant/q6_k_groups.wgsl`).
         let shapes: &[(usize, gemv::GemvInput)] = if ty.block_elems() == 256 {
             &[
                 (768, gemv::GemvInput::RmsNormPlusOne),
@@ -666,7 +666,6 @@ fn gemv_q8_input_splits_across_bindings() {
     use gemv::GemvInput;
     let Some(gpu) = support::gpu() else { return };
     let subgroups = support::has_subgroups(&gpu);
-    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
     for ty in GgmlType::ALL
         .into_iter()
         .filter(|ty| gemv::takes_q8_input(*ty))
@@ -675,11 +674,7 @@ fn gemv_q8_input_splits_across_bindings() {
         let row_bytes = ty.row_bytes(cols).unwrap() as u64;
         // A chunk is one step of rows whose byte size is a multiple of the alignment: three
         // chunks, the last short.
-        let (mut a, mut b) = (align, row_bytes);
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        let step = align / a;
+        let step = chunk_step(&gpu, ty, row_bytes);
         let rows = (2 * step + 5) as usize;
         let raw = random_blocks(ty, rows * cols / ty.block_elems(), 3);
         let w = gpu
@@ -1814,7 +1809,6 @@ fn few_row_variant_cases(
     cols: usize,
 ) -> Vec<VariantCase> {
     let subgroups = support::has_subgroups(gpu);
-    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
     let max_wg = gpu.limits().max_compute_invocations_per_workgroup;
     let mut out = Vec::new();
     for ty in types {
@@ -1834,7 +1828,7 @@ fn few_row_variant_cases(
             assert!(t.is_valid() && t.wg <= max_wg, "{t:?}");
             // Chunks start on aligned byte offsets: whole multiples of `step` rows.
             let row_bytes = ty.row_bytes(cols).unwrap() as u64;
-            let step = align / gcd(align, row_bytes);
+            let step = chunk_step(gpu, ty, row_bytes);
             let rows = (3 * step as usize).max(37) + 5;
             let chunk_rows = step * (rows as u64 / step / 3).max(1);
             out.push(VariantCase {
@@ -1997,7 +1991,6 @@ fn tiled_int8_gemm_matches_cpu_for_every_type() {
         (16, 8, 4, 9, 64, 1),
         (64, 2, 2, 13, 26, 2),
     ];
-    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
     let q8_types = GgmlType::ALL
         .into_iter()
         .filter(|t| gemv::takes_q8_input(*t));
@@ -2010,7 +2003,7 @@ fn tiled_int8_gemm_matches_cpu_for_every_type() {
             let cols = 512;
             // Whole weights, or chunks on aligned byte offsets of a few rows each.
             let row_bytes = ty.row_bytes(cols).unwrap() as u64;
-            let step = align / gcd(align, row_bytes);
+            let step = chunk_step(&gpu, ty, row_bytes);
             let rows = (3 * step as usize).max(37) + 5 + 64 * (c % 2);
             let chunk_bytes = if c % 2 == 0 {
                 limit
@@ -2132,6 +2125,16 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// Rows of `ty` (`row_bytes` each) that a chunk of a weight binding steps by: its byte size a
+/// multiple of the adapter's offset alignment and of the type's GPU layout group (Q6_K's 1,680
+/// bytes), as `ops::weight_chunks` starts chunks.
+fn chunk_step(gpu: &gpuport_runtime::Gpu, ty: GgmlType, row_bytes: u64) -> u64 {
+    let offsets = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
+    let group = gpuport_kernels::quant::gpu_group_bytes(ty) as u64;
+    let align = offsets / gcd(offsets, group) * group;
+    align / gcd(align, row_bytes)
+}
+
 /// The tensor-core GEMM (where the adapter has f16 cooperative matrices: not lavapipe; run on
 /// the H200 by the command in docs/performance.md) against the CPU for every weight type:
 /// token counts past one tile and ragged (65, 130) and inside one (40: batched decode's rows
@@ -2150,7 +2153,6 @@ fn coop_gemm_matches_cpu_for_every_type() {
     if !support::has_coop_f16(&gpu) {
         return;
     }
-    let align = u64::from(gpu.limits().min_storage_buffer_offset_alignment);
     let mut n = 0;
     for ty in GgmlType::ALL {
         let tiles = ops::coop_tiles(&gpu, ty);
@@ -2182,7 +2184,7 @@ fn coop_gemm_matches_cpu_for_every_type() {
             let c = n;
             n += 1;
             let row_bytes = ty.row_bytes(cols).unwrap() as u64;
-            let step = align / gcd(align, row_bytes);
+            let step = chunk_step(&gpu, ty, row_bytes);
             let chunk_rows = step * (rows as u64 / step / 2).max(1);
             let max_binding = if c % 2 == 0 {
                 chunk_rows * row_bytes

@@ -14,7 +14,7 @@ fn w_u8(off: u32) -> u32 {
     return (w[off >> 2u] >> ((off & 3u) * 8u)) & 0xFFu;
 }
 
-// A 32-bit word starting at a 2-aligned byte offset. Branch-free: blocks of 18, 22, 34 or 210
+// A 32-bit word starting at a 2-aligned byte offset. Branch-free: blocks of 18, 22 or 34
 // bytes alternate between aligned and unaligned starts, so neighbouring lanes would otherwise
 // diverge. The second word is clamped to the binding (its bits are shifted out when aligned).
 fn w_u32(off: u32) -> u32 {

@@ -7,7 +7,7 @@ struct Params {
     cols: u32,      // columns of W: the reduction length
     tokens: u32,    // rows of X and Y
     row_bytes: u32, // bytes of a row of W
-    w_offset: u32,  // byte offset of row 0 in `w`
+    w_offset: u32,  // byte offset of row 0 in `w` (Q6_K: whole groups, quant/q6_k_groups.wgsl)
     x_offset: u32,  // element offset of X[0, 0] in `x`
     x_stride: u32,  // elements from X[t, 0] to X[t + 1, 0]
     x_aux: u32,     // XFORM 3, 4: element offset of the second operand after X[t, k]

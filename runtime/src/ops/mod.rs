@@ -93,8 +93,9 @@ pub(super) fn matrix(w: &Tensor) -> Result<(GgmlType, usize, usize, usize), GpuE
 }
 
 /// Row ranges `(first_row, rows, byte_offset)` of a row-major matrix such that each range fits
-/// one storage binding and starts at an offset the adapter accepts.
-pub fn row_chunks(
+/// one storage binding and starts at an offset the adapter accepts. Weight matrices go through
+/// [`weight_chunks`], which adds their GPU layout's groups.
+pub(crate) fn row_chunks(
     rows: u64,
     row_bytes: u64,
     max_binding: u64,
@@ -154,7 +155,8 @@ pub(crate) fn weight_chunks(
         let end = (offset + n * row_bytes)
             .next_multiple_of(group)
             .min(w.padded());
-        (end - offset).div_ceil(4) * 4
+        // A shape that claims more rows than were uploaded binds nothing past the buffer.
+        end.saturating_sub(offset).div_ceil(4) * 4
     };
     if let Some(&(first, n, offset)) = chunks.last()
         && binding(offset, n) > max_binding
