@@ -145,12 +145,15 @@ pub const Q6K_GROUP_BLOCKS: usize = 8;
 /// GPU layout each is a plane of its group (the planes in this order).
 const Q6K_FIELDS: [(usize, usize); 4] = [(0, 128), (128, 64), (192, 16), (208, 2)];
 
+/// Bytes of a Q6_K group: eight blocks of 210 (the last field's end).
+const Q6K_GROUP_BYTES: usize = Q6K_GROUP_BLOCKS * (Q6K_FIELDS[3].0 + Q6K_FIELDS[3].1);
+
 /// The group of `ty`'s GPU layout ([`gpu_layout`]) in bytes: the GPU copy is whole groups, and
 /// a binding of part of it starts on one. 1,680 for Q6_K (eight blocks); 1 for every type the
 /// GPU holds as stored (a binding may start at any row).
 pub fn gpu_group_bytes(ty: GgmlType) -> usize {
     match ty {
-        GgmlType::Q6K => Q6K_GROUP_BLOCKS * ty.block_bytes(),
+        GgmlType::Q6K => Q6K_GROUP_BYTES,
         _ => 1,
     }
 }
@@ -195,9 +198,8 @@ pub fn write_gpu_layout(ty: GgmlType, data: &[u8], mut put: impl FnMut(usize, &[
     }
     let bb = ty.block_bytes();
     debug_assert!(data.len().is_multiple_of(bb));
-    const GROUP: usize = Q6K_GROUP_BLOCKS * 210;
-    let mut to = [0u8; GROUP];
-    for (g, blocks) in data.chunks(GROUP).enumerate() {
+    let mut to = [0u8; Q6K_GROUP_BYTES];
+    for (g, blocks) in data.chunks(Q6K_GROUP_BYTES).enumerate() {
         let mut plane = 0;
         for (at, len) in Q6K_FIELDS {
             for (k, block) in blocks.chunks_exact(bb).enumerate() {
@@ -207,7 +209,7 @@ pub fn write_gpu_layout(ty: GgmlType, data: &[u8], mut put: impl FnMut(usize, &[
             to[plane + blocks.len() / bb * len..plane + Q6K_GROUP_BLOCKS * len].fill(0);
             plane += Q6K_GROUP_BLOCKS * len;
         }
-        put(g * GROUP, &to);
+        put(g * Q6K_GROUP_BYTES, &to);
     }
 }
 
