@@ -855,7 +855,14 @@ pub fn gemm_norm_rows_on(
         bias: None,
         ..call
     };
-    form_f16_rows(gpu, rec, &over_y, width, rows.out, x16_norm_tokens())
+    form_f16_rows(
+        gpu,
+        rec,
+        &over_y,
+        width,
+        rows.out,
+        x16_norm_tokens(call.tokens),
+    )
 }
 
 /// [`gemm()`] on input rows formed beforehand ([`gemm_norm_rows`]'s `out`): `call` names its
@@ -906,17 +913,33 @@ fn coop_memory_knobs(mut spec: gpuport_kernels::KernelSpec) -> gpuport_kernels::
     spec
 }
 
-/// Tokens a workgroup of the f16-input pass norms ([`form_f16_rows`] in the norm forms):
-/// [`X16_NORM_TOKENS`] by default; `GPUPORT_X16_NORM_TOKENS` moves it ([`form_f16_rows`]
-/// keeps it within 1 to [`gemm::X16_NORM_TOKENS_MAX`]).
-pub fn x16_norm_tokens() -> u32 {
-    static NT: OnceLock<u32> = OnceLock::new();
-    knob(&NT, "GPUPORT_X16_NORM_TOKENS", X16_NORM_TOKENS)
+/// Tokens a workgroup of the f16-input pass norms ([`form_f16_rows`] in the norm forms) for a
+/// GEMM of `tokens` rows: one up to [`X16_ONE_TOKEN_ROWS`] rows (batched decode), else
+/// [`X16_NORM_TOKENS`]; `GPUPORT_X16_NORM_TOKENS` sets it for every row count
+/// ([`form_f16_rows`] keeps it within 1 to [`gemm::X16_NORM_TOKENS_MAX`]).
+///
+/// Why: at four tokens a workgroup a batch of 32 rows is eight workgroups, each thread walking
+/// its share of four 4,096-wide rows; at one the same rows spread over 32 workgroups, a
+/// quarter of the chain each. The same sums in the same order (the same bits: every stream's
+/// ids digest equal). On an H100 (docs/performance.md, "v52", three interleaved rounds) 32 /
+/// 64 streams of the 8B went 2,687–2,699 / 3,967–3,973 → 2,725–2,729 / 3,979–4,025 tok/s and
+/// the 1B's 11,680 / 17,441 → 11,868 / 17,809. Prompts keep four (not measured at one).
+pub fn x16_norm_tokens(tokens: usize) -> u32 {
+    static NT: OnceLock<Option<u32>> = OnceLock::new();
+    match knob_set(&NT, "GPUPORT_X16_NORM_TOKENS") {
+        Some(set) => set,
+        None if tokens <= X16_ONE_TOKEN_ROWS => 1,
+        None => X16_NORM_TOKENS,
+    }
 }
 
-/// The default of [`x16_norm_tokens`]: four tokens a workgroup (the sums of squares one vec4
-/// a thread), as since v45.
+/// Tokens a workgroup of the f16-input pass norms for prompts (more than
+/// [`X16_ONE_TOKEN_ROWS`] rows): four (the sums of squares one vec4 a thread), as since v45.
 pub const X16_NORM_TOKENS: u32 = 4;
+
+/// Most rows at which [`x16_norm_tokens`] norms one token a workgroup: batched decode's
+/// ([`COOP_SPLIT_DECODE_ROWS`]).
+pub const X16_ONE_TOKEN_ROWS: usize = COOP_SPLIT_DECODE_ROWS;
 
 /// Fewest tokens a GEMM runs on the tensor-core kernel where the device has it (below, the
 /// few-row kernel): [`COOP_MIN_TOKENS`] by default; `GPUPORT_COOP_MIN_TOKENS` moves it (to
@@ -1120,7 +1143,14 @@ fn gemm_with(
                     }
                     None => {
                         formed_here = gpu.x16_scratch(call.tokens * cols)?;
-                        form_f16_rows(gpu, rec, &call, cols, &formed_here, x16_norm_tokens())?;
+                        form_f16_rows(
+                            gpu,
+                            rec,
+                            &call,
+                            cols,
+                            &formed_here,
+                            x16_norm_tokens(call.tokens),
+                        )?;
                         &formed_here
                     }
                 };
@@ -1475,7 +1505,7 @@ fn split_norm_rows(
     rows: &NormRows<'_>,
 ) -> Result<bool, GpuError> {
     let (n, tokens) = (p.rows as usize, call.tokens);
-    let nt = x16_norm_tokens().clamp(1, gemm::X16_NORM_TOKENS_MAX);
+    let nt = x16_norm_tokens(tokens).clamp(1, gemm::X16_NORM_TOKENS_MAX);
     let (Some(spec), Some(residual)) = (gemm::x16_split_spec(rows.form, nt), call.residual) else {
         return Ok(false);
     };
@@ -1587,6 +1617,19 @@ fn few_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_input_norm_takes_one_token_a_workgroup_at_batched_decodes_rows() {
+        if std::env::var_os("GPUPORT_X16_NORM_TOKENS").is_some() {
+            return; // the knob overrides the rule
+        }
+        for tokens in [1, 8, 32, X16_ONE_TOKEN_ROWS] {
+            assert_eq!(x16_norm_tokens(tokens), 1, "{tokens} rows");
+        }
+        for tokens in [X16_ONE_TOKEN_ROWS + 1, 128, 512] {
+            assert_eq!(x16_norm_tokens(tokens), X16_NORM_TOKENS, "{tokens} rows");
+        }
+    }
 
     #[test]
     fn int8_rows_move_to_tensor_cores_per_type() {
