@@ -923,7 +923,8 @@ fn coop_memory_knobs(mut spec: gpuport_kernels::KernelSpec) -> gpuport_kernels::
 /// quarter of the chain each. The same sums in the same order (the same bits: every stream's
 /// ids digest equal). On an H100 (docs/performance.md, "v52", three interleaved rounds) 32 /
 /// 64 streams of the 8B went 2,687–2,699 / 3,967–3,973 → 2,725–2,729 / 3,979–4,025 tok/s and
-/// the 1B's 11,680 / 17,441 → 11,868 / 17,809. Prompts keep four (not measured at one).
+/// the 1B's 11,680 / 17,441 → 11,868 / 17,809. Prompts keep four: at 512 rows one token a
+/// workgroup was ~2% slower (the 1B's prefill 37,141 / 39,483 → 36,622 / 38,109 tok/s).
 pub fn x16_norm_tokens(tokens: usize) -> u32 {
     static NT: OnceLock<Option<u32>> = OnceLock::new();
     match knob_set(&NT, "GPUPORT_X16_NORM_TOKENS") {
