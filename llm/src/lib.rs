@@ -1,9 +1,10 @@
 //! # gpuport-llm
 //!
 //! The GGUF LLM executor on gpuport's runtime: configuration from metadata, weights uploaded as
-//! stored (quantized; Q6_K reordered into groups), a forward pass recorded into one compute pass per submit, GPU sampling, sessions
-//! that keep their KV cache across turns, the MLC roles, tokenizers and chat templates, and the
-//! ranking of models for an adapter ([`recommend`]).
+//! stored (quantized; Q6_K reordered into groups), a forward pass recorded into one compute
+//! pass per submit, GPU sampling, sessions that keep their KV cache across turns, the MLC
+//! roles, tokenizers and chat templates, and the ranking of models for an adapter
+//! ([`recommend`]).
 //!
 //! ```no_run
 //! use gpuport_llm::{Model, Request, Sampling, Session, Tokenizer};
