@@ -184,8 +184,12 @@ pub fn row_group(heads: u32, kv_heads: u32, head_dim: u32, keys: u32) -> Option<
 /// Workgroups the causal pass over a row table aims for when it splits rows' keys
 /// ([`row_splits`]): batched decode's few rows gave a workgroup per (head group, row) and each
 /// walked every key of its row (the Llama-8B shape at 8 rows: 70 µs a layer, docs/performance.md
-/// v28).
-pub const ROW_SPLIT_WORKGROUPS: u32 = 1024;
+/// v28). 256 since v53 (1,024 from v32): on an H100 the 8B at 32 / 64 streams keeps one
+/// workgroup a (KV head, row) — 256 and 512 of them, no combining pass — and decoded 3.2–3.3%
+/// faster (four interleaved rounds), the 1B 1.3–1.6%, Gemma 3 1–2%, with the same ids for
+/// the 8B, SmolLM2 and Gemma 3 (the 1B's changed with its split count: another order of its
+/// sums); SmolLM2 edged toward 512 (docs/performance.md, "v53").
+pub const ROW_SPLIT_WORKGROUPS: u32 = 256;
 
 /// Most splits per row of the causal pass over a row table.
 pub const ROW_SPLITS_MAX: u32 = 16;

@@ -1011,9 +1011,17 @@ fn row_table_attention_splits_match_the_cpu() {
         Some((2, 112))
     );
     assert_eq!(
-        attention::row_splits(8, 64, 192, 32, 16, target),
+        attention::row_splits(8, 64, 192, 32, 16, 1024),
         Some((2, 96))
     );
+    // The Llama-8B shape's eight KV heads: split at 8 rows, one workgroup a (head, row) at
+    // batched decode's 32 and 64.
+    assert_eq!(
+        attention::row_splits(8, 8, 192, 32, 16, target),
+        Some((3, 64))
+    );
+    assert_eq!(attention::row_splits(8, 32, 256, 32, 16, target), None);
+    assert_eq!(attention::row_splits(8, 64, 256, 32, 16, target), None);
     assert_eq!(
         attention::row_splits(3, 8, 192, 32, 16, target),
         Some((6, 32))
