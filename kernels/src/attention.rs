@@ -163,8 +163,10 @@ pub fn row_table_keys(head_dim: u32, limit: u32) -> Option<u32> {
     })
 }
 
-/// Bytes of workgroup memory the per-row causal pass takes at `head_dim` and `keys` per block:
-/// the block staged in rows of `head_dim + 4` floats, the queries and the scores.
+/// Bytes of workgroup memory the per-row causal pass takes at most at `head_dim` and `keys` per
+/// block: the block staged in rows of `head_dim + 4` floats (an f32 cache; an f16 one's take
+/// half), the queries and the scores of the largest group [`row_group`] allows (a workgroup
+/// holds its own group's only).
 pub fn row_workgroup_bytes(head_dim: u32, keys: u32) -> u32 {
     keys * (head_dim / 4 + 1) * 16 + ROW_QUERY_VALUES * 4 + ROW_SCORES * 4
 }
@@ -323,13 +325,15 @@ pub fn prep_spec(wg: u32, reduction: Reduction, neox: bool, kv: GgmlType) -> Ker
 }
 
 /// The per-row causal pass (`attn_prefill.wgsl`) for heads of `head_dim` values (a multiple of
-/// 4) in blocks of `keys` keys ([`row_keys`]), over a cache of `kv` values.
-pub fn prefill_spec(head_dim: u32, keys: u32, kv: GgmlType) -> KernelSpec {
+/// 4) in blocks of `keys` keys ([`row_keys`]), `group` query heads a workgroup ([`row_group`]:
+/// it sizes the queries' and scores' workgroup memory), over a cache of `kv` values (staged as
+/// the cache holds them: an f16 cache's blocks take half the memory of an f32 one's).
+pub fn prefill_spec(head_dim: u32, keys: u32, group: u32, kv: GgmlType) -> KernelSpec {
     KernelSpec {
         family: Family::AttnPrefill,
         quant: Some(kv),
         reduction: None,
-        constants: vec![("HD", head_dim), ("KB", keys)],
+        constants: vec![("HD", head_dim), ("KB", keys), ("GROUP", group)],
     }
 }
 

@@ -127,14 +127,20 @@ pub fn all_specs() -> Vec<KernelSpec> {
             }
         }
         // The per-row causal pass at the head dims of the layouts served, at 48 and 16 KiB of
-        // workgroup memory, for prompts and for row tables.
+        // workgroup memory, for prompts and for row tables, at the GQA groups of Llama and
+        // Gemma 3 (4), SmolLM2 (3), Qwen2.5 0.5B (7), no sharing (1) and the most that fit.
         for hd in [64, 80, 128, 256] {
             for limit in [48 << 10, 16 << 10] {
-                if let Some(kb) = attention::row_keys(hd, limit) {
-                    out.push(attention::prefill_spec(hd, kb, kv));
-                }
-                if let Some(kb) = attention::row_table_keys(hd, limit) {
-                    out.push(attention::prefill_spec(hd, kb, kv));
+                let keys = [
+                    attention::row_keys(hd, limit),
+                    attention::row_table_keys(hd, limit),
+                ];
+                for kb in keys.into_iter().flatten() {
+                    for heads in [1, 3, 4, 7, 16] {
+                        if let Some(g) = attention::row_group(heads, 1, hd, kb) {
+                            out.push(attention::prefill_spec(hd, kb, g, kv));
+                        }
+                    }
                 }
             }
             // The subgroup row pass at GQA groups of 4 (Llama, Gemma 3) and 3 (SmolLM2), on 8-

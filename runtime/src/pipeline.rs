@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn loop_bounding_knobs_name_families_or_all() {
         use gpuport_kernels::{attention, gemm};
-        let attn = attention::prefill_spec(64, 16, gpuport_gguf::GgmlType::F16);
+        let attn = attention::prefill_spec(64, 16, 4, gpuport_gguf::GgmlType::F16);
         // The f32 tiled GEMM: a family that keeps the counter.
         let tiled = gemm::spec(
             gpuport_gguf::GgmlType::F32,

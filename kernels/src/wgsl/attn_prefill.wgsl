@@ -9,7 +9,9 @@
 // divisor of the GQA group heads / kv_heads, all of it unless its queries outgrow `qs`), which
 // share one KV head: each key and value row is read once for all of them. Keys go in blocks of
 // KB (KB · HD ≤ 4096 values, a block within one page), staged in workgroup memory:
-//   1. the block's keys, held in registers since the last block, go into `kvs`;
+//   1. the block's keys, held in registers since the last block, go into `kvs` as the cache
+//      holds them (`KvWord`s: packed halves for an f16 cache — half the workgroup memory of
+//      f32 rows, so more workgroups share a core — unpacked where they are read);
 //   2. scores: thread (head, key) dots its key with the head's query (`qs`) into `s`;
 //   3. the block's values go into `kvs` (zeros outside the row's keys) and the next block's
 //      keys and values are loaded into registers — their latency hides behind step 4;
@@ -37,43 +39,44 @@ const WG: u32 = 128u;
 override HD: u32 = 128u;
 override KB: u32 = 32u;
 override HD4: u32 = HD / 4u;
-// The staged block's row pitch in vec4s (one more than a row: the score threads' 16-byte reads
-// of consecutive keys fall in different banks).
+// The staged block's row pitch in cache words (one more than a row: the score threads' reads
+// of consecutive keys fall in different banks, 16-byte words or 8-byte ones).
 override KP: u32 = HD4 + 1u;
-// Vec4s of a block per thread (at most 8: the registers below).
+// Cache words (four values each) of a block per thread (at most 8: the registers below).
 override NL: u32 = (KB * HD4 + WG - 1u) / WG;
-// Most query values a workgroup holds (GROUP · HD) and most scores a block (GROUP · KB).
-const QMAX: u32 = 2048u;
-const SMAX: u32 = 512u;
+// Query heads a workgroup (the launcher's p.group; attention::row_group keeps GROUP · HD ≤
+// 2048 and GROUP · KB ≤ 512): the queries' and scores' memory is sized by it.
+override GROUP: u32 = 4u;
 
 // The batch's rows (attn_rows.wgsl).
 @group(0) @binding(6) var<storage, read> rows: array<u32>;
 
-var<workgroup> qs: array<vec4<f32>, QMAX / 4u>;
-var<workgroup> kvs: array<vec4<f32>, KB * KP>;
-var<workgroup> s: array<f32, SMAX>;
+var<workgroup> qs: array<vec4<f32>, GROUP * HD4>;
+var<workgroup> kvs: array<KvWord, KB * KP>;
+var<workgroup> s: array<f32, GROUP * KB>;
 
 //!include attn_pages.wgsl
 //!include attn_rows.wgsl
 //!include attn_row_pass.wgsl
 
-// This thread's share of a block: keys in k0.., values in v0.. (vec4s lid, lid + WG, ..).
-var<private> k0: vec4<f32>;
-var<private> k1: vec4<f32>;
-var<private> k2: vec4<f32>;
-var<private> k3: vec4<f32>;
-var<private> k4: vec4<f32>;
-var<private> k5: vec4<f32>;
-var<private> k6: vec4<f32>;
-var<private> k7: vec4<f32>;
-var<private> v0: vec4<f32>;
-var<private> v1: vec4<f32>;
-var<private> v2: vec4<f32>;
-var<private> v3: vec4<f32>;
-var<private> v4: vec4<f32>;
-var<private> v5: vec4<f32>;
-var<private> v6: vec4<f32>;
-var<private> v7: vec4<f32>;
+// This thread's share of a block as the cache holds it: keys in k0.., values in v0.. (cache
+// words lid, lid + WG, ..).
+var<private> k0: KvWord;
+var<private> k1: KvWord;
+var<private> k2: KvWord;
+var<private> k3: KvWord;
+var<private> k4: KvWord;
+var<private> k5: KvWord;
+var<private> k6: KvWord;
+var<private> k7: KvWord;
+var<private> v0: KvWord;
+var<private> v1: KvWord;
+var<private> v2: KvWord;
+var<private> v3: KvWord;
+var<private> v4: KvWord;
+var<private> v5: KvWord;
+var<private> v6: KvWord;
+var<private> v7: KvWord;
 
 // Where vec4 `n` of this thread's share of a block sits: its pool row offset and its slot in
 // `kvs` (a clamped copy of the block's last vec4 past its end).
@@ -86,36 +89,37 @@ fn share_at(lid: u32, n: u32, base: u32, row4: u32, kb4: u32) -> vec2<u32> {
 
 // The block from pool row `base` into the registers.
 fn fetch(lid: u32, base: u32, row4: u32, kb4: u32) {
-    k0 = kv_load(k[share_at(lid, 0u, base, row4, kb4).x]);
-    v0 = kv_load(v[share_at(lid, 0u, base, row4, kb4).x]);
+    k0 = k[share_at(lid, 0u, base, row4, kb4).x];
+    v0 = v[share_at(lid, 0u, base, row4, kb4).x];
     if NL > 1u {
-        k1 = kv_load(k[share_at(lid, 1u, base, row4, kb4).x]);
-        v1 = kv_load(v[share_at(lid, 1u, base, row4, kb4).x]);
+        k1 = k[share_at(lid, 1u, base, row4, kb4).x];
+        v1 = v[share_at(lid, 1u, base, row4, kb4).x];
     }
     if NL > 2u {
-        k2 = kv_load(k[share_at(lid, 2u, base, row4, kb4).x]);
-        v2 = kv_load(v[share_at(lid, 2u, base, row4, kb4).x]);
-        k3 = kv_load(k[share_at(lid, 3u, base, row4, kb4).x]);
-        v3 = kv_load(v[share_at(lid, 3u, base, row4, kb4).x]);
+        k2 = k[share_at(lid, 2u, base, row4, kb4).x];
+        v2 = v[share_at(lid, 2u, base, row4, kb4).x];
+        k3 = k[share_at(lid, 3u, base, row4, kb4).x];
+        v3 = v[share_at(lid, 3u, base, row4, kb4).x];
     }
     if NL > 4u {
-        k4 = kv_load(k[share_at(lid, 4u, base, row4, kb4).x]);
-        v4 = kv_load(v[share_at(lid, 4u, base, row4, kb4).x]);
-        k5 = kv_load(k[share_at(lid, 5u, base, row4, kb4).x]);
-        v5 = kv_load(v[share_at(lid, 5u, base, row4, kb4).x]);
-        k6 = kv_load(k[share_at(lid, 6u, base, row4, kb4).x]);
-        v6 = kv_load(v[share_at(lid, 6u, base, row4, kb4).x]);
-        k7 = kv_load(k[share_at(lid, 7u, base, row4, kb4).x]);
-        v7 = kv_load(v[share_at(lid, 7u, base, row4, kb4).x]);
+        k4 = k[share_at(lid, 4u, base, row4, kb4).x];
+        v4 = v[share_at(lid, 4u, base, row4, kb4).x];
+        k5 = k[share_at(lid, 5u, base, row4, kb4).x];
+        v5 = v[share_at(lid, 5u, base, row4, kb4).x];
+        k6 = k[share_at(lid, 6u, base, row4, kb4).x];
+        v6 = v[share_at(lid, 6u, base, row4, kb4).x];
+        k7 = k[share_at(lid, 7u, base, row4, kb4).x];
+        v7 = v[share_at(lid, 7u, base, row4, kb4).x];
     }
 }
 
-// Vec4 `n` of this thread's share into `kvs` (zeros for keys outside [lo, hi] from key j0).
-fn put(lid: u32, n: u32, val: vec4<f32>, j0: u32, lo: u32, hi: u32) {
+// Word `n` of this thread's share into `kvs` (zeros for keys outside [lo, hi] from key j0:
+// the zero word is 0.0 in either cache type).
+fn put(lid: u32, n: u32, val: KvWord, j0: u32, lo: u32, hi: u32) {
     let i = lid + n * WG;
     let j = j0 + i / HD4;
     if i < KB * HD4 {
-        kvs[(i / HD4) * KP + i % HD4] = select(vec4<f32>(0.0), val, (j >= lo) & (j <= hi));
+        kvs[(i / HD4) * KP + i % HD4] = select(KvWord(), val, (j >= lo) & (j <= hi));
     }
 }
 
@@ -156,7 +160,7 @@ fn add_block(a: Acc, g: u32, c: u32) -> Acc {
     for (var i = 0u; i < KB; i++) {
         let sc = s[g * KB + i];
         let e = select(0.0, exp(sc - mx), sc > -1.0e38);
-        o += e * kvs[i * KP + c];
+        o += e * kv_load(kvs[i * KP + c]);
         l += e;
     }
     return Acc(o, mx, l);
@@ -203,7 +207,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             let key = i % KB;
             var acc = vec4<f32>(0.0);
             for (var d = 0u; d < HD4; d++) {
-                acc += qs[g * HD4 + d] * kvs[key * KP + d];
+                acc += qs[g * HD4 + d] * kv_load(kvs[key * KP + d]);
             }
             var sc = (acc.x + acc.y + acc.z + acc.w) * p.scale;
             if p.cap > 0.0 {

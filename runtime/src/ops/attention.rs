@@ -514,7 +514,11 @@ pub fn attention_rows_on(
                     attention::ROW_QUERY_VALUES
                 )));
             };
-            (attention::prefill_spec(p.head_dim, kb, kv_type), group, kb)
+            (
+                attention::prefill_spec(p.head_dim, kb, group, kv_type),
+                group,
+                kb,
+            )
         }
     };
     p.group = group;
