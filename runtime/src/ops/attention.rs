@@ -500,8 +500,10 @@ pub fn attention_rows_on(
         _ => {
             let limit = gpu.limits().max_compute_workgroup_storage_size;
             let keys = match rows {
-                Some(_) => attention::row_table_keys(p.head_dim, limit),
-                None => attention::row_keys(p.head_dim, limit),
+                Some(_) if !row_tables_in_prompt_blocks() => {
+                    attention::row_table_keys(p.head_dim, limit)
+                }
+                _ => attention::row_keys(p.head_dim, limit),
             };
             let fit = keys.map(|kb| kb.min(row_keys_most())).and_then(|kb| {
                 attention::row_group(p.heads, p.kv_heads, p.head_dim, kb).map(|g| (kb, g))
@@ -590,6 +592,16 @@ pub fn attention_rows_on(
 pub fn rows_combine_blocks() -> bool {
     static ON: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
     super::knob(&ON, "GPUPORT_ROWS_COMBINE_BLOCKS", 1) != 0
+}
+
+/// Whether a row table's per-row pass takes the prompts' blocks ([`attention::row_keys`]: 32
+/// keys up to head dim 128) rather than its own half-size ones ([`attention::row_table_keys`],
+/// since v39): `GPUPORT_ROW_TABLE_BLOCKS=1`, for A/Bs — v39 measured the halves when a block
+/// was staged as f32 rows beside queries sized for the largest group; since v53 a workgroup of
+/// the 8B's takes a third of that memory.
+pub fn row_tables_in_prompt_blocks() -> bool {
+    static ON: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    super::knob(&ON, "GPUPORT_ROW_TABLE_BLOCKS", 0) == 1
 }
 
 /// Workgroups the per-row causal pass over a row table aims for when it splits rows' keys:
