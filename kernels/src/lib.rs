@@ -137,8 +137,10 @@ pub fn all_specs() -> Vec<KernelSpec> {
                 ];
                 for kb in keys.into_iter().flatten() {
                     for heads in [1, 3, 4, 7, 16] {
-                        if let Some(g) = attention::row_group(heads, 1, hd, kb) {
-                            out.push(attention::prefill_spec(hd, kb, g, kv));
+                        let spec = attention::row_group(heads, 1, hd, kb)
+                            .map(|g| attention::prefill_spec(hd, kb, g, kv));
+                        if let Some(spec) = spec.filter(|s| !out.contains(s)) {
+                            out.push(spec);
                         }
                     }
                 }
