@@ -6,7 +6,8 @@
 // sequence) and attends to keys [first, pos] (first = pos + 1 - window with a sliding window).
 //
 // Workgroup (g, t, z) takes the GROUP query heads g GROUP .. of row t (p.group: the launcher's
-// divisor of the GQA group heads / kv_heads, all of it unless its queries outgrow `qs`), which
+// divisor of the GQA group heads / kv_heads, all of it unless its queries would outgrow
+// attention::ROW_QUERY_VALUES; the pipeline's GROUP override is the same count), which
 // share one KV head: each key and value row is read once for all of them. Keys go in blocks of
 // KB (KB · HD ≤ 4096 values, a block within one page), staged in workgroup memory:
 //   1. the block's keys, held in registers since the last block, go into `kvs` as the cache
@@ -78,8 +79,8 @@ var<private> v5: KvWord;
 var<private> v6: KvWord;
 var<private> v7: KvWord;
 
-// Where vec4 `n` of this thread's share of a block sits: its pool row offset and its slot in
-// `kvs` (a clamped copy of the block's last vec4 past its end).
+// Where cache word `n` of this thread's share of a block sits: its pool row offset and its
+// slot in `kvs` (a clamped copy of the block's last word past its end).
 fn share_at(lid: u32, n: u32, base: u32, row4: u32, kb4: u32) -> vec2<u32> {
     let i = min(lid + n * WG, KB * HD4 - 1u);
     let key = i / HD4;
