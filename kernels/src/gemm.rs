@@ -629,7 +629,7 @@ pub const FEW_ROWS_FIRST_LANES: u32 = 8;
 pub struct Q8RowsRule {
     /// Rows per thread (1-4).
     pub rpt: u32,
-    /// Threads the matrix should have: lanes per row group double toward it.
+    /// Threads the matrix should have: lanes per row group double toward it (0: never).
     pub threads: usize,
     /// Lanes per row group before any doubling, on matrices with at least as many units a
     /// row (fewer: [`FEW_ROWS_FIRST_LANES`]).
@@ -1282,6 +1282,23 @@ mod tests {
             let t = FewRowTunables::for_q8_matrix(GgmlType::Q4K, rows, cols, true, old);
             assert_eq!((t.rpt, t.lanes_per_group()), (2, before), "{rows}x{cols}");
         }
+        // Below 32 rows on a GPU (the runtime's narrow rule: a warp a row group, never
+        // widened): the v54 sweep's fastest variant at 8 rows on each Llama-8B projection.
+        for (ty, rows, cols, rpt, wg_rows) in [
+            (GgmlType::Q4K, 6144, 4096, 4, 16),
+            (GgmlType::Q4K, 4096, 4096, 4, 16),
+            (GgmlType::Q4K, 28_672, 4096, 4, 16),
+            (GgmlType::Q6K, 4096, 14_336, 2, 8),
+        ] {
+            let rule = Q8RowsRule {
+                rpt,
+                threads: 0,
+                first_lanes: 32,
+            };
+            let t = FewRowTunables::for_q8_matrix(ty, rows, cols, true, rule);
+            assert!(t.is_valid_q8(), "{t:?}");
+            assert_eq!((t.wg, t.rows, t.rpt), (128, wg_rows, rpt), "{ty:?} {rows}x{cols}");
+        }
         // Every int8 type, tiny to huge, on a GPU and a CPU adapter: a valid variant.
         for ty in GgmlType::ALL
             .into_iter()
@@ -1293,6 +1310,7 @@ mod tests {
                     (Q8_ROWS_RPT, 1, 8),
                     (1, 1, 8),
                     (2, TARGET_THREADS, 32),
+                    (4, 0, 32),
                 ] {
                     let rule = Q8RowsRule {
                         rpt,

@@ -230,25 +230,42 @@ fn parse_q8_coop_rule(text: &str) -> Q8CoopRule {
 pub const COOP_MIN_Q8_TOKENS: usize = 32;
 
 /// The int8 few-row kernel's default variant ([`FewRowTunables::for_q8_matrix`]) for a call of
-/// `tokens` rows over a matrix of `rows` weight rows: from [`Q8_ROWS_RULE_MIN_TOKENS`] rows,
-/// on matrices of at most [`Q8_ROWS_RULE_MAX_ROWS`] weight rows, [`gemm::Q8_ROWS_RPT`] rows a
-/// thread and, on a GPU, [`gemm::Q8_TARGET_THREADS`]; otherwise two rows a thread and
-/// [`gemm::TARGET_THREADS`] (the rule before v35). Lanes per row group start at
-/// [`Q8_NARROW_LANES`] on a GPU below [`Q8_ROWS_RULE_MIN_TOKENS`] rows, else at 8; a CPU
-/// adapter aims for 1 thread (8 lanes a row). `GPUPORT_Q8_ROWS_RPT` (1-4) and
-/// `GPUPORT_Q8_ROWS_THREADS` set rows a thread and threads for every call.
-pub fn q8_rows_rule(gpu: &Gpu, tokens: usize, rows: usize) -> gemm::Q8RowsRule {
+/// `tokens` rows over a matrix of `ty` with `rows` weight rows:
+/// - from [`Q8_ROWS_RULE_MIN_TOKENS`] rows, on matrices of at most [`Q8_ROWS_RULE_MAX_ROWS`]
+///   weight rows, [`gemm::Q8_ROWS_RPT`] rows a thread and, on a GPU,
+///   [`gemm::Q8_TARGET_THREADS`];
+/// - below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU, [`Q8_NARROW_LANES`] lanes a row group
+///   (where a row has that many units), never widened, and [`q8_narrow_rpt`] rows a thread;
+/// - otherwise two rows a thread and [`gemm::TARGET_THREADS`] (the rule before v35), lanes
+///   from 8; a CPU adapter aims for 1 thread (8 lanes a row) and two rows a thread below
+///   [`Q8_ROWS_RULE_MIN_TOKENS`] rows.
+///
+/// `GPUPORT_Q8_ROWS_RPT` (1-4) and `GPUPORT_Q8_ROWS_THREADS` set rows a thread and threads for
+/// every call (v53's narrow rule: `GPUPORT_Q8_ROWS_RPT=2 GPUPORT_Q8_ROWS_THREADS=131072`).
+pub fn q8_rows_rule(gpu: &Gpu, ty: GgmlType, tokens: usize, rows: usize) -> gemm::Q8RowsRule {
     static RPT: OnceLock<Option<u32>> = OnceLock::new();
     static THREADS: OnceLock<Option<usize>> = OnceLock::new();
     let narrow = tokens < Q8_ROWS_RULE_MIN_TOKENS;
     let wide = !narrow && rows <= Q8_ROWS_RULE_MAX_ROWS;
-    let rpt = if wide { gemm::Q8_ROWS_RPT } else { 2 };
-    let threads = match (gpu.is_cpu(), wide) {
-        (true, _) => 1,
-        (false, true) => gemm::Q8_TARGET_THREADS,
-        (false, false) => gemm::TARGET_THREADS,
+    let narrow_gpu = narrow && !gpu.is_cpu();
+    let rpt = if wide {
+        gemm::Q8_ROWS_RPT
+    } else if narrow_gpu {
+        q8_narrow_rpt(ty)
+    } else {
+        2
     };
-    let first_lanes = if narrow && !gpu.is_cpu() {
+    let threads = if gpu.is_cpu() {
+        1
+    } else if wide {
+        gemm::Q8_TARGET_THREADS
+    } else if narrow_gpu {
+        // No doubling: a row group stays one warp wide however few threads that gives.
+        0
+    } else {
+        gemm::TARGET_THREADS
+    };
+    let first_lanes = if narrow_gpu {
         Q8_NARROW_LANES
     } else {
         gemm::FEW_ROWS_FIRST_LANES
@@ -257,8 +274,22 @@ pub fn q8_rows_rule(gpu: &Gpu, tokens: usize, rows: usize) -> gemm::Q8RowsRule {
     let threads = knob_set(&THREADS, "GPUPORT_Q8_ROWS_THREADS").unwrap_or(threads);
     gemm::Q8RowsRule {
         rpt: rpt.clamp(1, 4),
-        threads: threads.max(1),
+        threads,
         first_lanes,
+    }
+}
+
+/// Rows a thread of the int8 few-row GEMMs below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU
+/// ([`q8_rows_rule`]): four, two for Q6_K. On an H100 at 8 rows (docs/performance.md, "v54":
+/// `bench --gemm-only --shapes llama8b.attn,llama8b.ffn --gemm-tokens 8`, every variant) the
+/// Llama-8B shape's Q4_K projections at a warp a row group took 14.1 / 12.9 / 53.9 µs (q|k|v,
+/// attention output, gate|up) with four rows a thread against 23.5 / 13.4 / 65.8 with two (the
+/// rule before); its Q6_K down projection 52.7 µs with two against 62.6 with four (and 58.3
+/// on the rule before, two rows at 64 lanes).
+pub fn q8_narrow_rpt(ty: GgmlType) -> u32 {
+    match ty {
+        GgmlType::Q6K => 2,
+        _ => 4,
     }
 }
 
@@ -313,7 +344,7 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
             rows,
             cols,
             subgroups,
-            q8_rows_rule(gpu, call.tokens, rows),
+            q8_rows_rule(gpu, ty, call.tokens, rows),
         );
         let nx = q8_pass_width();
         let t = forced_lanes(&Q8_LANES, "GPUPORT_Q8_ROWS_LANES", t);
