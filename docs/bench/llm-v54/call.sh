@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# Whichever card the call gets: an H200 runs run2.sh (issue 13's table on the card it names),
-# any other card run1.sh (the int8 few-row rule below 32 rows, then issue 15's table).
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    exec bash docs/bench/llm-v54/run2.sh
-fi
-exec bash docs/bench/llm-v54/run1.sh
+# v54's third call, on whichever card came: run3.sh. (run2.sh, issue 13's table on an H200,
+# and run1.sh, run3.sh with issue 15's table beside llama.cpp, each need ~600 s of device time
+# the session no longer had after its refused starts.)
+exec bash docs/bench/llm-v54/run3.sh

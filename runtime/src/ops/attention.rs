@@ -500,7 +500,7 @@ pub fn attention_rows_on(
         _ => {
             let limit = gpu.limits().max_compute_workgroup_storage_size;
             let keys = match rows {
-                Some(_) if !row_tables_in_prompt_blocks() => {
+                Some(_) if !row_tables_in_prompt_blocks(kv_type) => {
                     attention::row_table_keys(p.head_dim, limit)
                 }
                 _ => attention::row_keys(p.head_dim, limit),
@@ -594,14 +594,23 @@ pub fn rows_combine_blocks() -> bool {
     super::knob(&ON, "GPUPORT_ROWS_COMBINE_BLOCKS", 1) != 0
 }
 
-/// Whether a row table's per-row pass takes the prompts' blocks ([`attention::row_keys`]: 32
-/// keys up to head dim 128) rather than its own half-size ones ([`attention::row_table_keys`],
-/// since v39): `GPUPORT_ROW_TABLE_BLOCKS=1`, for A/Bs — v39 measured the halves when a block
-/// was staged as f32 rows beside queries sized for the largest group; since v53 a workgroup of
-/// the 8B's takes a third of that memory.
-pub fn row_tables_in_prompt_blocks() -> bool {
-    static ON: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    super::knob(&ON, "GPUPORT_ROW_TABLE_BLOCKS", 0) == 1
+/// Whether a row table's per-row pass over a cache of `kv_type` takes the prompts' blocks
+/// ([`attention::row_keys`]: 32 keys up to head dim 128) rather than its own half-size ones
+/// ([`attention::row_table_keys`], since v39): yes for an f16 cache (the GPUs' default), no
+/// for f32; `GPUPORT_ROW_TABLE_BLOCKS=1` / `=0` forces one for A/Bs. v39 halved the blocks
+/// when one was staged as f32 rows beside queries sized for the largest group; since v53 a
+/// workgroup stages the cache's own words and queries for its group, and on an H100
+/// (docs/performance.md, "v54") the f16 cache's pass at 64 rows of 192 keys took 33.4 / 21.8
+/// / 18.7 / 15.4 µs in 32-key blocks against 37.6 / 24.7 / 21.9 / 19.0 in 16 (Llama-8B,
+/// Llama-1B, Gemma 3, SmolLM2 shapes; 8 rows of the 8B level), the 8B's 32 streams +1.9%
+/// end to end; an f32 cache's 8B pass was slower in 32 (51.6 against 47.1 µs).
+pub fn row_tables_in_prompt_blocks(kv_type: GgmlType) -> bool {
+    static FORCED: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    match super::knob(&FORCED, "GPUPORT_ROW_TABLE_BLOCKS", 2) {
+        0 => false,
+        1 => true,
+        _ => kv_type == GgmlType::F16,
+    }
 }
 
 /// Workgroups the per-row causal pass over a row table aims for when it splits rows' keys:
