@@ -234,11 +234,13 @@ pub const COOP_MIN_Q8_TOKENS: usize = 32;
 /// - from [`Q8_ROWS_RULE_MIN_TOKENS`] rows, on matrices of at most [`Q8_ROWS_RULE_MAX_ROWS`]
 ///   weight rows, [`gemm::Q8_ROWS_RPT`] rows a thread and, on a GPU,
 ///   [`gemm::Q8_TARGET_THREADS`];
-/// - below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU, [`Q8_NARROW_LANES`] lanes a row group
-///   (where a row has that many units), never widened, and [`q8_narrow_rpt`] rows a thread;
+/// - below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU, on the same matrices,
+///   [`Q8_NARROW_LANES`] lanes a row group (where a row has that many units), never widened,
+///   and [`q8_narrow_rpt`] rows a thread;
 /// - otherwise two rows a thread and [`gemm::TARGET_THREADS`] (the rule before v35), lanes
-///   from 8; a CPU adapter aims for 1 thread (8 lanes a row) and two rows a thread below
-///   [`Q8_ROWS_RULE_MIN_TOKENS`] rows.
+///   from [`Q8_NARROW_LANES`] below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU (output
+///   projections, not measured on the narrow rule), else from 8; a CPU adapter aims for 1
+///   thread (8 lanes a row).
 ///
 /// `GPUPORT_Q8_ROWS_RPT` (1-4) and `GPUPORT_Q8_ROWS_THREADS` set rows a thread and threads for
 /// every call (v53's narrow rule: `GPUPORT_Q8_ROWS_RPT=2 GPUPORT_Q8_ROWS_THREADS=131072`).
@@ -247,7 +249,7 @@ pub fn q8_rows_rule(gpu: &Gpu, ty: GgmlType, tokens: usize, rows: usize) -> gemm
     static THREADS: OnceLock<Option<usize>> = OnceLock::new();
     let narrow = tokens < Q8_ROWS_RULE_MIN_TOKENS;
     let wide = !narrow && rows <= Q8_ROWS_RULE_MAX_ROWS;
-    let narrow_gpu = narrow && !gpu.is_cpu();
+    let narrow_gpu = narrow && !gpu.is_cpu() && rows <= Q8_ROWS_RULE_MAX_ROWS;
     let rpt = if wide {
         gemm::Q8_ROWS_RPT
     } else if narrow_gpu {
@@ -265,7 +267,7 @@ pub fn q8_rows_rule(gpu: &Gpu, ty: GgmlType, tokens: usize, rows: usize) -> gemm
     } else {
         gemm::TARGET_THREADS
     };
-    let first_lanes = if narrow_gpu {
+    let first_lanes = if narrow && !gpu.is_cpu() {
         Q8_NARROW_LANES
     } else {
         gemm::FEW_ROWS_FIRST_LANES
