@@ -653,7 +653,7 @@ fn gemm_sweep(
             );
             paths.push(ops::GemmPath::FewRows(t));
             if gemv::takes_q8_input(shape.ty) {
-                let rule = ops::q8_rows_rule(gpu, shape.ty, tokens, shape.rows);
+                let rule = ops::q8_rows_rule(gpu, shape.ty, tokens, (shape.rows, shape.cols));
                 let t =
                     gemm::FewRowTunables::for_q8_matrix(shape.ty, shape.rows, shape.cols, sg, rule);
                 paths.push(ops::GemmPath::FewRowsQ8(t));

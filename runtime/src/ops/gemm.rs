@@ -234,22 +234,32 @@ pub const COOP_MIN_Q8_TOKENS: usize = 32;
 /// - from [`Q8_ROWS_RULE_MIN_TOKENS`] rows, on matrices of at most [`Q8_ROWS_RULE_MAX_ROWS`]
 ///   weight rows, [`gemm::Q8_ROWS_RPT`] rows a thread and, on a GPU,
 ///   [`gemm::Q8_TARGET_THREADS`];
-/// - below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU, on the same matrices,
-///   [`Q8_NARROW_LANES`] lanes a row group (where a row has that many units), never widened,
-///   and [`q8_narrow_rpt`] rows a thread;
+/// - below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU, on matrices of
+///   [`Q8_NARROW_RULE_MIN_DIM`] to [`Q8_ROWS_RULE_MAX_ROWS`] weight rows and at least
+///   [`Q8_NARROW_RULE_MIN_DIM`] columns (the sizes v54's sweep measured), [`Q8_NARROW_LANES`]
+///   lanes a row group (where a row has that many units), never widened, and
+///   [`q8_narrow_rpt`] rows a thread;
 /// - otherwise two rows a thread and [`gemm::TARGET_THREADS`] (the rule before v35), lanes
-///   from [`Q8_NARROW_LANES`] below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU (output
-///   projections, not measured on the narrow rule), else from 8; a CPU adapter aims for 1
-///   thread (8 lanes a row).
+///   from [`Q8_NARROW_LANES`] below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU (smaller
+///   matrices and output projections, not measured on the narrow rule), else from 8; a CPU
+///   adapter aims for 1 thread (8 lanes a row).
 ///
 /// `GPUPORT_Q8_ROWS_RPT` (1-4) and `GPUPORT_Q8_ROWS_THREADS` set rows a thread and threads for
 /// every call (v53's narrow rule: `GPUPORT_Q8_ROWS_RPT=2 GPUPORT_Q8_ROWS_THREADS=131072`).
-pub fn q8_rows_rule(gpu: &Gpu, ty: GgmlType, tokens: usize, rows: usize) -> gemm::Q8RowsRule {
+pub fn q8_rows_rule(
+    gpu: &Gpu,
+    ty: GgmlType,
+    tokens: usize,
+    (rows, cols): (usize, usize),
+) -> gemm::Q8RowsRule {
     static RPT: OnceLock<Option<u32>> = OnceLock::new();
     static THREADS: OnceLock<Option<usize>> = OnceLock::new();
     let narrow = tokens < Q8_ROWS_RULE_MIN_TOKENS;
     let wide = !narrow && rows <= Q8_ROWS_RULE_MAX_ROWS;
-    let narrow_gpu = narrow && !gpu.is_cpu() && rows <= Q8_ROWS_RULE_MAX_ROWS;
+    let narrow_gpu = narrow
+        && !gpu.is_cpu()
+        && (Q8_NARROW_RULE_MIN_DIM..=Q8_ROWS_RULE_MAX_ROWS).contains(&rows)
+        && cols >= Q8_NARROW_RULE_MIN_DIM;
     let rpt = if wide {
         gemm::Q8_ROWS_RPT
     } else if narrow_gpu {
@@ -280,6 +290,14 @@ pub fn q8_rows_rule(gpu: &Gpu, ty: GgmlType, tokens: usize, rows: usize) -> gemm
         first_lanes,
     }
 }
+
+/// Fewest weight rows and columns of a matrix whose int8 few-row GEMMs below
+/// [`Q8_ROWS_RULE_MIN_TOKENS`] rows take [`q8_narrow_rpt`] rows a thread at a warp a row group
+/// ([`q8_rows_rule`]): 4,096, the smallest dimension of the Llama-8B shape's projections that
+/// v54's sweep at 8 rows measured. Smaller matrices (the 1B's, Gemma 3's, SmolLM2's) keep
+/// the rule before: four rows a thread halves their threads, which that sweep did not ask
+/// about (v35's at 32 rows found two rows better on the 1B's q|k|v).
+pub const Q8_NARROW_RULE_MIN_DIM: usize = 4096;
 
 /// Rows a thread of the int8 few-row GEMMs below [`Q8_ROWS_RULE_MIN_TOKENS`] rows on a GPU
 /// ([`q8_rows_rule`]): four, two for Q6_K. On an H100 at 8 rows (docs/performance.md, "v54":
@@ -346,7 +364,7 @@ pub fn gemm_path(gpu: &Gpu, call: &GemmCall<'_>, tile: GemmTile) -> Result<GemmP
             rows,
             cols,
             subgroups,
-            q8_rows_rule(gpu, ty, call.tokens, rows),
+            q8_rows_rule(gpu, ty, call.tokens, (rows, cols)),
         );
         let nx = q8_pass_width();
         let t = forced_lanes(&Q8_LANES, "GPUPORT_Q8_ROWS_LANES", t);
