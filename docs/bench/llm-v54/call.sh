@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# v54's third call, on whichever card came: run4.sh. (run2.sh, issue 13's table on an H200,
-# run1.sh, issue 15's table beside llama.cpp, and run3.sh, the four models, each need more
-# device time than the session had left after its refused starts.)
-exec bash docs/bench/llm-v54/run4.sh
+# The next call, whichever card comes: an H200 runs run2.sh (issue 13's table on the card it
+# names; call again for run1.sh on the warm machine), any other card run1.sh (the int8
+# few-row rule at 8 streams, issue 15's table, the row tables' blocks).
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    exec bash docs/bench/llm-v54/run2.sh
+fi
+exec bash docs/bench/llm-v54/run1.sh

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# v54 call 1: the int8 few-row GEMMs' rule below 32 rows (b = the commit adding
-# `ops::q8_narrow_rpt`: a warp a row group, never widened, four rows a thread, two for Q6_K)
-# against v53's rule and two uniform variants, through the knobs, at 8 streams on the four
-# models (the 8B twice) while llama.cpp builds; then issue 15's table on b beside
-# `llama-batched-bench`; the row tables in 32-key blocks as time allows.
+# Written in v54, not run (the session's device time went to refused starts): b = HEAD's
+# build (`cargo build --release -p gpuport-xtask`, stripped, xz'd into .devbin/xtask-b.xz).
+# While llama.cpp builds: the int8 few-row rule below 32 rows (on the 8B-sized matrices a
+# warp a row group, never widened, four rows a thread, two for Q6_K) against v53's rule
+# (`OLD`) and two uniform variants on every matrix (`A4`, `A2`), through the knobs, at 8
+# streams on the four models (the 8B twice). Then issue 15's table on b beside
+# `llama-batched-bench`; as time allows, row tables over the f16 cache in 16-key blocks (the
+# rule before v54, GPUPORT_ROW_TABLE_BLOCKS=0) beside b's 32 at 32 / 64 streams.
 set -u
 . docs/bench/device.sh
 device_setup "xtask-b" "s g l e" llama
@@ -22,12 +25,9 @@ ab e -1
 ab e -2
 wait_llama 330
 for m in s g l e; do par $m b 1,8,32,64 X=1 -t; bb $m; done
-# As time allows: the prompts' 32-key blocks in the row tables (v54 call 1: the 8B +2% at 32
-# streams, level at 64; the row-table pass 11-19% faster at 64 rows of 192 keys on every
-# model), each beside the rule.
-for m in l g s; do
+for m in e l g s; do
     [ "$(el)" -lt 540 ] || break
-    par $m b 32,64 GPUPORT_ROW_TABLE_BLOCKS=1 -kb32
+    par $m b 32,64 GPUPORT_ROW_TABLE_BLOCKS=0 -kb16
     par $m b 32,64 X=1 -t2
 done
 device_finish

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# v54 (H200): v51's run1.sh (issue 13's table on the card it names) on b = v54's build (Q6_K
-# in groups since 1f9955f; the builds before it dropped). While llama.cpp's CUDA backend
+# Written in v54, not run (H200): v51's run1.sh (issue 13's table on the card it names) on
+# b = HEAD's build (xtask-b) and kvc-b = HEAD's `kernels_vs_cpu` (`cargo test --release -p
+# gpuport-runtime --test kernels_vs_cpu --no-run`, stripped, xz'd); the builds before Q6_K's
+# groups (1f9955f) are dropped. While llama.cpp's CUDA backend
 # builds: the int8 and float GPU-vs-CPU tests, Q6_K's GEMV at 256 MB twice, the per-type table
 # at 256 MB as decode runs it, a Q6_K sweep, the tensor-core test while time is left. Then,
 # beside `llama-bench -ngl 99 -p 512 -n 128 -fa 1 -r 3`, bench-llm's 512-token prompt and
