@@ -1297,7 +1297,11 @@ mod tests {
             };
             let t = FewRowTunables::for_q8_matrix(ty, rows, cols, true, rule);
             assert!(t.is_valid_q8(), "{t:?}");
-            assert_eq!((t.wg, t.rows, t.rpt), (128, wg_rows, rpt), "{ty:?} {rows}x{cols}");
+            assert_eq!(
+                (t.wg, t.rows, t.rpt),
+                (128, wg_rows, rpt),
+                "{ty:?} {rows}x{cols}"
+            );
         }
         // Every int8 type, tiny to huge, on a GPU and a CPU adapter: a valid variant.
         for ty in GgmlType::ALL
