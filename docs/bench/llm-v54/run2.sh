@@ -1,67 +1,10 @@
 #!/usr/bin/env bash
-# Written in v54, not run (H200): v51's run1.sh (issue 13's table on the card it names) on
-# b = HEAD's build (xtask-b) and kvc-b = HEAD's `kernels_vs_cpu` (`cargo test --release -p
-# gpuport-runtime --test kernels_vs_cpu --no-run`, stripped, xz'd); the builds before Q6_K's
-# groups (1f9955f) are dropped. While llama.cpp's CUDA backend
-# builds: the int8 and float GPU-vs-CPU tests, Q6_K's GEMV at 256 MB twice, the per-type table
-# at 256 MB as decode runs it, a Q6_K sweep, the tensor-core test while time is left. Then,
-# beside `llama-bench -ngl 99 -p 512 -n 128 -fa 1 -r 3`, bench-llm's 512-token prompt and
-# 128-token decode for the four models, and Gemma 3 at depth 4,096 / 16,384 against
-# `llama-bench -p 0 -n 128 -d 0,4096,16384 -fa 1`; a second round as time allows.
+# Written in v54, not run (H200): v51's run1.sh — issue 13's table on the card it names — on
+# HEAD's build. Carry `.devbin/xtask-b.xz` (HEAD: `cargo build --release -p gpuport-xtask`,
+# stripped, xz'd) and `.devbin/kvc-b.xz` (HEAD's `cargo test --release -p gpuport-runtime
+# --test kernels_vs_cpu --no-run`). They stand in for v51's g; its h and p (builds from before
+# Q6_K's groups) are b too, so its Q6_K comparison lines time b three times a round.
 set -u
-. docs/bench/device.sh
-device_setup "xtask-b kvc-b" "s g l e" llama
-timeout 20 ./.devbin/xtask-b bench --shapes large --tuned --types q4_K --kernel gemv_q8 >/dev/null 2>&1
-B=b
-timeout 100 ./.devbin/kvc-b dequantization gemv_matches embedding gemv_q8_input_matches few_row_int8 \
-    tiled_int8 int8_blocks >"$R/kvc-b.txt" 2>&1
-rc=$?
-echo "kvc b rc=$rc at $(el) s: $(grep -E 'test result' "$R/kvc-b.txt") (0: passed)"; save
-q6() {
-    timeout 40 "./.devbin/xtask-$1" bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
-        --json "$R/q6-$1-$2.json" >"$R/q6-$1-$2.txt" 2>&1
-    echo "q6 $1 $2 rc=$? at $(el) s: $(grep -E '^large' "$R/q6-$1-$2.txt" | awk '{print $3, $8, $10}' | paste -sd' ')"
-    save
-}
-tt() {
-    timeout 70 "./.devbin/xtask-$1" bench --shapes large --tuned --json "$R/gemv-tuned-$1$2.json" \
-        >"$R/gemv-tuned-$1$2.txt" 2>&1
-    echo "tuned $1$2 rc=$? at $(el) s: $(grep -E '^large' "$R/gemv-tuned-$1$2.txt" | awk '{printf "%s/%s:%s ", $3, $2, $8}')"
-    save
-}
-q6 b 1; q6 b 2
-tt $B 1
-GPUPORT_BENCH_HOLD_MS=100 timeout 100 ./.devbin/xtask-b bench --shapes large --types q6_K --kernel gemv_q8 \
-    --wg 128,256 --lanes 16,32 --json "$R/q6-sweep-b.json" >"$R/q6-sweep-b.txt" 2>&1
-echo "q6 sweep b rc=$? at $(el) s:"; grep -E '^large' "$R/q6-sweep-b.txt" | sort -k8 -n | tail -4; save
-if [ "$(el)" -lt 200 ]; then
-    timeout $((270 - $(el))) ./.devbin/kvc-b coop_gemm_matches >"$R/kvc-b-coop.txt" 2>&1
-    echo "kvc b coop rc=$? at $(el) s: $(grep -E 'test result' "$R/kvc-b-coop.txt")"; save
-fi
-tt $B 2
-wait_llama 330
-pre() {
-    wait_model "$1"
-    local out="$R/$1-pre-$B$2"
-    timeout 60 "./.devbin/xtask-$B" bench-llm "target/m/$1.gguf" --steps 8 --prompt-tokens 512 --gen-tokens 128 \
-        --json "$out.json" >"$out.txt" 2>&1
-    echo "$1 pre $B$2 rc=$? at $(el) s: $(grep -E '^prefill|^ +8 ' "$out.txt" | paste -sd' ')"
-}
-lb() {
-    [ -x target/lc/b/bin/llama-bench ] || return
-    timeout 60 target/lc/b/bin/llama-bench -m "target/m/$1.gguf" -ngl 99 -p 512 -n 128 -fa 1 -r 3 -o jsonl \
-        >"$R/$1-lb$2.jsonl" 2>"$R/$1-lb$2.err"
-    echo "lb $1 $2 rc=$? at $(el) s: $(grep -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$R/$1-lb$2.jsonl" | paste -sd' ')"
-}
-for m in s g l e; do pre $m 1; lb $m 1; save; done
-for d in 4096 16384; do
-    timeout 60 "./.devbin/xtask-$B" bench-llm target/m/g.gguf --steps 8 --prompt-tokens $d --gen-tokens 128 \
-        --json "$R/g-depth$d.json" >"$R/g-depth$d.txt" 2>&1
-    echo "g depth $d rc=$? at $(el) s: $(grep -E '^prefill|^ +8 ' "$R/g-depth$d.txt" | paste -sd' ')"
-done
-[ -x target/lc/b/bin/llama-bench ] && timeout 80 target/lc/b/bin/llama-bench -m target/m/g.gguf -ngl 99 \
-    -p 0 -n 128 -d 0,4096,16384 -fa 1 -r 3 -o jsonl >"$R/g-lb-depth.jsonl" 2>"$R/g-lb-depth.err"
-echo "lb depth rc=$? at $(el) s: $(grep -o '"n_depth": [0-9]*\|"avg_ts": [0-9.]*' "$R/g-lb-depth.jsonl" | paste -sd' ')"
-save
-for m in s g l e; do [ "$(el)" -lt 470 ] && { pre $m 2; lb $m 2; save; }; done
-device_finish
+for n in xtask-g xtask-h xtask-p; do cp .devbin/xtask-b.xz ".devbin/$n.xz"; done
+cp .devbin/kvc-b.xz .devbin/kvc-g.xz
+exec bash docs/bench/llm-v51/run1.sh
