@@ -230,7 +230,7 @@ fn parse_q8_coop_rule(text: &str) -> Q8CoopRule {
 pub const COOP_MIN_Q8_TOKENS: usize = 32;
 
 /// The int8 few-row kernel's default variant ([`FewRowTunables::for_q8_matrix`]) for a call of
-/// `tokens` rows over a matrix of `ty` with `rows` weight rows:
+/// `tokens` rows over a matrix of `ty` with `rows` weight rows of `cols` columns:
 /// - from [`Q8_ROWS_RULE_MIN_TOKENS`] rows, on matrices of at most [`Q8_ROWS_RULE_MAX_ROWS`]
 ///   weight rows, [`gemm::Q8_ROWS_RPT`] rows a thread and, on a GPU,
 ///   [`gemm::Q8_TARGET_THREADS`];
