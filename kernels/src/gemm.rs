@@ -48,7 +48,9 @@ pub struct GemmParams {
     /// 1: add the residual binding; 2: add the bias row.
     pub residual: u32,
     /// The few-row kernels and the split sums: workgroups along x (their grids are 2D past
-    /// the per-dimension limit); 0 for the tiled kernels.
+    /// the per-dimension limit). The tensor-core kernel: the workgroups of a streamed grid,
+    /// which share out every tile's chunks in equal runs (`gemm_coop.wgsl`; 0: a grid of
+    /// tiles). 0 for the other tiled kernels.
     pub grid_x: u32,
     /// The tensor-core kernel split along K: chunks of columns per split (0: not split; each
     /// workgroup `z` then writes its split's raw sums `split_stride` elements past split

@@ -1729,6 +1729,7 @@ fn coop_gemm_norms_its_f16_input_rows() {
                     tile,
                     splits: [1, 3][c % 2],
                     x16: true,
+                    stream: 0,
                 };
                 check_gemm_case(
                     &gpu,
@@ -2154,6 +2155,7 @@ fn coop_gemm_matches_cpu_for_every_type() {
         return;
     }
     let mut n = 0;
+    let mut streamed = 0;
     for ty in GgmlType::ALL {
         let tiles = ops::coop_tiles(&gpu, ty);
         let cols = match ty {
@@ -2209,6 +2211,7 @@ fn coop_gemm_matches_cpu_for_every_type() {
                 tile,
                 splits,
                 x16: false,
+                stream: 0,
             };
             let case = GemmCase::cycled(ty, (rows, cols, tokens), c, 3, (path, max_binding));
             let formed_here = check_gemm_case(&gpu, case);
@@ -2218,6 +2221,7 @@ fn coop_gemm_matches_cpu_for_every_type() {
                 tile,
                 splits,
                 x16: true,
+                stream: 0,
             };
             let on = Some((path, max_binding));
             let formed_first = check_gemm_case(&gpu, GemmCase { on, ..case });
@@ -2238,6 +2242,7 @@ fn coop_gemm_matches_cpu_for_every_type() {
                     tile,
                     splits,
                     x16: false,
+                    stream: 0,
                 };
                 let on = Some((path, max_binding));
                 let got = check_gemm_case(&gpu, GemmCase { on, ..case });
@@ -2286,8 +2291,25 @@ fn coop_gemm_matches_cpu_for_every_type() {
             if tile.kc > 32 && splits == 1 && narrow.takes(ty) {
                 same_bits(narrow, "32 columns a chunk");
             }
+            // Streamed (stream-K): the tiles' chunks in equal runs, 3, 7 or 13 workgroups (runs
+            // that start, end, or fall inside a tile; tiles shared by up to several runs,
+            // the slots after a tile's last run zeroed), against the CPU.
+            let dims = (rows, cols, tokens);
+            let stream = [3, 7, 13][c % 3];
+            if let Some(slots) = ops::coop_stream_slots(tile, dims, stream) {
+                let path = ops::GemmPath::Coop {
+                    tile,
+                    splits: slots,
+                    x16: true,
+                    stream,
+                };
+                let on = Some((path, u64::MAX));
+                check_gemm_case(&gpu, GemmCase { on, ..case });
+                streamed += 1;
+            }
         }
     }
+    assert!(streamed > n / 2, "{streamed} of {n} cases streamed");
     // The path `ops::gemm` takes for prompts here, and for f32 rows from `coop_min_tokens`.
     let path = auto_gemm_path(&gpu, 600);
     assert!(
@@ -2392,6 +2414,7 @@ fn gemm_norm_rows_match_the_gemm_then_its_f16_pass() {
                         tile: t,
                         splits,
                         x16: true,
+                        stream: 0,
                     },
                     false,
                 )

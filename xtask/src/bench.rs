@@ -179,6 +179,8 @@ pub struct Options {
     pub gemm_tokens: Option<usize>,
     /// Extra split counts for the tensor-core GEMMs (see [`gemm_sweep`]).
     pub splits: Vec<u32>,
+    /// Streamed grids (workgroups) the tensor-core GEMMs are also timed on.
+    pub streams: Vec<u32>,
     /// Each GEMV kernel only at the tuning table's tunables for this adapter and type; each
     /// GEMM only on the path a forward takes.
     pub tuned: bool,
@@ -347,7 +349,10 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         opts.quick,
         opts.gemm_only,
         opts.tuned,
-        &opts.splits,
+        CoopExtras {
+            splits: &opts.splits,
+            streams: &opts.streams,
+        },
     )?;
     let others = if opts.quick || opts.gemm_only {
         Vec::new()
@@ -565,12 +570,41 @@ struct GemmRow {
     clock: String,
 }
 
+/// What the tensor-core GEMMs of [`gemm_sweep`] are timed at besides their usual splits.
+#[derive(Clone, Copy)]
+struct CoopExtras<'a> {
+    /// Split counts along K.
+    splits: &'a [u32],
+    /// Streamed grids' workgroups.
+    streams: &'a [u32],
+}
+
+impl CoopExtras<'_> {
+    /// Tile `t` over `dims` streamed by each of the grids that can stream it.
+    fn streamed(
+        self,
+        tile: gemm::CoopTile,
+        dims: (usize, usize, usize),
+        x16: bool,
+    ) -> impl Iterator<Item = ops::GemmPath> {
+        self.streams.iter().filter_map(move |&stream| {
+            let splits = ops::coop_stream_slots(tile, dims, stream)?;
+            Some(ops::GemmPath::Coop {
+                tile,
+                splits,
+                x16,
+                stream,
+            })
+        })
+    }
+}
+
 /// Times the prefill GEMM of `tokens` token rows at every tile the adapter's workgroup memory
 /// holds on each shape (with `tuned_only`, the tiled kernel at the tuned tile only), and the
 /// tensor-core kernel at each of its tiles where the adapter has it; prints the best per
 /// shape and returns every measurement and, per weight type, the tiled kernel's tile with the
-/// least total time over that type's shapes. `extra_splits`: split counts each tensor-core
-/// tile (with `engine_only`, the engine's) is timed at besides its usual ones.
+/// least total time over that type's shapes. `extras`: what each tensor-core tile (with
+/// `engine_only`, the engine's) is timed at besides its usual splits.
 fn gemm_sweep(
     gpu: &Gpu,
     shapes: &[&Shape],
@@ -578,8 +612,9 @@ fn gemm_sweep(
     quick: bool,
     tuned_only: bool,
     engine_only: bool,
-    extra_splits: &[u32],
+    extras: CoopExtras<'_>,
 ) -> anyhow::Result<(Vec<GemmRow>, BestTiles)> {
+    let extra_splits = extras.splits;
     let storage = gpu.limits().max_compute_workgroup_storage_size;
     let table = gpuport_runtime::tuning::TuningTable::load();
     let mut rows = Vec::new();
@@ -606,8 +641,14 @@ fn gemm_sweep(
             // Each with its input rounded to f16 first (what `ops::gemm` runs) and formed in
             // the kernel.
             paths.extend(splits.into_iter().flat_map(|splits| {
-                [true, false].map(|x16| ops::GemmPath::Coop { tile, splits, x16 })
+                [true, false].map(|x16| ops::GemmPath::Coop {
+                    tile,
+                    splits,
+                    x16,
+                    stream: 0,
+                })
             }));
+            paths.extend(extras.streamed(tile, (shape.rows, shape.cols, tokens), true));
         }
         let w = shape.random_weights(gpu, 2)?;
         let x = gpu.upload_f32(
@@ -730,8 +771,14 @@ fn gemm_sweep(
                     extra_splits
                         .iter()
                         .filter(|&&s| ops::coop_split_fits(tile, dims, s))
-                        .map(|&splits| ops::GemmPath::Coop { tile, splits, x16 }),
+                        .map(|&splits| ops::GemmPath::Coop {
+                            tile,
+                            splits,
+                            x16,
+                            stream: 0,
+                        }),
                 );
+                paths.extend(extras.streamed(tile, dims, x16));
             }
             if few && gemv::takes_q8_input(shape.ty) {
                 paths.push(ops::gemm_path(gpu, &q8_call, tuned)?);
@@ -759,10 +806,16 @@ fn gemm_sweep(
                     tile: t,
                     splits,
                     x16,
+                    stream,
                 } => {
                     let x = if x16 { "f16 x" } else { "f32 x" };
+                    let grid = if stream > 0 {
+                        format!("streamed={stream} slots={splits}")
+                    } else {
+                        format!("splits={splits}")
+                    };
                     format!(
-                        "coop WM={} WN={} TOK={} ROWS={} KC={} splits={splits} {x}",
+                        "coop WM={} WN={} TOK={} ROWS={} KC={} {grid} {x}",
                         t.wm, t.wn, t.sub_tokens, t.sub_rows, t.kc
                     )
                 }

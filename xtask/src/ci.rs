@@ -39,6 +39,7 @@ pub fn run() -> anyhow::Result<()> {
         other_kernels: false,
         gemm_tokens: None,
         splits: Vec::new(),
+        streams: Vec::new(),
         tuned: false,
         kernel: None,
         exhaustive: false,

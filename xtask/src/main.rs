@@ -88,6 +88,11 @@ enum Command {
         /// waves of workgroups.
         #[arg(long, value_delimiter = ',', value_name = "COUNTS")]
         splits: Vec<u32>,
+        /// Also time each tensor-core GEMM streamed by these many workgroups (comma-separated;
+        /// with --tuned, the engine's tile): every tile's chunks shared out in equal runs
+        /// (stream-K), against the grid of tiles' last wave part empty.
+        #[arg(long, value_delimiter = ',', value_name = "WORKGROUPS")]
+        streams: Vec<u32>,
         /// Time each GEMV kernel only at the tunables the tuning table gives this adapter (what
         /// decode runs) instead of sweeping every variant: the per-type table at 256 MB in a
         /// few seconds (`--shapes large --tuned`); and each GEMM shape only on the path a
@@ -256,6 +261,7 @@ fn main() -> anyhow::Result<()> {
             other_kernels,
             gemm_tokens,
             splits,
+            streams,
             tuned,
             kernel,
             exhaustive,
@@ -274,6 +280,7 @@ fn main() -> anyhow::Result<()> {
             other_kernels,
             gemm_tokens,
             splits,
+            streams,
             tuned,
             kernel,
             exhaustive,

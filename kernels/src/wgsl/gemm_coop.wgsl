@@ -49,6 +49,13 @@ enable wgpu_cooperative_matrix;
 // gemm_splits.wgsl adds the splits. It fills the GPU where the grid of tiles does not: a
 // 4096-row matrix at 32 tokens is 32-64 workgroups, each walking every chunk in turn.
 //
+// Streamed (p.grid_x > 0, a grid of p.grid_x workgroups along x): every tile's chunks in one
+// sequence cut into p.grid_x equal runs (stream-K), so where a wave holds p.grid_x workgroups
+// no core idles through a last wave of whole tiles part empty (the Llama-8B's gate|up at 32
+// rows: 224 tiles, one a core, on 132 cores). A tile that several runs share takes one
+// partial-sum slot per run (`p.splits` slots, the host's count of the most runs any tile
+// meets) and gemm_splits.wgsl adds them as it adds splits.
+//
 // XV4 1: X is read as vec4s (binding 5, the same buffer as `x`; x_offset, x_stride and x_aux
 // multiples of 4); 0: four scalar loads.
 //
@@ -434,25 +441,13 @@ fn multiply(
     }
 }
 
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(subgroup_id) sg: u32,
-    @builtin(subgroup_invocation_id) lane: u32,
-) {
-    let n0 = wg.x * TN;
-    let m0 = wg.y * TM;
+// Chunks c_first..chunks (exclusive) of the tile at rows n0.., tokens m0.. into this
+// subgroup's accumulators, then through the staging blocks into Y (or into partial sums `z`,
+// when split or streamed).
+fn tile_chunks(n0: u32, m0: u32, c_first: u32, chunks: u32, z: u32, lid: u32, sg: u32, lane: u32) {
     // This subgroup's 16 TF × 16 RF part: tokens sm.., rows sn.. of the tile.
     let sm = (sg / WN) * 16u * TF;
     let sn = (sg % WN) * 16u * RF;
-    // This workgroup's chunks of columns: all of them, or split wg.z's (see gemm_params).
-    var c_first = 0u;
-    var chunks = (p.cols + KC - 1u) / KC;
-    if p.split_chunks > 0u {
-        c_first = wg.z * p.split_chunks;
-        chunks = min(chunks, c_first + p.split_chunks);
-    }
     var c00 = coop_mat16x16<f32, C>();
     var c01 = coop_mat16x16<f32, C>();
     var c02 = coop_mat16x16<f32, C>();
@@ -497,7 +492,6 @@ fn main(
     }
     let t0 = m0 + sm;
     let r0 = n0 + sn;
-    let z = wg.z;
     store_fragment(z, c00, sg, lane, t0, r0);
     store_fragment(z, c01, sg, lane, t0, r0 + 16u);
     if RF > 2u {
@@ -511,5 +505,69 @@ fn main(
             store_fragment(z, c12, sg, lane, t0 + 16u, r0 + 32u);
             store_fragment(z, c13, sg, lane, t0 + 16u, r0 + 48u);
         }
+    }
+}
+
+// The slots after `z` of the tile at rows n0.., tokens m0.. set to zero: a streamed grid's
+// tile has up to `splits` contributors, and the split sum adds every slot.
+fn zero_later_slots(z: u32, n0: u32, m0: u32, lid: u32) {
+    for (var s = z + 1u; s < p.splits; s++) {
+        for (var e = lid; e < TM * TN; e += WG) {
+            let t = m0 + e / TN;
+            let row = n0 + e % TN;
+            if t < p.tokens && row < p.rows {
+                y[p.y_offset + s * p.split_stride + t * p.y_stride + row] = 0.0;
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+) {
+    let per = (p.cols + KC - 1u) / KC;
+    if p.grid_x == 0u {
+        // A grid of tiles: this workgroup's chunks of columns, all of them or split wg.z's
+        // (see gemm_params).
+        var c_first = 0u;
+        var chunks = per;
+        if p.split_chunks > 0u {
+            c_first = wg.z * p.split_chunks;
+            chunks = min(chunks, c_first + p.split_chunks);
+        }
+        tile_chunks(wg.x * TN, wg.y * TM, c_first, chunks, wg.z, lid, sg, lane);
+        return;
+    }
+    // Streamed (p.grid_x workgroups): the tiles' chunks in one sequence, tile by tile, cut
+    // into p.grid_x equal runs, one a workgroup — every core the same share of the work where
+    // whole tiles would leave the last wave part empty. A tile whose chunks two or more runs
+    // share gets one slot of partial sums per run (the run that starts it slot 0), and the
+    // run that ends it zeros the slots after its own, so the split sum adds exactly `splits`.
+    let tiles_x = (p.rows + TN - 1u) / TN;
+    let total = tiles_x * ((p.tokens + TM - 1u) / TM) * per;
+    let g = p.grid_x;
+    let end = (wg.x + 1u) * total / g;
+    var at = wg.x * total / g;
+    loop {
+        if at >= end {
+            break;
+        }
+        let tile = at / per;
+        let c_first = at % per;
+        let c_end = min(per, c_first + (end - at));
+        // The run holding the tile's first chunk x: the largest w with w * total / g <= x.
+        let first_run = ((tile * per + 1u) * g + total - 1u) / total - 1u;
+        let z = wg.x - first_run;
+        let n0 = (tile % tiles_x) * TN;
+        let m0 = (tile / tiles_x) * TM;
+        tile_chunks(n0, m0, c_first, c_end, z, lid, sg, lane);
+        if c_end == per {
+            zero_later_slots(z, n0, m0, lid);
+        }
+        at = tile * per + c_end;
     }
 }

@@ -14,7 +14,8 @@ struct Params {
     y_offset: u32,  // element offset of Y[0, 0] in `y` (and `res`)
     y_stride: u32,  // elements from Y[t, 0] to Y[t + 1, 0]
     residual: u32,  // 1: add res[same index]; 2: add res[y_offset + r] (a bias row)
-    grid_x: u32,    // gemm_rows, gemm_splits: workgroups along x (2D grids); else 0
+    grid_x: u32,    // gemm_rows, gemm_splits: workgroups along x (2D grids); gemm_coop: the
+                    // workgroups of a streamed grid (0: a grid of tiles); else 0
     // gemm_coop split along K (0 when not): each workgroup z sums `split_chunks` chunks of
     // columns and writes them raw (no residual) `split_stride` elements past split z - 1's;
     // gemm_splits adds the `splits` partials.

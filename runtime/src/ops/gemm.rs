@@ -85,12 +85,17 @@ pub enum GemmPath {
     FewRows(FewRowTunables),
     /// The tensor-core GEMM (`gemm_coop.wgsl`) with this tile (needs
     /// [`Gpu::has_coop_f16`]), its columns split `splits` ways (1: not split; more: each
-    /// split's sums into scratch, added by `gemm_splits.wgsl`; see [`coop_splits`]).
+    /// split's sums into scratch, added by `gemm_splits.wgsl`; see [`coop_splits`]), or its
+    /// tiles' chunks streamed by `stream` workgroups in equal runs.
     Coop {
         /// The tile.
         tile: CoopTile,
-        /// Splits along K (at least 1; at most one per chunk of columns).
+        /// Splits along K (at least 1; at most one per chunk of columns); streamed, the
+        /// partial-sum slots, which must be [`coop_stream_slots`]'s count.
         splits: u32,
+        /// Workgroups that share out every tile's chunks in equal runs (stream-K: no last
+        /// wave of whole tiles part empty; see [`coop_stream`]); 0: a grid of tiles.
+        stream: u32,
         /// The input formed and rounded to f16 once first (`gemm_x16.wgsl` into the
         /// device's scratch), so every tile of weight rows reads 2 bytes a value instead of
         /// 4: the same bits either way (see [`coop_x16`]).
@@ -452,9 +457,25 @@ fn coop_path(
             .filter(|fits| fits.takes(ty) && fits.kc <= t.kc)
             .max_by_key(|t| (t.tm() * t.tn(), std::cmp::Reverse(t.kc)))?
     };
-    let splits = coop_splits(tile, rows, cols, tokens);
     let x16 = coop_x16() && x16_fits(gpu, tokens, cols);
-    Some(GemmPath::Coop { tile, splits, x16 })
+    let dims = (rows, cols, tokens);
+    if let Some(stream) = coop_stream_rule(tile, dims)
+        && let Some(splits) = coop_stream_slots(tile, dims, stream)
+    {
+        return Some(GemmPath::Coop {
+            tile,
+            splits,
+            x16,
+            stream,
+        });
+    }
+    let splits = coop_splits(tile, rows, cols, tokens);
+    Some(GemmPath::Coop {
+        tile,
+        splits,
+        x16,
+        stream: 0,
+    })
 }
 
 /// An int8 tile's (rows, tokens, columns per split chunk).
@@ -669,6 +690,63 @@ fn splits_for_target(
 /// [`COOP_SPLITS_MAX`]), and past 1 at most [`COOP_SPLIT_SCRATCH_MAX`] bytes of partials.
 pub fn coop_split_fits(t: CoopTile, dims: (usize, usize, usize), splits: u32) -> bool {
     split_fits(t.kc, dims, splits)
+}
+
+/// Workgroups that stream a tensor-core GEMM's chunks where [`coop_path`] streams it:
+/// `GPUPORT_COOP_STREAM` (0, the default: never; for A/Bs, until a device call says where it
+/// wins — an H100's or H200's wave of one-a-core tiles is 132).
+pub fn coop_stream() -> u32 {
+    static GROUPS: OnceLock<u32> = OnceLock::new();
+    knob(&GROUPS, "GPUPORT_COOP_STREAM", 0)
+}
+
+/// Fewest tiles of a batched-decode GEMM's grid that [`coop_path`] streams (where
+/// [`coop_stream`] is on): `GPUPORT_COOP_STREAM_MIN_TILES`, 1 by default (128: only the grids
+/// that run unsplit, for A/Bs).
+pub fn coop_stream_min_tiles() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    knob(&MIN, "GPUPORT_COOP_STREAM_MIN_TILES", 1)
+}
+
+/// The workgroups [`coop_path`] streams a GEMM with tile `t` over `(rows, cols, tokens)` by:
+/// [`coop_stream`]'s, for batched decode's rows (up to [`COOP_SPLIT_DECODE_ROWS`]) on grids of
+/// at least [`coop_stream_min_tiles`] tiles; `None` otherwise.
+fn coop_stream_rule(t: CoopTile, (rows, cols, tokens): (usize, usize, usize)) -> Option<u32> {
+    let groups = coop_stream();
+    let tiles = rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
+    (groups > 0 && tokens <= COOP_SPLIT_DECODE_ROWS && tiles >= coop_stream_min_tiles() && cols > 0)
+        .then_some(groups)
+}
+
+/// The partial-sum slots of a tensor-core GEMM with tile `t` over `(rows, cols, tokens)`
+/// streamed by `groups` workgroups (`gemm_coop.wgsl`): the most runs that any one tile's
+/// chunks meet, where the tiles' chunks, in one sequence, are cut into `groups` runs of
+/// `⌊w · total / groups⌋..⌊(w + 1) · total / groups⌋`. `None` where it cannot stream: no
+/// chunks, more workgroups than chunks or than the adapter's grid could ever hold, a count
+/// the kernel's 32-bit products overflow, more than [`COOP_SPLITS_MAX`] slots, or partials
+/// past [`COOP_SPLIT_SCRATCH_MAX`] bytes.
+pub fn coop_stream_slots(
+    t: CoopTile,
+    (rows, cols, tokens): (usize, usize, usize),
+    groups: u32,
+) -> Option<u32> {
+    let (tn, tm, kc) = coop_shape(t);
+    let per = cols.div_ceil(kc as usize) as u64;
+    let tiles = (rows.div_ceil(tn as usize) * tokens.div_ceil(tm as usize)) as u64;
+    let total = tiles * per;
+    let g = u64::from(groups);
+    if g == 0 || total < g || (total + 1) * g > u64::from(u32::MAX) {
+        return None;
+    }
+    // The run holding chunk x of the sequence (as the kernel computes it).
+    let run = |x: u64| ((x + 1) * g).div_ceil(total) - 1;
+    let slots = (0..tiles)
+        .map(|tile| run(tile * per + per - 1) - run(tile * per) + 1)
+        .max()
+        .unwrap_or(1);
+    let fits = slots as usize <= COOP_SPLITS_MAX
+        && (slots == 1 || 4 * slots as usize * rows * tokens <= COOP_SPLIT_SCRATCH_MAX);
+    fits.then_some(slots as u32)
 }
 
 /// [`coop_split_fits`] for an int8 tiled GEMM over weights of `ty` (splits in units of the
@@ -1071,7 +1149,12 @@ fn gemm_with(
             }
         }
         GemmPath::FewRows(t) => check_few_rows(gpu, t, t.is_valid())?,
-        GemmPath::Coop { tile, splits, x16 } => {
+        GemmPath::Coop {
+            tile,
+            splits,
+            x16,
+            stream,
+        } => {
             if x16 && !x16_fits(gpu, call.tokens, cols) {
                 return Err(GpuError::Shape(format!(
                     "tensor-core GEMM of {} tokens × {cols} columns: their f16 input rows are \
@@ -1080,7 +1163,19 @@ fn gemm_with(
                 )));
             }
             check_coop(gpu, ty, tile, call.tokens)?;
-            if !coop_split_fits(tile, (rows, cols, call.tokens), splits) {
+            let dims = (rows, cols, call.tokens);
+            if stream > 0 {
+                let slots = coop_stream_slots(tile, dims, stream);
+                if slots != Some(splits)
+                    || stream > gpu.limits().max_compute_workgroups_per_dimension
+                {
+                    return Err(GpuError::Shape(format!(
+                        "tensor-core GEMM of {rows} rows × {cols} columns × {} tokens streamed \
+                         by {stream} workgroups into {splits} slots: it takes {slots:?}",
+                        call.tokens
+                    )));
+                }
+            } else if !coop_split_fits(tile, dims, splits) {
                 return Err(GpuError::Shape(format!(
                     "tensor-core GEMM of {rows} rows × {cols} columns × {} tokens split {splits} \
                      ways: 1 to the {} chunks of {} columns (at most {COOP_SPLITS_MAX}), and \
@@ -1165,10 +1260,16 @@ fn gemm_with(
                 w_again: false,
                 kc: 0,
                 splits: 1,
+                stream: 0,
             };
             (call, pipeline, launch)
         }
-        GemmPath::Coop { tile, splits, x16 } => {
+        GemmPath::Coop {
+            tile,
+            splits,
+            x16,
+            stream,
+        } => {
             // X bound again as vec4s (binding 5) and as f16 quadruples (6), W as vec4s (7)
             // where the type's weight step reads block heads.
             let launch = TiledLaunch {
@@ -1177,6 +1278,7 @@ fn gemm_with(
                 w_again: gpuport_kernels::source::coop_reads_heads(ty),
                 kc: tile.kc,
                 splits,
+                stream,
             };
             if x16 {
                 let formed = match extra.formed {
@@ -1233,6 +1335,7 @@ fn gemm_with(
                 w_again: false,
                 kc,
                 splits,
+                stream: 0,
             };
             // The int8 kernels count X in vec4s.
             let call = GemmCall {
@@ -1418,6 +1521,8 @@ struct TiledLaunch {
     w_again: bool,
     kc: u32,
     splits: u32,
+    /// Workgroups of a streamed grid (the tensor-core kernel; 0: a grid of tiles).
+    stream: u32,
 }
 
 /// The dispatches of a tiled kernel (`gemm.wgsl`, `gemm_coop.wgsl`: one uniform block, a grid
@@ -1440,14 +1545,26 @@ fn tiled(
     let limits = gpu.limits();
     let (tn, tm) = launch.tiles;
     let chunks = weight_chunks(gpu, call.w, m.ty, m.rows, m.row_bytes, max_binding)?;
+    let chunks_one = chunks.len() == 1;
+    // A streamed grid's slots count the whole matrix's tiles: where the weights take several
+    // bindings, a grid of tiles split by the rule instead.
+    let launch = if launch.stream > 0 && !chunks_one {
+        let dims = (m.rows, m.cols, call.tokens);
+        TiledLaunch {
+            splits: splits_for_target((tn, tm, launch.kc), dims, coop_split_target()),
+            stream: 0,
+            ..launch
+        }
+    } else {
+        launch
+    };
     let split = launch.splits > 1;
     let col_chunks = m.cols.div_ceil(launch.kc.max(1) as usize) as u32;
-    let split_chunks = if split {
+    let split_chunks = if split && launch.stream == 0 {
         col_chunks.div_ceil(launch.splits)
     } else {
         0
     };
-    let chunks_one = chunks.len() == 1;
     let mut formed = false;
     for (first, n, byte_offset, len) in chunks {
         let y_offset = (call.y_first + first as usize) as u32;
@@ -1474,13 +1591,17 @@ fn tiled(
                 call.y_stride as u32
             },
             residual: if split { 0 } else { residual_mode(call) },
-            grid_x: 0,
+            grid_x: launch.stream,
             split_chunks,
             split_stride: if split { part_elems as u32 } else { 0 },
             splits: launch.splits,
             eps: 0.0,
         };
-        let grid = ((n as u32).div_ceil(tn), (call.tokens as u32).div_ceil(tm));
+        let grid = if launch.stream > 0 {
+            (launch.stream, 1)
+        } else {
+            ((n as u32).div_ceil(tn), (call.tokens as u32).div_ceil(tm))
+        };
         if grid.0 > limits.max_compute_workgroups_per_dimension {
             return Err(GpuError::Shape(format!(
                 "GEMM of {n} rows needs {} row tiles, more than the adapter's {}",
@@ -1504,7 +1625,11 @@ fn tiled(
         if launch.w_again {
             bindings.push((call.w, byte_offset, len));
         }
-        let z = if split { launch.splits } else { 1 };
+        let z = if split && launch.stream == 0 {
+            launch.splits
+        } else {
+            1
+        };
         rec.launch(pipeline, slot, &bindings, (grid.0, grid.1, z));
         let whole_rows = chunks_one && first == 0 && n as usize == m.rows;
         if let (Some(part), Some(r)) = (&scratch, then.filter(|_| whole_rows))
@@ -1755,6 +1880,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The slots of a streamed grid against the runs laid out one by one: each tile's
+    /// contributors counted from the runs' bounds, the most of them the slot count.
+    #[test]
+    fn streamed_slots_count_the_runs_a_tile_meets() {
+        let t = |wn, sub_rows| CoopTile {
+            wm: 2,
+            wn,
+            sub_tokens: 16,
+            sub_rows,
+            kc: 64,
+            fetch: gemm::CoopFetch::DEFAULT,
+            decode: gemm::CoopDecode::DEFAULT,
+        };
+        let laid_out = |tile: CoopTile, (rows, cols, tokens): (usize, usize, usize), g: u64| {
+            let (tn, tm, kc) = coop_shape(tile);
+            let per = cols.div_ceil(kc as usize) as u64;
+            let tiles = (rows.div_ceil(tn as usize) * tokens.div_ceil(tm as usize)) as u64;
+            let total = tiles * per;
+            let mut meets = vec![0u64; tiles as usize];
+            for w in 0..g {
+                let (start, end) = (w * total / g, (w + 1) * total / g);
+                let (first, last) = (start / per, end.saturating_sub(1) / per);
+                if end > start {
+                    (first..=last).for_each(|tile| meets[tile as usize] += 1);
+                }
+            }
+            meets.into_iter().max().unwrap() as u32
+        };
+        // The Llama-8B's gate|up at 32 and 64 rows (224 and 448 tiles of 64 chunks), q|k|v
+        // and attention output at 32 rows, on 132 workgroups; odd grids on small shapes.
+        let cases = [
+            (t(4, 32), (28_672, 4_096, 32), 132),
+            (t(4, 32), (28_672, 4_096, 64), 132),
+            (t(4, 32), (6_144, 4_096, 32), 132),
+            (t(4, 32), (4_096, 4_096, 32), 132),
+            (t(4, 32), (37, 512, 65), 13),
+            (t(2, 64), (200, 512, 130), 7),
+            (t(4, 32), (77, 512, 24), 3),
+        ];
+        for (tile, dims, g) in cases {
+            let want = laid_out(tile, dims, g as u64);
+            assert_eq!(
+                coop_stream_slots(tile, dims, g),
+                Some(want),
+                "{dims:?} by {g}"
+            );
+        }
+        assert_eq!(
+            coop_stream_slots(t(4, 32), (28_672, 4_096, 32), 132),
+            Some(2)
+        );
+        // More workgroups than chunks, none, or more slots than a split may have: no stream.
+        assert_eq!(coop_stream_slots(t(4, 32), (64, 128, 16), 3), None);
+        assert_eq!(coop_stream_slots(t(4, 32), (4_096, 4_096, 32), 0), None);
+        assert_eq!(coop_stream_slots(t(4, 32), (128, 4_096, 32), 60), None);
     }
 
     #[test]
