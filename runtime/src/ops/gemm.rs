@@ -735,7 +735,7 @@ pub fn coop_stream_slots(
     let tiles = (rows.div_ceil(tn as usize) * tokens.div_ceil(tm as usize)) as u64;
     let total = tiles * per;
     let g = u64::from(groups);
-    if g == 0 || total < g || (total + 1) * g > u64::from(u32::MAX) {
+    if g == 0 || total < g || (total + 1) * (g + 1) > u64::from(u32::MAX) {
         return None;
     }
     // The run holding chunk x of the sequence (as the kernel computes it).
