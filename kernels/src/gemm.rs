@@ -336,17 +336,14 @@ impl CoopTile {
 
     /// Every tile weights of `ty` take (fetching as [`CoopFetch::DEFAULT`]): [`CoopTile::all`],
     /// and where [`coop_pairs`] holds the two-subgroups-wide tiles in chunks of 64 columns (at
-    /// 32 rows a subgroup: the tiles of two subgroups along the tokens) — for Q6_K those whose
-    /// threads take eight steps a chunk (four of each sub-block: the run form's one vec4 of
-    /// low-bit words a sub-block).
+    /// 32 rows a subgroup: the tiles of two subgroups along the tokens).
     pub fn for_type(ty: GgmlType) -> Vec<CoopTile> {
         let mut out = CoopTile::all();
         if coop_pairs(ty) {
             out.extend(
                 CoopTile::at_columns(64)
                     .into_iter()
-                    .filter(|t| t.threads() >= 128)
-                    .filter(|t| ty != GgmlType::Q6K || t.weight_steps() == 8),
+                    .filter(|t| t.threads() >= 128),
             );
         }
         out
@@ -387,14 +384,9 @@ impl CoopTile {
     /// each) at 64. (One input quadruple: only the 32-token tile of 128 rows in chunks of 32,
     /// 27-33 KiB in two stages.)
     fn shares_fit(self) -> bool {
+        let steps = self.tn() * self.kc / 4 / self.threads();
         let runs: &[u32] = if self.kc == 32 { &[4, 8] } else { &[8, 16] };
-        [1, 2, 4, 8].contains(&self.input_quads()) && runs.contains(&self.weight_steps())
-    }
-
-    /// Weight steps of four values a thread takes of each chunk (`gemm_coop.wgsl`, NWS, for
-    /// the types of four values a step).
-    fn weight_steps(self) -> u32 {
-        self.tn() * self.kc / 4 / self.threads()
+        [1, 2, 4, 8].contains(&self.input_quads()) && runs.contains(&steps)
     }
 
     /// The ways this tile may fetch weights: every way at 32 columns a chunk (for the types
@@ -474,11 +466,9 @@ pub fn coop_bits(ty: GgmlType) -> bool {
 
 /// Whether the tensor-core GEMM's run form for weights of `ty` takes chunks of 64 columns: a
 /// pair of sub-blocks whose elements share quant words (Q4_K: 2j in the low nibbles, 2j + 1 in
-/// the high), so a run's loads bring twice the weights; or (Q6_K) neighbouring sub-blocks that
-/// share their high-bit bytes and scale word, so three loads bring what four did, and a chunk
-/// (one barrier) twice the weights.
+/// the high), so a run's loads bring twice the weights.
 pub fn coop_pairs(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4K | GgmlType::Q6K)
+    ty == GgmlType::Q4K
 }
 
 /// The tensor-core variant for weights of `ty` and tile `t` that reads its input formed and
@@ -1115,9 +1105,7 @@ mod tests {
                 );
             } else {
                 assert!([4, 8].contains(&(steps / 2)), "{t:?}");
-                // Q6_K's pairs: runs of eight steps only (four of each sub-block).
-                assert_eq!(t.takes(GgmlType::Q6K), steps == 8, "{t:?}");
-                assert!(!t.takes(GgmlType::Q8_0), "{t:?}");
+                assert!(!t.takes(GgmlType::Q6K) && !t.takes(GgmlType::Q8_0), "{t:?}");
                 assert!(
                     !CoopTile {
                         fetch: CoopFetch::Steps,

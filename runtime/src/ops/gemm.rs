@@ -549,15 +549,7 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     choices.push(t);
     choices
         .into_iter()
-        .flat_map(|c| {
-            [
-                CoopTile {
-                    kc: coop_kc_for(ty),
-                    ..c
-                },
-                c,
-            ]
-        })
+        .flat_map(|c| [CoopTile { kc: coop_kc(), ..c }, c])
         .find(|c| c.takes(ty) && (c.input_quads() > 1 || coop_one_input()))
         .unwrap_or(t)
 }
@@ -637,18 +629,6 @@ pub fn coop_kc() -> u32 {
     static KC: OnceLock<u32> = OnceLock::new();
     let kc = knob(&KC, "GPUPORT_COOP_KC", COOP_KC_WIDE);
     if gemm::COOP_KC.contains(&kc) { kc } else { 32 }
-}
-
-/// [`coop_kc`] for weights of `ty`: Q6_K's chunks of 64 columns (neighbouring sub-blocks,
-/// v55) only where `GPUPORT_COOP_Q6_PAIRS=1` says so, until a device call times them; 32
-/// otherwise.
-pub fn coop_kc_for(ty: GgmlType) -> u32 {
-    static Q6_PAIRS: OnceLock<u32> = OnceLock::new();
-    if ty == GgmlType::Q6K && knob(&Q6_PAIRS, "GPUPORT_COOP_Q6_PAIRS", 0) == 0 {
-        32
-    } else {
-        coop_kc()
-    }
 }
 
 /// The default of [`coop_kc`]: 64. On an H100 (docs/performance.md, "v38"; two interleaved

@@ -9,36 +9,10 @@
 // last row and keeps d = 0 (every weight decodes to zero), so the loads stay branch-free. The
 // values are `step_weights`' (the same operations in the same order).
 //
-// KC 64 (pairs): a chunk is two neighbouring sub-blocks of one half of a block, 2p and 2p + 1
-// of its quarters — the same nibble half of two 32-byte low-bit runs, and the same high-bit
-// bytes (bits 4p.. and 4p + 2..), and the four scale bytes of one word. A thread's run is
-// NWS / 2 steps of each (NWS 8: one vec4 of low-bit words of each sub-block and one of
-// high-bit words for both: three vec4 loads bring 32 weights where chunks of 32 columns take
-// two for 16), and half the chunks, so half the barriers.
-//
 // RUN 0: a step at a time (`fetch_steps`), as the other types.
 
 fn coop_step(b: u32, s: u32, k: u32) -> StepW {
     return step_weights(b, s, k);
-}
-
-// Whether a chunk is a pair of sub-blocks (KC 64; a function of the overrides, as in
-// coop_weights/q4_k.wgsl).
-fn pairs() -> bool {
-    return KC == 64u;
-}
-
-// Chunk `c`'s first sub-block (of the block's eight), and this thread's first step in it.
-struct RunStep {
-    s: u32,
-    k0: u32,
-}
-
-fn run_step(c: u32, k0: u32) -> RunStep {
-    if pairs() {
-        return RunStep(2u * (c % 4u), k0 / 2u);
-    }
-    return RunStep(c % 8u, k0);
 }
 
 // This thread's share: a run — low-bit words (l0, then l1 where NWS is 8), high-bit words
@@ -67,20 +41,15 @@ fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
     }
     let at = run_at(c, n0, lid);
     let q6 = q6_block(at.b);
-    // The chunk's (first) sub-block s of its block: half h, quarter q.
-    let rs = run_step(c, at.k0);
-    let s = rs.s;
+    // Chunk c is sub-block s = c % 8 of its block: half h, quarter q.
+    let s = c % 8u;
     let h = s >> 2u;
     let q = s & 3u;
-    let lw = (q6.ql + 64u * h + 32u * (q & 1u) + 4u * rs.k0) >> 2u;
-    let hw = (q6.qh + 32u * h + 4u * rs.k0) >> 2u;
+    let lw = (q6.ql + 64u * h + 32u * (q & 1u) + 4u * at.k0) >> 2u;
+    let hw = (q6.qh + 32u * h + 4u * at.k0) >> 2u;
     r.l0 = words4(lw);
     r.h0 = words4(hw);
-    if pairs() {
-        // Sub-block s + 1 (quarter q + 1, q even): its low-bit run 32 bytes on, the same
-        // high-bit words.
-        r.l1 = words4(lw + 8u);
-    } else if NWS > 4u {
+    if NWS > 4u {
         r.l1 = words4(lw + 4u);
         r.h1 = words4(hw + 4u);
     }
@@ -112,10 +81,9 @@ fn coop_publish_weights(share: WShare, c: u32, wbase: u32, lid: u32, keep: bool)
     }
     var r = share;
     r.d = select(0u, share.d, keep);
+    let s = c % 8u;
     let at = run_at(c, 0u, lid);
-    let rs = run_step(c, at.k0);
-    let s = rs.s;
-    let k0 = rs.k0;
+    let k0 = at.k0;
     let o = wbase + at.o + 4u * k0;
     let l = r.l0;
     let hh = r.h0;
@@ -123,17 +91,7 @@ fn coop_publish_weights(share: WShare, c: u32, wbase: u32, lid: u32, keep: bool)
     put_run_step(r, o + 4u, l.y, hh.y, s, k0 + 1u);
     put_run_step(r, o + 8u, l.z, hh.z, s, k0 + 2u);
     put_run_step(r, o + 12u, l.w, hh.w, s, k0 + 3u);
-    if pairs() {
-        // Sub-block s + 1, 32 columns on: the high-bit words' next bit pair, the scale
-        // word's next two bytes (its scale_at 2 bytes on).
-        let l1 = r.l1;
-        var r1 = r;
-        r1.scale_at = r.scale_at + 2u;
-        put_run_step(r1, o + 32u, l1.x, hh.x, s + 1u, k0);
-        put_run_step(r1, o + 36u, l1.y, hh.y, s + 1u, k0 + 1u);
-        put_run_step(r1, o + 40u, l1.z, hh.z, s + 1u, k0 + 2u);
-        put_run_step(r1, o + 44u, l1.w, hh.w, s + 1u, k0 + 3u);
-    } else if NWS > 4u {
+    if NWS > 4u {
         let l1 = r.l1;
         let h1 = r.h1;
         put_run_step(r, o + 16u, l1.x, h1.x, s, k0 + 4u);
