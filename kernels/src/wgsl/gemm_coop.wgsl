@@ -50,11 +50,12 @@ enable wgpu_cooperative_matrix;
 // 4096-row matrix at 32 tokens is 32-64 workgroups, each walking every chunk in turn.
 //
 // Streamed (p.grid_x > 0, a grid of p.grid_x workgroups along x): every tile's chunks in one
-// sequence cut into p.grid_x equal runs (stream-K), so where a wave holds p.grid_x workgroups
-// no core idles through a last wave of whole tiles part empty (the Llama-8B's gate|up at 32
-// rows: 224 tiles, one a core, on 132 cores). A tile that several runs share takes one
-// partial-sum slot per run (`p.splits` slots, the host's count of the most runs any tile
-// meets) and gemm_splits.wgsl adds them as it adds splits.
+// sequence cut into p.grid_x equal runs (stream-K), so that where a wave holds p.grid_x
+// workgroups no core would idle through a last wave of whole tiles part empty (the Llama-8B's
+// gate|up at 32 rows: 224 tiles, one a core, on 132 cores). A tile that several runs share
+// takes one partial-sum slot per run (`p.splits` slots, the host's count of the most runs any
+// tile meets) and gemm_splits.wgsl adds them as it adds splits. Measured slower than the
+// grids of tiles on an H100 (docs/design/coop-gemm.md, "Streamed grids"); for A/Bs only.
 //
 // XV4 1: X is read as vec4s (binding 5, the same buffer as `x`; x_offset, x_stride and x_aux
 // multiples of 4); 0: four scalar loads.

@@ -693,8 +693,12 @@ pub fn coop_split_fits(t: CoopTile, dims: (usize, usize, usize), splits: u32) ->
 }
 
 /// Workgroups that stream a tensor-core GEMM's chunks where [`coop_path`] streams it:
-/// `GPUPORT_COOP_STREAM` (0, the default: never; for A/Bs, until a device call says where it
-/// wins — an H100's or H200's wave of one-a-core tiles is 132).
+/// `GPUPORT_COOP_STREAM` (0, the default: never), for A/Bs. On an H100 (docs/performance.md,
+/// "v55") 132 workgroups (one wave of the one-a-core tiles) were slower end to end on the
+/// Llama-8B shape, 32 / 64 streams 2,643 / 4,164 tok/s against 2,827 / 4,512 (the gate|up
+/// projections alone 2,767 / 4,344): its gate|up at 32 rows 126.2 µs against 123.7 whole,
+/// its down projection 132.9 against 95.9 split four ways; only q|k|v and the attention
+/// output at 64 rows ran faster (43.4 / 37.8 against 45.7 / 41.0).
 pub fn coop_stream() -> u32 {
     static GROUPS: OnceLock<u32> = OnceLock::new();
     knob(&GROUPS, "GPUPORT_COOP_STREAM", 0)
