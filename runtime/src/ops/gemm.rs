@@ -692,7 +692,7 @@ pub fn coop_split_fits(t: CoopTile, dims: (usize, usize, usize), splits: u32) ->
     split_fits(t.kc, dims, splits)
 }
 
-/// Workgroups that stream a tensor-core GEMM's chunks where [`coop_path`] streams it:
+/// Workgroups that stream a tensor-core GEMM's chunks where [`gemm_path`] streams it:
 /// `GPUPORT_COOP_STREAM` (0, the default: never), for A/Bs. On an H100 (docs/performance.md,
 /// "v55") 132 workgroups (one wave of the one-a-core tiles) were slower end to end on the
 /// Llama-8B shape, 32 / 64 streams 2,643 / 4,164 tok/s against 2,827 / 4,512 (the gate|up
@@ -704,7 +704,7 @@ pub fn coop_stream() -> u32 {
     knob(&GROUPS, "GPUPORT_COOP_STREAM", 0)
 }
 
-/// Fewest tiles of a batched-decode GEMM's grid that [`coop_path`] streams (where
+/// Fewest tiles of a batched-decode GEMM's grid that [`gemm_path`] streams (where
 /// [`coop_stream`] is on): `GPUPORT_COOP_STREAM_MIN_TILES`, 1 by default (128: only the grids
 /// that run unsplit, for A/Bs).
 pub fn coop_stream_min_tiles() -> usize {
