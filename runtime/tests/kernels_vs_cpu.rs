@@ -2291,12 +2291,13 @@ fn coop_gemm_matches_cpu_for_every_type() {
             if tile.kc > 32 && splits == 1 && narrow.takes(ty) {
                 same_bits(narrow, "32 columns a chunk");
             }
-            // Streamed (stream-K): the tiles' chunks in equal runs, 3, 7 or 13 workgroups (runs
-            // that start, end, or fall inside a tile; tiles shared by up to several runs,
-            // the slots after a tile's last run zeroed), against the CPU.
+            // Streamed (stream-K), every third case: the tiles' chunks in equal runs, 3, 7 or
+            // 13 workgroups (runs that start, end, or fall inside a tile; tiles shared by up
+            // to several runs, the slots after a tile's last run zeroed), against the CPU.
             let dims = (rows, cols, tokens);
-            let stream = [3, 7, 13][c % 3];
-            if let Some(slots) = ops::coop_stream_slots(tile, dims, stream) {
+            let stream = [3, 7, 13][c / 3 % 3];
+            let slots = ops::coop_stream_slots(tile, dims, stream).filter(|_| c % 3 == 0);
+            if let Some(slots) = slots {
                 let path = ops::GemmPath::Coop {
                     tile,
                     splits: slots,
@@ -2309,7 +2310,7 @@ fn coop_gemm_matches_cpu_for_every_type() {
             }
         }
     }
-    assert!(streamed > n / 2, "{streamed} of {n} cases streamed");
+    assert!(streamed > 0, "none of {n} cases streamed");
     // The path `ops::gemm` takes for prompts here, and for f32 rows from `coop_min_tokens`.
     let path = auto_gemm_path(&gpu, 600);
     assert!(

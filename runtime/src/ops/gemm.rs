@@ -651,7 +651,31 @@ pub const COOP_MIN_TILES: usize = 48;
 /// 4096-row matrix at 32-512 tokens) leaves most of an H200's 132 cores idle or one
 /// workgroup deep, with nothing to hide that latency.
 pub fn coop_splits(t: CoopTile, rows: usize, cols: usize, tokens: usize) -> u32 {
-    splits_for_target(coop_shape(t), (rows, cols, tokens), coop_split_target())
+    let target = match coop_split_wave() {
+        Some(cores) if tokens <= COOP_SPLIT_DECODE_ROWS => cores * coop_tiles_a_core(t),
+        _ => coop_split_target(),
+    };
+    splits_for_target(coop_shape(t), (rows, cols, tokens), target)
+}
+
+/// Cores whose one wave of workgroups [`coop_splits`] aims batched decode's grids at instead
+/// of [`coop_split_target`]: `GPUPORT_COOP_SPLIT_WAVE` (unset, the default: the target), for
+/// A/Bs (an H100's or H200's 132). v55's GEMM table (docs/performance.md) had two splits
+/// beat the target's four or five on the Llama-8B's q|k|v and attention output at 32 rows
+/// (39.6 / 25.6 against 41.4 / 27.9 µs) — their 47- and 28-KiB tiles run one a core, so
+/// every split past one wave of 132 waits for the first — while its down projection's
+/// 19-KiB tile, two a core, ran best at the target's four (95.9 µs; 140.2 in two).
+pub fn coop_split_wave() -> Option<usize> {
+    static CORES: OnceLock<Option<usize>> = OnceLock::new();
+    super::knob_set(&CORES, "GPUPORT_COOP_SPLIT_WAVE").filter(|&c| c > 0)
+}
+
+/// Workgroups of tile `t` one core holds at once, by the rule v50 measured on an H100
+/// (docs/design/coop-gemm.md, "Residency"): as many as fit 48 KiB with about 1 KiB beside
+/// each, at least one.
+pub fn coop_tiles_a_core(t: CoopTile) -> usize {
+    let each = t.workgroup_bytes() as usize + 1024;
+    (gemm::COOP_WORKGROUP_BYTES as usize / each).max(1)
 }
 
 /// [`coop_splits`] toward `target` workgroups for a tile of `tn` rows × `tm` tokens walking
@@ -1941,6 +1965,39 @@ mod tests {
         assert_eq!(coop_stream_slots(t(4, 32), (64, 128, 16), 3), None);
         assert_eq!(coop_stream_slots(t(4, 32), (4_096, 4_096, 32), 0), None);
         assert_eq!(coop_stream_slots(t(4, 32), (128, 4_096, 32), 60), None);
+    }
+
+    /// The residency rule behind the wave knob: the 47- and 28-KiB tiles one a core, the
+    /// 19-KiB tile two (v50's measurements).
+    #[test]
+    fn tiles_a_core_follow_the_residency_rule() {
+        let t = |wn, sub_rows, kc| CoopTile {
+            wm: 2,
+            wn,
+            sub_tokens: 16,
+            sub_rows,
+            kc,
+            fetch: gemm::CoopFetch::DEFAULT,
+            decode: gemm::CoopDecode::DEFAULT,
+        };
+        // The 8B's batched-decode tiles at 32 rows: q|k|v and gate|up (128 rows in chunks
+        // of 64), the attention output (64 rows in chunks of 64), Q6_K's down (64 rows in
+        // chunks of 32).
+        let shapes = [
+            (GgmlType::Q4K, t(4, 32, 64), (6_144, 4_096), 1, 2),
+            (GgmlType::Q4K, t(2, 32, 64), (4_096, 4_096), 1, 2),
+            (GgmlType::Q6K, t(2, 32, 32), (4_096, 14_336), 2, 4),
+        ];
+        for (ty, tile, (rows, cols), a_core, splits) in shapes {
+            assert_eq!(coop_tile(ty, rows, 32), tile, "{ty:?} {rows} rows");
+            let bytes = tile.workgroup_bytes();
+            assert_eq!(coop_tiles_a_core(tile), a_core, "{tile:?}: {bytes} B");
+            // One wave of 132 cores: two splits where one workgroup fits a core, four for
+            // the down projection's 64 tiles two a core.
+            let target = 132 * coop_tiles_a_core(tile);
+            let got = splits_for_target(coop_shape(tile), (rows, cols, 32), target);
+            assert_eq!(got, splits, "{tile:?} over {rows} × {cols}");
+        }
     }
 
     #[test]
