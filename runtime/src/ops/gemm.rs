@@ -766,8 +766,7 @@ pub fn coop_stream_slots(
     if g == 0 || total < g || (total + 1) * (g + 1) > u64::from(u32::MAX) {
         return None;
     }
-    // The run holding chunk x of the sequence (as the kernel computes it).
-    let run = |x: u64| ((x + 1) * g).div_ceil(total) - 1;
+    let run = |x: u64| stream_run(x, total, g);
     let slots = (0..tiles)
         .map(|tile| run(tile * per + per - 1) - run(tile * per) + 1)
         .max()
@@ -775,6 +774,13 @@ pub fn coop_stream_slots(
     let fits = slots as usize <= COOP_SPLITS_MAX
         && (slots == 1 || 4 * slots as usize * rows * tokens <= COOP_SPLIT_SCRATCH_MAX);
     fits.then_some(slots as u32)
+}
+
+/// The run of a streamed grid of `g` workgroups over `total` chunks that holds chunk `x`: the
+/// largest `w` with `⌊w · total / g⌋ ≤ x` (`gemm_coop.wgsl` computes a tile's first run so, in
+/// 32 bits).
+fn stream_run(x: u64, total: u64, g: u64) -> u64 {
+    ((x + 1) * g).div_ceil(total) - 1
 }
 
 /// [`coop_split_fits`] for an int8 tiled GEMM over weights of `ty` (splits in units of the
@@ -1192,7 +1198,8 @@ fn gemm_with(
             }
             check_coop(gpu, ty, tile, call.tokens)?;
             let dims = (rows, cols, call.tokens);
-            if stream > 0 {
+            // (An empty GEMM records nothing, streamed or not.)
+            if stream > 0 && rows > 0 && call.tokens > 0 {
                 let slots = coop_stream_slots(tile, dims, stream);
                 if slots != Some(splits)
                     || stream > gpu.limits().max_compute_workgroups_per_dimension
@@ -1956,6 +1963,20 @@ mod tests {
                 Some(want),
                 "{dims:?} by {g}"
             );
+        }
+        // The run formula the kernel shares: every chunk in the run whose bounds hold it.
+        for (total, g) in [
+            (24u64, 13u64),
+            (28_672, 132),
+            (3_072, 132),
+            (16, 16),
+            (17, 16),
+        ] {
+            for w in 0..g {
+                for x in w * total / g..(w + 1) * total / g {
+                    assert_eq!(stream_run(x, total, g), w, "chunk {x} of {total} by {g}");
+                }
+            }
         }
         assert_eq!(
             coop_stream_slots(t(4, 32), (28_672, 4_096, 32), 132),
