@@ -483,6 +483,12 @@ fn q8_tile_shape(ty: GgmlType, t: Q8Tile) -> (u32, u32, u32) {
     (t.rows(), t.tokens(), gemm::q8_unit_cols(ty) as u32)
 }
 
+/// Tiles of `tn` weight rows × `tm` tokens a GEMM of `rows` weight rows at `tokens` tokens
+/// takes: its grid unsplit.
+fn grid_tiles((tn, tm): (u32, u32), rows: usize, tokens: usize) -> usize {
+    rows.div_ceil(tn as usize) * tokens.div_ceil(tm as usize)
+}
+
 /// A tensor-core tile's (rows, tokens, columns per split chunk).
 fn coop_shape(t: CoopTile) -> (u32, u32, u32) {
     (t.tn(), t.tm(), t.kc)
@@ -510,7 +516,7 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
     } else {
         32
     };
-    let grid = |t: CoopTile| rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
+    let grid = |t: CoopTile| grid_tiles((t.tn(), t.tm()), rows, tokens);
     let wide = CoopTile {
         wm,
         wn: 2,
@@ -685,7 +691,7 @@ fn splits_for_target(
     (rows, cols, tokens): (usize, usize, usize),
     target: usize,
 ) -> u32 {
-    let grid = rows.div_ceil(tn as usize) * tokens.div_ceil(tm as usize);
+    let grid = grid_tiles((tn, tm), rows, tokens);
     let chunks = cols.div_ceil(kc as usize);
     if chunks == 0 {
         return 1;
@@ -741,7 +747,7 @@ pub fn coop_stream_min_tiles() -> usize {
 /// at least [`coop_stream_min_tiles`] tiles; `None` otherwise.
 fn coop_stream_rule(t: CoopTile, (rows, cols, tokens): (usize, usize, usize)) -> Option<u32> {
     let groups = coop_stream();
-    let tiles = rows.div_ceil(t.tn() as usize) * tokens.div_ceil(t.tm() as usize);
+    let tiles = grid_tiles((t.tn(), t.tm()), rows, tokens);
     (groups > 0 && tokens <= COOP_SPLIT_DECODE_ROWS && tiles >= coop_stream_min_tiles() && cols > 0)
         .then_some(groups)
 }
@@ -760,7 +766,7 @@ pub fn coop_stream_slots(
 ) -> Option<u32> {
     let (tn, tm, kc) = coop_shape(t);
     let per = cols.div_ceil(kc as usize) as u64;
-    let tiles = (rows.div_ceil(tn as usize) * tokens.div_ceil(tm as usize)) as u64;
+    let tiles = grid_tiles((tn, tm), rows, tokens) as u64;
     let total = tiles * per;
     let g = u64::from(groups);
     if g == 0 || total < g || (total + 1) * (g + 1) > u64::from(u32::MAX) {
