@@ -161,10 +161,11 @@ fn coop_weights_file(ty: GgmlType) -> &'static str {
     }
 }
 
-/// Whether the tensor-core GEMM's weight step for `ty` reads block heads as vec4s (its binding
-/// 7, `w4`, which the host then binds: the layout has it only where the shader reads it).
-pub fn coop_reads_heads(ty: GgmlType) -> bool {
-    ty == GgmlType::Q4K
+/// Whether the tensor-core GEMM's weights of `ty` are read as vec4s — Q4_K's block heads and
+/// quant words, Q6_K's runs — from its binding 7, `w4`, which the host then binds: the layout
+/// has it only where the shader reads it.
+pub fn coop_reads_vec4s(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::Q4K | GgmlType::Q6K)
 }
 
 /// The KV cache element snippet of the attention kernels (`kv`): the cache's type, F32 or F16
@@ -235,13 +236,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn coop_weights_read_heads_where_the_host_binds_them() {
+    fn coop_weights_read_vec4s_where_the_host_binds_them() {
         for ty in GgmlType::ALL {
             let src = assemble("gemm_coop.wgsl", Some(ty), None);
             let reads = src
                 .lines()
                 .any(|l| !l.trim_start().starts_with("//") && l.contains("w4["));
-            assert_eq!(reads, coop_reads_heads(ty), "{}", ty.name());
+            assert_eq!(reads, coop_reads_vec4s(ty), "{}", ty.name());
         }
     }
 

@@ -2136,6 +2136,24 @@ fn chunk_step(gpu: &gpuport_runtime::Gpu, ty: GgmlType, row_bytes: u64) -> u64 {
     align / gcd(align, row_bytes)
 }
 
+/// The weight types the tensor-core test checks: every type, or only those named in
+/// `GPUPORT_KVC_TYPES` (ggml names, comma-separated: `q4_K,q6_K`), for a device call short of
+/// time. A name that is no type panics rather than checking nothing.
+fn checked_types() -> Vec<GgmlType> {
+    let Ok(names) = std::env::var("GPUPORT_KVC_TYPES") else {
+        return GgmlType::ALL.to_vec();
+    };
+    names
+        .split(',')
+        .map(|n| {
+            GgmlType::ALL
+                .into_iter()
+                .find(|t| t.name() == n.trim())
+                .unwrap_or_else(|| panic!("GPUPORT_KVC_TYPES: {n:?} is no ggml type"))
+        })
+        .collect()
+}
+
 /// The tensor-core GEMM (where the adapter has f16 cooperative matrices: not lavapipe; run on
 /// the H200 by the command in docs/performance.md) against the CPU for every weight type:
 /// token counts past one tile and ragged (65, 130) and inside one (40: batched decode's rows
@@ -2156,7 +2174,7 @@ fn coop_gemm_matches_cpu_for_every_type() {
     }
     let mut n = 0;
     let mut streamed = 0;
-    for ty in GgmlType::ALL {
+    for ty in checked_types() {
         let tiles = ops::coop_tiles(&gpu, ty);
         let cols = match ty {
             GgmlType::F32 => 332,

@@ -123,7 +123,7 @@ var<workgroup> stage: array<f32, 256u * SLOTS>;
 @group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
 // `x` again, as f16 quadruples (read when XH is 1).
 @group(0) @binding(6) var<storage, read> xh: array<vec4<f16>>;
-// `w` again, as vec4s (16-byte block heads: read by the Q4_K weight steps).
+// `w` again, as vec4s (16-byte loads: Q4_K's block heads and quant words, Q6_K's runs).
 @group(0) @binding(7) var<storage, read> w4: array<vec4<u32>>;
 //!include coop_weights
 

@@ -1312,11 +1312,11 @@ fn gemm_with(
             stream,
         } => {
             // X bound again as vec4s (binding 5) and as f16 quadruples (6), W as vec4s (7)
-            // where the type's weight step reads block heads.
+            // where the type's weights are read as vec4s.
             let launch = TiledLaunch {
                 tiles: (tile.tn(), tile.tm()),
                 x_again: 2,
-                w_again: gpuport_kernels::source::coop_reads_heads(ty),
+                w_again: gpuport_kernels::source::coop_reads_vec4s(ty),
                 kc: tile.kc,
                 splits,
                 stream,

@@ -2,10 +2,11 @@
 //
 // RUN 1 (the default): each thread owns a run of NWS consecutive steps of one tile row (a chunk
 // of 32 columns is one sub-block, 8 steps) and fetches its words before the multiplies — the
-// run's low-bit and high-bit bytes as NWS words each (the GPU's groups put every ql and qh
-// run on 4 bytes: quant/q6_k_groups.wgsl), the word with its two scale bytes and the word
-// with d — and decodes them after the multiplies, when the chunk is published: 18 loads a
-// chunk at NWS 8 where a step at a time issues 6 a step (48). A row past the matrix loads the
+// run's low-bit and high-bit bytes as NWS words each, four words a vec4 load from `w4` (the
+// GPU's groups start every ql and qh run on 16 bytes: quant/q6_k_groups.wgsl), the word with
+// its two scale bytes and the word with d — and decodes them after the multiplies, when the
+// chunk is published: 6 loads a chunk at NWS 8 (18 as words, v51–v55) where a step at a time
+// issues 6 a step (48). A row past the matrix loads the
 // last row and keeps d = 0 (every weight decodes to zero), so the loads stay branch-free. The
 // values are `step_weights`' (the same operations in the same order).
 //
@@ -29,8 +30,10 @@ struct WShare {
     steps: StepShare,
 }
 
+// Words i..i + 4 (i a multiple of 4) as one 16-byte load: four scalar loads issue four
+// instructions, and NVIDIA's compiler does not join them (it cannot see the alignment).
 fn words4(i: u32) -> vec4<u32> {
-    return vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
+    return w4[i >> 2u];
 }
 
 fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
