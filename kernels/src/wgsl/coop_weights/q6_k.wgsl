@@ -63,21 +63,17 @@ fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
     return r;
 }
 
-// The scale of steps 4j..4j + 4 of the run's sub-block times d: byte j of the sub-block's
-// pair (`step_weights`' d · sc).
-fn run_scale(r: WShare, d: f32, j: u32) -> f32 {
-    let at = 8u * (r.scale_at + j);
-    return d * f32(bitcast<i32>(((r.scales >> at) & 0xFFu) << 24u) >> 24u);
-}
-
-// A step of sub-block s from its low-bit and high-bit words and its scale times d
-// (`run_scale`): `step_weights` of quant/q6_k.wgsl, the same operations.
-fn put_run_step(o: u32, lo: u32, hi: u32, s: u32, ds: f32) {
+// Step k of sub-block s from its low-bit and high-bit words: `step_weights` of quant/q6_k.wgsl.
+fn put_run_step(r: WShare, o: u32, lo: u32, hi: u32, s: u32, k: u32) {
     let q = s & 3u;
     let l4 = bytes4(lo >> (4u * (q >> 1u))) & vec4<u32>(0xFu);
     let h4 = (bytes4(hi) >> vec4<u32>(2u * q)) & vec4<u32>(3u);
     let v = small_f32(l4 | (h4 << vec4<u32>(4u)), 32.0);
-    put4(o, vec4<f16>(ds * v));
+    // The step's scale byte: byte (k >> 2) of the sub-block's pair.
+    let at = 8u * (r.scale_at + (k >> 2u));
+    let sc = f32(bitcast<i32>(((r.scales >> at) & 0xFFu) << 24u) >> 24u);
+    let d = unpack2x16float(r.d).x;
+    put4(o, vec4<f16>((d * sc) * v));
 }
 
 // The share into the weight tile at `wbase`; zeros where `keep` is false (d = 0).
@@ -92,23 +88,18 @@ fn coop_publish_weights(share: WShare, c: u32, wbase: u32, lid: u32, keep: bool)
     let at = run_at(c, 0u, lid);
     let k0 = at.k0;
     let o = wbase + at.o + 4u * k0;
-    // A run starts on a multiple of 4 steps (NWS is 4 or 8), so its steps take the scales
-    // k0 / 4 and, past four, the next: each worked out once a run, not once a step.
-    let d = unpack2x16float(r.d).x;
-    let ds0 = run_scale(r, d, k0 >> 2u);
     let l = r.l0;
     let hh = r.h0;
-    put_run_step(o, l.x, hh.x, s, ds0);
-    put_run_step(o + 4u, l.y, hh.y, s, ds0);
-    put_run_step(o + 8u, l.z, hh.z, s, ds0);
-    put_run_step(o + 12u, l.w, hh.w, s, ds0);
+    put_run_step(r, o, l.x, hh.x, s, k0);
+    put_run_step(r, o + 4u, l.y, hh.y, s, k0 + 1u);
+    put_run_step(r, o + 8u, l.z, hh.z, s, k0 + 2u);
+    put_run_step(r, o + 12u, l.w, hh.w, s, k0 + 3u);
     if NWS > 4u {
-        let ds1 = run_scale(r, d, (k0 >> 2u) + 1u);
         let l1 = r.l1;
         let h1 = r.h1;
-        put_run_step(o + 16u, l1.x, h1.x, s, ds1);
-        put_run_step(o + 20u, l1.y, h1.y, s, ds1);
-        put_run_step(o + 24u, l1.z, h1.z, s, ds1);
-        put_run_step(o + 28u, l1.w, h1.w, s, ds1);
+        put_run_step(r, o + 16u, l1.x, h1.x, s, k0 + 4u);
+        put_run_step(r, o + 20u, l1.y, h1.y, s, k0 + 5u);
+        put_run_step(r, o + 24u, l1.z, h1.z, s, k0 + 6u);
+        put_run_step(r, o + 28u, l1.w, h1.w, s, k0 + 7u);
     }
 }
