@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Written in v56, not run (every later start was refused): Q6_K's run scales once a run
-# (r = HEAD with docs/bench/llm-v56/q6k-run-scales.patch applied: `git apply`, then build
-# `xtask-r` and `kvc-r`) against q (HEAD: Q6_K's runs as 16-byte loads) — r's Q6_K
-# tensor-core test, the 8B (then the 1B) at 32 / 64 streams (the same ids digests: the same values in the
-# same order) — v49's fused norm rows (`GPUPORT_NORM_ROWS=1`, 9% slower in v50 at four tokens
-# a workgroup; batched decode's norm is one token a workgroup since v52), the 8B's step at 64
-# rows profiled by kernel (`--batch 64`), the Llama shapes' GEMMs at 32 rows, SmolLM2's
-# 8-row step profiled. Most important first: the call may be cut by the session's budget.
+# Written in v56, not run (every later start was refused): Q6_K's run scales once a run (r =
+# HEAD with docs/bench/llm-v56/q6k-run-scales.patch applied: `git apply`, then build `xtask-r`
+# and `kvc-r`) against q (HEAD: Q6_K's runs as 16-byte loads) — r's Q6_K tensor-core test, the
+# 8B (then the 1B) at 32 / 64 streams (the same ids digests: the same values in the same order)
+# — v49's fused norm rows (`GPUPORT_NORM_ROWS=1`, 9% slower in v50 at four tokens a workgroup;
+# batched decode's norm is one token a workgroup since v52), the 8B's step at 64 rows profiled
+# by kernel (`--batch 64`), the Llama shapes' GEMMs at 32 rows, SmolLM2's 8-row step profiled.
+# Most important first: the call may be cut by the session's budget.
 set -u
 . docs/bench/device.sh
 device_setup "xtask-q xtask-r kvc-r" "e l s"
