@@ -128,6 +128,11 @@ impl GgmlType {
         Self::ALL.into_iter().find(|t| t.ggml_id() == id)
     }
 
+    /// The executed type named `name` (ggml's name, exactly: `q4_K`, `f16`, ...).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
     /// This type's row of [`TYPES`].
     pub fn info(self) -> &'static TypeInfo {
         let id = self.ggml_id();
@@ -169,6 +174,7 @@ mod tests {
             let info = type_info(t.ggml_id()).expect("row");
             assert_eq!(info.id, t.ggml_id());
             assert_eq!(GgmlType::from_ggml_id(info.id), Some(t));
+            assert_eq!(GgmlType::from_name(t.name()), Some(t));
         }
     }
 

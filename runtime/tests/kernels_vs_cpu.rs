@@ -2146,9 +2146,7 @@ fn checked_types() -> Vec<GgmlType> {
     names
         .split(',')
         .map(|n| {
-            GgmlType::ALL
-                .into_iter()
-                .find(|t| t.name() == n.trim())
+            GgmlType::from_name(n.trim())
                 .unwrap_or_else(|| panic!("GPUPORT_KVC_TYPES: {n:?} is no ggml type"))
         })
         .collect()

@@ -214,7 +214,7 @@ fn parse_q8_coop_rule(text: &str) -> Q8CoopRule {
                 }
             }
             Some((name, n)) => {
-                let ty = GgmlType::ALL.into_iter().find(|t| t.name() == name.trim());
+                let ty = GgmlType::from_name(name.trim());
                 if let (Some(ty), Ok(n)) = (ty, n.trim().parse()) {
                     rule.1.push((ty, n));
                 }

@@ -6,9 +6,9 @@
 // GPU's groups start every ql and qh run on 16 bytes: quant/q6_k_groups.wgsl), the word with
 // its two scale bytes and the word with d — and decodes them after the multiplies, when the
 // chunk is published: 6 loads a chunk at NWS 8 (18 as words, v51–v55) where a step at a time
-// issues 6 a step (48). A row past the matrix loads the
-// last row and keeps d = 0 (every weight decodes to zero), so the loads stay branch-free. The
-// values are `step_weights`' (the same operations in the same order).
+// issues 6 a step (48). A row past the matrix loads the last row and keeps d = 0 (every
+// weight decodes to zero), so the loads stay branch-free. The values are `step_weights`' (the
+// same operations in the same order).
 //
 // RUN 0: a step at a time (`fetch_steps`), as the other types.
 
