@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# v57, H200 only: issue 13's table on the card it names (v51's run1.sh on one build, b = HEAD:
+# `.devbin/xtask-b.xz`, `.devbin/kvc-b.xz`). While llama.cpp's CUDA backend builds: the int8
+# and float GPU-vs-CPU tests, the GEMV table at 256 MB as decode runs it (`--tuned`, two
+# rounds), Q6_K's tensor-core test while time is left. Then, beside `llama-bench -ngl 99 -p
+# 512 -n 128 -fa 1 -r 3`, bench-llm's 512-token prompt and 128-token decode for the four
+# models, Gemma 3 at depth 4,096 / 16,384 against `llama-bench -p 0 -n 128 -d 0,4096,16384
+# -fa 1`, and a second round as time allows.
+set -u
+. docs/bench/device.sh
+device_setup "xtask-b kvc-b" "s g l e" llama
+timeout 20 ./.devbin/xtask-b bench --shapes large --tuned --types q4_K --kernel gemv_q8 >/dev/null 2>&1
+timeout 100 ./.devbin/kvc-b dequantization gemv_matches embedding gemv_q8_input_matches few_row_int8 \
+    tiled_int8 int8_blocks >"$R/kvc-b.txt" 2>&1
+echo "kvc b rc=$? at $(el) s: $(grep -E 'test result' "$R/kvc-b.txt")"; save
+tt() {
+    timeout 70 ./.devbin/xtask-b bench --shapes large --tuned --json "$R/gemv-tuned-b$1.json" \
+        >"$R/gemv-tuned-b$1.txt" 2>&1
+    echo "tuned b$1 rc=$? at $(el) s: $(grep -E '^large' "$R/gemv-tuned-b$1.txt" | awk '{printf "%s/%s:%s ", $3, $2, $8}')"
+    save
+}
+tt 1
+GPUPORT_KVC_TYPES=q4_K,q6_K timeout 90 ./.devbin/kvc-b coop_gemm_matches >"$R/kvc-b-coop.txt" 2>&1
+echo "kvc b coop rc=$? at $(el) s: $(grep -E 'test result|panicked' "$R/kvc-b-coop.txt" | head -3)"; save
+tt 2
+wait_llama 330
+pre() {
+    wait_model "$1"
+    local out="$R/$1-pre-b$2"
+    timeout 60 ./.devbin/xtask-b bench-llm "target/m/$1.gguf" --steps 8 --prompt-tokens 512 --gen-tokens 128 \
+        --json "$out.json" >"$out.txt" 2>&1
+    echo "$1 pre b$2 rc=$? at $(el) s: $(grep -E '^prefill|^ +8 ' "$out.txt" | paste -sd' ')"
+}
+lb() {
+    [ -x target/lc/b/bin/llama-bench ] || return
+    timeout 60 target/lc/b/bin/llama-bench -m "target/m/$1.gguf" -ngl 99 -p 512 -n 128 -fa 1 -r 3 -o jsonl \
+        >"$R/$1-lb$2.jsonl" 2>"$R/$1-lb$2.err"
+    echo "lb $1 $2 rc=$? at $(el) s: $(grep -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$R/$1-lb$2.jsonl" | paste -sd' ')"
+}
+for m in s g l e; do pre $m 1; lb $m 1; save; done
+for d in 4096 16384; do
+    timeout 60 ./.devbin/xtask-b bench-llm target/m/g.gguf --steps 8 --prompt-tokens $d --gen-tokens 128 \
+        --json "$R/g-depth$d.json" >"$R/g-depth$d.txt" 2>&1
+    echo "g depth $d rc=$? at $(el) s: $(grep -E '^prefill|^ +8 ' "$R/g-depth$d.txt" | paste -sd' ')"
+done
+[ -x target/lc/b/bin/llama-bench ] && timeout 80 target/lc/b/bin/llama-bench -m target/m/g.gguf -ngl 99 \
+    -p 0 -n 128 -d 0,4096,16384 -fa 1 -r 3 -o jsonl >"$R/g-lb-depth.jsonl" 2>"$R/g-lb-depth.err"
+echo "lb depth rc=$? at $(el) s: $(grep -o '"n_depth": [0-9]*\|"avg_ts": [0-9.]*' "$R/g-lb-depth.jsonl" | paste -sd' ')"
+save
+for m in s g l e; do [ "$(el)" -lt 480 ] && { pre $m 2; lb $m 2; save; }; done
+device_finish
