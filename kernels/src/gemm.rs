@@ -172,31 +172,6 @@ pub struct CoopTile {
     /// How the weights' integers become floats, for the types that take either way
     /// ([`coop_bits`]; the others always convert: [`CoopDecode::Convert`]).
     pub decode: CoopDecode,
-    /// The order of a run's stores into the weight tile, for the types with a run form
-    /// ([`coop_runs`]; the others ignore it).
-    pub stores: CoopStores,
-}
-
-/// The order in which a thread stores its run of decoded weights into the tensor-core GEMM's
-/// weight tile (`gemm_coop.wgsl`, SWAP): the same values in the same places either way, only
-/// the bank pattern of each store instruction moves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CoopStores {
-    /// Every lane in step order (SWAP 0): the lanes of one 8-byte store instruction fall on
-    /// eight of the sixteen bank pairs, four wavefronts where two would do.
-    InOrder,
-    /// Every other lane of a bank group in swapped pairs of steps (SWAP 1): each store
-    /// instruction covers every bank pair twice.
-    Swapped,
-}
-
-impl CoopStores {
-    /// Both, in the order `GPUPORT_COOP_STORES` numbers them (0, 1: their discriminants).
-    pub const ALL: [CoopStores; 2] = [CoopStores::InOrder, CoopStores::Swapped];
-
-    /// The order of every tile of [`CoopTile::all`]: in order, until a tensor-core adapter
-    /// has timed the swapped pairs (`GPUPORT_COOP_STORES=1`).
-    pub const DEFAULT: CoopStores = CoopStores::InOrder;
 }
 
 /// How the tensor-core GEMM turns the integers of weights of [`coop_bits`] types into floats
@@ -297,7 +272,6 @@ impl CoopTile {
         kc: 32,
         fetch: CoopFetch::DEFAULT,
         decode: CoopDecode::DEFAULT,
-        stores: CoopStores::DEFAULT,
     };
 
     /// Tokens per tile.
@@ -385,7 +359,6 @@ impl CoopTile {
             kc,
             fetch: CoopFetch::DEFAULT,
             decode: CoopDecode::DEFAULT,
-            stores: CoopStores::DEFAULT,
         };
         let mut out = Vec::new();
         for wm in COOP_WM {
@@ -432,7 +405,6 @@ impl CoopTile {
         let base = CoopTile {
             fetch: CoopFetch::DEFAULT,
             decode: CoopDecode::DEFAULT,
-            stores: CoopStores::DEFAULT,
             ..self
         };
         CoopTile::for_type(ty).contains(&base) && self.fetches().contains(&self.fetch)
@@ -464,9 +436,6 @@ pub fn coop_spec(ty: GgmlType, t: CoopTile, input: GemvInput, x_vec4: bool) -> K
     }
     if coop_bits(ty) && t.decode == CoopDecode::Bits {
         constants.push(("INT_BITS", 1));
-    }
-    if coop_runs(ty) && t.stores == CoopStores::Swapped {
-        constants.push(("SWAP", 1));
     }
     if input != GemvInput::Plain {
         constants.push(("XFORM", input.code()));
@@ -589,11 +558,6 @@ pub fn coop_specs(ty: GgmlType) -> Vec<KernelSpec> {
                     if t.kc > 32 || fetch != CoopFetch::DEFAULT || decode != CoopDecode::DEFAULT {
                         out.push(coop_x16_spec(ty, t));
                     }
-                }
-            }
-            for stores in CoopStores::ALL {
-                if stores != CoopStores::DEFAULT {
-                    out.push(coop_x16_spec(ty, CoopTile { stores, ..t }));
                 }
             }
         }

@@ -2216,13 +2216,11 @@ fn coop_gemm_matches_cpu_for_every_type() {
             // past the matrix and add zeros).
             let splits = [1, 3, 6][(c + c / 3) % 3];
             // Cases cycle through the ways of fetching weights (`CoopTile::fetch`) each tile
-            // takes, the two decodes (`CoopTile::decode`: the same values either way) and the
-            // two orders of a run's stores (`CoopTile::stores`: the same places).
+            // takes, and the two decodes (`CoopTile::decode`: the same values either way).
             let fetch = tile.fetches();
             let tile = gemm::CoopTile {
                 fetch: fetch[(c + c / 4) % fetch.len()],
                 decode: gemm::CoopDecode::ALL[c / 2 % 2],
-                stores: gemm::CoopStores::ALL[c / 3 % 2],
                 ..tile
             };
             let path = ops::GemmPath::Coop {
@@ -2280,18 +2278,6 @@ fn coop_gemm_matches_cpu_for_every_type() {
                         &what,
                     );
                 }
-            }
-            // A run's stores in order or in swapped pairs: the same values in the same places.
-            if gemm::coop_runs(ty) {
-                let other = gemm::CoopStores::ALL[1 - c / 3 % 2];
-                let what = format!("storing {other:?} (not {:?})", tile.stores);
-                same_bits(
-                    gemm::CoopTile {
-                        stores: other,
-                        ..tile
-                    },
-                    &what,
-                );
             }
             // Integers to floats by conversion or through their bits: the same values.
             if gemm::coop_bits(ty) {

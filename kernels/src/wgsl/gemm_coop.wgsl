@@ -88,10 +88,6 @@ override RUN: u32 = 1u;
 // Chunks in flight beyond the one being multiplied: 1, or 2 (the main loop's sets a and b;
 // only where the weights come in runs, whose fetch is loads alone).
 override DEPTH: u32 = 1u;
-// SWAP 1: a run's 8-byte stores into the weight tile in swapped pairs on every other lane of a
-// bank group (`RunAt::swap`), so the lanes of one store instruction meet each bank once per
-// wavefront; 0: every lane in word order, four lanes to a bank pair (see `run_at`).
-override SWAP: u32 = 0u;
 override TM: u32 = 16u * TF * WM;
 override TN: u32 = 16u * RF * WN;
 override WG: u32 = 32u * WM * WN;
@@ -278,22 +274,12 @@ fn fetch_inputs(c: u32, m0: u32, lid: u32) -> XShare {
 // Where this thread's run of chunk `c` sits, for the coop_weights snippets' run forms: the byte
 // offset of its row's block (the last row's past the matrix), whether its row is in the
 // matrix, its first step in the chunk (threads take NWS consecutive steps of one tile row,
-// SPC / NWS threads a row), where its tile row starts in a weight tile, and the order of its
-// stores (`swap`: 1 where its 8-byte stores go in swapped pairs, steps 1, 0, 3, 2, …).
-//
-// Why the order: a tile row is KS / 2 words (36 at KC 64, 20 at KC 32), so a run's start sits
-// on a multiple of four words mod the 32 banks, and the lanes of one store instruction (the
-// same step of every lane's run) fall on only eight bank pairs: four lanes each, four
-// wavefronts for 256 bytes where two would do. The lanes that share a bank pair are a run's
-// two halves of one row and a row eight rows on (where a row has one thread); with one of
-// each pair storing its steps in swapped pairs, every instruction's lanes cover all sixteen
-// bank pairs twice. The same values reach the same places: only the order of the stores moves.
+// SPC / NWS threads a row) and where its tile row starts in a weight tile.
 struct RunAt {
     b: u32,
     live: bool,
     k0: u32,
     o: u32,
-    swap: u32,
 }
 
 fn run_at(c: u32, n0: u32, lid: u32) -> RunAt {
@@ -304,8 +290,7 @@ fn run_at(c: u32, n0: u32, lid: u32) -> RunAt {
     // Chunk c is chunk c % per of block c / per (KC divides the block's elements).
     let per = UNIT_ELEMS / KC;
     let b = p.w_offset + min(row, p.rows - 1u) * p.row_bytes + (c / per) * UNIT_BYTES;
-    let swap = select((r >> 3u) & 1u, (lid % threads) & 1u, threads > 1u) * SWAP;
-    return RunAt(b, row < p.rows, k0, r * KS, swap);
+    return RunAt(b, row < p.rows, k0, r * KS);
 }
 
 // Step `j`'s values (zeros where `keep` is false) into the weight tile at `base`.

@@ -452,7 +452,6 @@ fn coop_path(
             .map(|fits| CoopTile {
                 fetch: t.fetch,
                 decode: t.decode,
-                stores: t.stores,
                 ..fits
             })
             .filter(|fits| fits.takes(ty) && fits.kc <= t.kc)
@@ -526,7 +525,6 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
         kc: 32,
         fetch: coop_fetch(),
         decode: coop_decode(),
-        stores: coop_stores(),
     };
     let t = if grid(wide) >= COOP_MIN_TILES {
         wide
@@ -884,19 +882,6 @@ pub fn coop_decode() -> gemm::CoopDecode {
         gemm::CoopDecode::DEFAULT as u32,
     ) as usize;
     gemm::CoopDecode::ALL[way.min(gemm::CoopDecode::ALL.len() - 1)]
-}
-
-/// The order of the tensor-core GEMM's run stores ([`gemm::CoopStores`]):
-/// [`gemm::CoopStores::DEFAULT`] unless `GPUPORT_COOP_STORES` says 0 (in order) or 1
-/// (swapped pairs), for A/Bs.
-pub fn coop_stores() -> gemm::CoopStores {
-    static WAY: OnceLock<u32> = OnceLock::new();
-    let way = knob(
-        &WAY,
-        "GPUPORT_COOP_STORES",
-        gemm::CoopStores::DEFAULT as u32,
-    ) as usize;
-    gemm::CoopStores::ALL[way.min(gemm::CoopStores::ALL.len() - 1)]
 }
 
 /// Whether `tokens` rows of `cols` f16 input values fit one storage binding (and come in
@@ -1885,7 +1870,6 @@ mod tests {
             kc: 32,
             fetch: coop_fetch(),
             decode: coop_decode(),
-            stores: coop_stores(),
         };
         // Q6_K: chunks of 32 columns whatever `GPUPORT_COOP_KC` says.
         let tile = |rows, tokens| coop_tile(GgmlType::Q6K, rows, tokens);
@@ -1951,7 +1935,6 @@ mod tests {
             kc: 64,
             fetch: gemm::CoopFetch::DEFAULT,
             decode: gemm::CoopDecode::DEFAULT,
-            stores: gemm::CoopStores::DEFAULT,
         };
         let laid_out = |tile: CoopTile, (rows, cols, tokens): (usize, usize, usize), g: u64| {
             let (tn, tm, kc) = coop_shape(tile);
@@ -2023,7 +2006,6 @@ mod tests {
             kc,
             fetch: gemm::CoopFetch::DEFAULT,
             decode: gemm::CoopDecode::DEFAULT,
-            stores: gemm::CoopStores::DEFAULT,
         };
         // The 8B's batched-decode tiles at 32 rows: q|k|v and gate|up (128 rows in chunks
         // of 64), the attention output (64 rows in chunks of 64), Q6_K's down (64 rows in
@@ -2055,7 +2037,6 @@ mod tests {
             kc: 32,
             fetch: coop_fetch(),
             decode: coop_decode(),
-            stores: coop_stores(),
         };
         // At the default target, whatever the environment says.
         let splits = |t, rows, cols, tokens| {

@@ -89,19 +89,14 @@ fn coop_publish_weights(r: WShare, c: u32, wbase: u32, lid: u32, keep: bool) {
     let s = rw.s;
     let o = wbase + at.o + 4u * rw.k0;
     let h = select(vec4<u32>(0u), r.head, keep);
-    // Words in swapped pairs where `at.swap` is 1 (run_at): word i's store at 4 (i ^ swap).
-    let f = at.swap;
-    let sw = f == 1u;
-    let q0 = select(r.q0, r.q0.yxwz, sw);
-    put_run_word(o + 4u * f, h, q0.x, s);
-    put_run_word(o + 4u * (1u ^ f), h, q0.y, s);
-    put_run_word(o + 4u * (2u ^ f), h, q0.z, s);
-    put_run_word(o + 4u * (3u ^ f), h, q0.w, s);
+    put_run_word(o, h, r.q0.x, s);
+    put_run_word(o + 4u, h, r.q0.y, s);
+    put_run_word(o + 8u, h, r.q0.z, s);
+    put_run_word(o + 12u, h, r.q0.w, s);
     if run_words() > 4u {
-        let q1 = select(r.q1, r.q1.yxwz, sw);
-        put_run_word(o + 4u * (4u ^ f), h, q1.x, s);
-        put_run_word(o + 4u * (5u ^ f), h, q1.y, s);
-        put_run_word(o + 4u * (6u ^ f), h, q1.z, s);
-        put_run_word(o + 4u * (7u ^ f), h, q1.w, s);
+        put_run_word(o + 16u, h, r.q1.x, s);
+        put_run_word(o + 20u, h, r.q1.y, s);
+        put_run_word(o + 24u, h, r.q1.z, s);
+        put_run_word(o + 28u, h, r.q1.w, s);
     }
 }

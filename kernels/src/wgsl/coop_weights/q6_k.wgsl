@@ -88,22 +88,18 @@ fn coop_publish_weights(share: WShare, c: u32, wbase: u32, lid: u32, keep: bool)
     let at = run_at(c, 0u, lid);
     let k0 = at.k0;
     let o = wbase + at.o + 4u * k0;
-    // Steps in swapped pairs where `at.swap` is 1 (run_at): step j's store at 4 (j ^ swap);
-    // a pair shares its scale byte (k >> 2).
-    let f = at.swap;
-    let sw = f == 1u;
-    let l = select(r.l0, r.l0.yxwz, sw);
-    let hh = select(r.h0, r.h0.yxwz, sw);
-    put_run_step(r, o + 4u * f, l.x, hh.x, s, k0 + f);
-    put_run_step(r, o + 4u * (1u ^ f), l.y, hh.y, s, k0 + (1u ^ f));
-    put_run_step(r, o + 4u * (2u ^ f), l.z, hh.z, s, k0 + (2u ^ f));
-    put_run_step(r, o + 4u * (3u ^ f), l.w, hh.w, s, k0 + (3u ^ f));
+    let l = r.l0;
+    let hh = r.h0;
+    put_run_step(r, o, l.x, hh.x, s, k0);
+    put_run_step(r, o + 4u, l.y, hh.y, s, k0 + 1u);
+    put_run_step(r, o + 8u, l.z, hh.z, s, k0 + 2u);
+    put_run_step(r, o + 12u, l.w, hh.w, s, k0 + 3u);
     if NWS > 4u {
-        let l1 = select(r.l1, r.l1.yxwz, sw);
-        let h1 = select(r.h1, r.h1.yxwz, sw);
-        put_run_step(r, o + 4u * (4u ^ f), l1.x, h1.x, s, k0 + (4u ^ f));
-        put_run_step(r, o + 4u * (5u ^ f), l1.y, h1.y, s, k0 + (5u ^ f));
-        put_run_step(r, o + 4u * (6u ^ f), l1.z, h1.z, s, k0 + (6u ^ f));
-        put_run_step(r, o + 4u * (7u ^ f), l1.w, h1.w, s, k0 + (7u ^ f));
+        let l1 = r.l1;
+        let h1 = r.h1;
+        put_run_step(r, o + 16u, l1.x, h1.x, s, k0 + 4u);
+        put_run_step(r, o + 20u, l1.y, h1.y, s, k0 + 5u);
+        put_run_step(r, o + 24u, l1.z, h1.z, s, k0 + 6u);
+        put_run_step(r, o + 28u, l1.w, h1.w, s, k0 + 7u);
     }
 }
