@@ -2299,7 +2299,21 @@ fn coop_gemm_matches_cpu_for_every_type() {
                     sub_rows: 64,
                     ..tile
                 };
-                same_bits(wide, "64 rows a subgroup");
+                if wide.takes(ty) {
+                    same_bits(wide, "64 rows a subgroup");
+                }
+            }
+            // One subgroup along the tokens with both token fragments: the fragments of two
+            // subgroups' 16 tokens each, in the same order: the same bits.
+            if tile.wm == 1 {
+                let two = gemm::CoopTile {
+                    wm: 2,
+                    sub_tokens: 16,
+                    ..tile
+                };
+                if two.takes(ty) {
+                    same_bits(two, "two subgroups along the tokens");
+                }
             }
             // Chunks of 64 columns multiply the same fragments in the same order as chunks
             // of 32 (only the barriers move): unsplit, the same bits.
