@@ -74,6 +74,24 @@ bb() {
     save
 }
 
+# Issue 13's lines for model $1 with binary xtask-$2, round $3: bench-llm's 512-token prompt
+# and 128-token decode (`pre`), and llama-bench's beside it (`lb`, flash attention on).
+pre() {
+    wait_model "$1"
+    local out="$R/$1-pre-$2$3"
+    timeout 60 "./.devbin/xtask-$2" bench-llm "target/m/$1.gguf" --steps 8 --prompt-tokens 512 \
+        --gen-tokens 128 --json "$out.json" >"$out.txt" 2>&1
+    echo "$1 pre $2$3 rc=$? at $(el) s: $(grep -E '^prefill|^ +8 ' "$out.txt" | paste -sd' ')"
+}
+
+lb() {
+    [ -x target/lc/b/bin/llama-bench ] || return
+    timeout 60 target/lc/b/bin/llama-bench -m "target/m/$1.gguf" -ngl 99 -p 512 -n 128 -fa 1 -r 3 \
+        -o jsonl >"$R/$1-lb$2.jsonl" 2>"$R/$1-lb$2.err"
+    echo "lb $1 $2 rc=$? at $(el) s: $(grep -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' \
+        "$R/$1-lb$2.jsonl" | paste -sd' ')"
+}
+
 # Waits (until $1 seconds into the call) for the llama.cpp build.
 wait_llama() {
     while [ ! -e target/lc.done ] && [ "$(el)" -lt "$1" ]; do sleep 2; done

@@ -24,20 +24,7 @@ GPUPORT_KVC_TYPES=q4_K,q6_K timeout 90 ./.devbin/kvc-b coop_gemm_matches >"$R/kv
 echo "kvc b coop rc=$? at $(el) s: $(grep -E 'test result|panicked' "$R/kvc-b-coop.txt" | head -3)"; save
 tt 2
 wait_llama 330
-pre() {
-    wait_model "$1"
-    local out="$R/$1-pre-b$2"
-    timeout 60 ./.devbin/xtask-b bench-llm "target/m/$1.gguf" --steps 8 --prompt-tokens 512 --gen-tokens 128 \
-        --json "$out.json" >"$out.txt" 2>&1
-    echo "$1 pre b$2 rc=$? at $(el) s: $(grep -E '^prefill|^ +8 ' "$out.txt" | paste -sd' ')"
-}
-lb() {
-    [ -x target/lc/b/bin/llama-bench ] || return
-    timeout 60 target/lc/b/bin/llama-bench -m "target/m/$1.gguf" -ngl 99 -p 512 -n 128 -fa 1 -r 3 -o jsonl \
-        >"$R/$1-lb$2.jsonl" 2>"$R/$1-lb$2.err"
-    echo "lb $1 $2 rc=$? at $(el) s: $(grep -o '"n_prompt": [0-9]*\|"n_gen": [0-9]*\|"avg_ts": [0-9.]*' "$R/$1-lb$2.jsonl" | paste -sd' ')"
-}
-for m in s g l e; do pre $m 1; lb $m 1; save; done
+for m in s g l e; do pre $m b 1; lb $m 1; save; done
 for d in 4096 16384; do
     timeout 60 ./.devbin/xtask-b bench-llm target/m/g.gguf --steps 8 --prompt-tokens $d --gen-tokens 128 \
         --json "$R/g-depth$d.json" >"$R/g-depth$d.txt" 2>&1
@@ -47,5 +34,5 @@ done
     -p 0 -n 128 -d 0,4096,16384 -fa 1 -r 3 -o jsonl >"$R/g-lb-depth.jsonl" 2>"$R/g-lb-depth.err"
 echo "lb depth rc=$? at $(el) s: $(grep -o '"n_depth": [0-9]*\|"avg_ts": [0-9.]*' "$R/g-lb-depth.jsonl" | paste -sd' ')"
 save
-for m in s g l e; do [ "$(el)" -lt 480 ] && { pre $m 2; lb $m 2; save; }; done
+for m in s g l e; do [ "$(el)" -lt 480 ] && { pre $m b 2; lb $m 2; save; }; done
 device_finish
