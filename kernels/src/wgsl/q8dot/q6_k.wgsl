@@ -64,11 +64,16 @@ fn unit_weights(row_start: u32, u: u32) -> UnitW {
     let ha = vec4<u32>(6u - 2u * j);
     let hb = vec4<u32>(2u - 2u * j);
     // Scales 8h + 2j, + 1 (quarter j: word 2h, 2j bytes in) and 8h + 2j + 4, + 5 (quarter
-    // j + 2: word 2h + 1).
-    let sa = unpack4xI8(sc[2u * h] >> (16u * j));
-    let sb = unpack4xI8(sc[2u * h + 1u] >> (16u * j));
-    // d: 2k bytes into the group's d plane, k = the block in its group.
-    let d = unpack2x16float(dw[(q.d >> 2u) & 3u] >> (8u * (q.d & 2u))).x;
+    // j + 2: word 2h + 1). Words picked by selects, not a dynamic index into the vector
+    // (which a compiler may lower through memory).
+    let upper = h == 1u;
+    let sa = unpack4xI8(select(sc.x, sc.z, upper) >> (16u * j));
+    let sb = unpack4xI8(select(sc.y, sc.w, upper) >> (16u * j));
+    // d: 2k bytes into the group's d plane, k = the block in its group (word k / 2 of the
+    // vec4, by selects as the scales).
+    let dk = (q.d >> 2u) & 3u;
+    let dword = select(select(dw.x, dw.y, (dk & 1u) == 1u), select(dw.z, dw.w, (dk & 1u) == 1u), dk > 1u);
+    let d = unpack2x16float(dword >> (8u * (q.d & 2u))).x;
     return UnitW(
         q6_words(ql0 << lo, qh0 << ha),
         q6_words(ql1 << lo, qh1 << ha),
