@@ -92,6 +92,22 @@ lb() {
         "$R/$1-lb$2.jsonl" | paste -sd' ')"
 }
 
+# Issue 13's decode at depth with binary xtask-$1: Gemma 3 after prompts of 4,096 and 16,384
+# tokens, and llama-bench's decode at depth 0 / 4,096 / 16,384 beside it.
+depth() {
+    wait_model g
+    for d in 4096 16384; do
+        timeout 60 "./.devbin/xtask-$1" bench-llm target/m/g.gguf --steps 8 --prompt-tokens $d \
+            --gen-tokens 128 --json "$R/g-depth$d.json" >"$R/g-depth$d.txt" 2>&1
+        echo "g depth $d rc=$? at $(el) s: $(grep -E '^prefill|^ +8 ' "$R/g-depth$d.txt" | paste -sd' ')"
+    done
+    [ -x target/lc/b/bin/llama-bench ] && timeout 80 target/lc/b/bin/llama-bench -m target/m/g.gguf \
+        -ngl 99 -p 0 -n 128 -d 0,4096,16384 -fa 1 -r 3 -o jsonl >"$R/g-lb-depth.jsonl" 2>"$R/g-lb-depth.err"
+    echo "lb depth rc=$? at $(el) s: $(grep -o '"n_depth": [0-9]*\|"avg_ts": [0-9.]*' "$R/g-lb-depth.jsonl" |
+        paste -sd' ')"
+    save
+}
+
 # Waits (until $1 seconds into the call) for the llama.cpp build.
 wait_llama() {
     while [ ! -e target/lc.done ] && [ "$(el)" -lt "$1" ]; do sleep 2; done

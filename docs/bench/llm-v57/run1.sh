@@ -25,14 +25,6 @@ echo "kvc b coop rc=$? at $(el) s: $(grep -E 'test result|panicked' "$R/kvc-b-co
 tt 2
 wait_llama 330
 for m in s g l e; do pre $m b 1; lb $m 1; save; done
-for d in 4096 16384; do
-    timeout 60 ./.devbin/xtask-b bench-llm target/m/g.gguf --steps 8 --prompt-tokens $d --gen-tokens 128 \
-        --json "$R/g-depth$d.json" >"$R/g-depth$d.txt" 2>&1
-    echo "g depth $d rc=$? at $(el) s: $(grep -E '^prefill|^ +8 ' "$R/g-depth$d.txt" | paste -sd' ')"
-done
-[ -x target/lc/b/bin/llama-bench ] && timeout 80 target/lc/b/bin/llama-bench -m target/m/g.gguf -ngl 99 \
-    -p 0 -n 128 -d 0,4096,16384 -fa 1 -r 3 -o jsonl >"$R/g-lb-depth.jsonl" 2>"$R/g-lb-depth.err"
-echo "lb depth rc=$? at $(el) s: $(grep -o '"n_depth": [0-9]*\|"avg_ts": [0-9.]*' "$R/g-lb-depth.jsonl" | paste -sd' ')"
-save
+depth b
 for m in s g l e; do [ "$(el)" -lt 480 ] && { pre $m b 2; lb $m 2; save; }; done
 device_finish
