@@ -327,9 +327,8 @@ impl CoopTile {
 
     /// Every tile of chunks of 32 columns, which every type takes (fetching as
     /// [`CoopFetch::DEFAULT`]): 32 tokens a subgroup at every [`COOP_WM`] × [`COOP_WN`], the
-    /// 32-token tiles (16 a subgroup, two along the tokens), both at 32 rows a subgroup
-    /// ([`COOP_WN_HALF_ROWS`], two along the tokens), and at 32 rows a subgroup the 32-token
-    /// tiles of one subgroup along the tokens, where a thread's shares fit the kernel
+    /// 32-token tiles (16 a subgroup, two along the tokens), and both at 32 rows a subgroup
+    /// ([`COOP_WN_HALF_ROWS`], two along the tokens) where a thread's shares fit the kernel
     /// (`shares_fit`).
     pub fn all() -> Vec<CoopTile> {
         CoopTile::at_columns(32)
@@ -369,11 +368,6 @@ impl CoopTile {
         for wn in COOP_WN_HALF_ROWS {
             out.extend(COOP_SUB_TOKENS.map(|sub_tokens| tile(2, wn, sub_tokens, 32)));
         }
-        // One subgroup along the tokens with both 16-token fragments: at 32 rows each weight
-        // fragment is read once from workgroup memory and multiplied into two token fragments
-        // (the 32-token tile of two subgroups along the tokens reads it twice). Up to 128
-        // rows: the 256-row tiles are for the A/Bs of 512 threads.
-        out.extend([2, 4].map(|wn| tile(1, wn, 32, 32)));
         out.retain(|t| t.shares_fit());
         out
     }

@@ -2293,26 +2293,13 @@ fn coop_gemm_matches_cpu_for_every_type() {
             }
             // 32 rows a subgroup: each output's fragments are multiplied in the same order
             // as at 64 (only which subgroup holds them moves), split or not: the same bits.
-            // One subgroup along the tokens with both token fragments: the fragments of two
-            // subgroups' 16 tokens each, in the same order: the same bits. (Each where the
-            // type takes that tile.)
-            let wide = gemm::CoopTile {
-                wn: 2,
-                sub_rows: 64,
-                ..tile
-            };
-            let two = gemm::CoopTile {
-                wm: 2,
-                sub_tokens: 16,
-                ..tile
-            };
-            for (same, other, what) in [
-                (tile.sub_rows == 32, wide, "64 rows a subgroup"),
-                (tile.wm == 1, two, "two subgroups along the tokens"),
-            ] {
-                if same && other.takes(ty) {
-                    same_bits(other, what);
-                }
+            if tile.sub_rows == 32 {
+                let wide = gemm::CoopTile {
+                    wn: 2,
+                    sub_rows: 64,
+                    ..tile
+                };
+                same_bits(wide, "64 rows a subgroup");
             }
             // Chunks of 64 columns multiply the same fragments in the same order as chunks
             // of 32 (only the barriers move): unsplit, the same bits.

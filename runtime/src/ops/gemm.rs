@@ -553,33 +553,11 @@ pub fn coop_tile(ty: GgmlType, rows: usize, tokens: usize) -> CoopTile {
         }
     }
     choices.push(t);
-    // (`GPUPORT_COOP_TOKEN_SUBGROUPS=1`: the 32-token tiles of two subgroups along the tokens
-    // as one, for A/Bs.)
-    if coop_token_subgroups() == 1 {
-        for c in &mut choices {
-            if c.sub_tokens == 16 && c.sub_rows == 32 {
-                *c = CoopTile {
-                    wm: 1,
-                    sub_tokens: 32,
-                    ..*c
-                };
-            }
-        }
-    }
     choices
         .into_iter()
         .flat_map(|c| [CoopTile { kc: coop_kc(), ..c }, c])
         .find(|c| c.takes(ty) && (c.input_quads() > 1 || coop_one_input()))
         .unwrap_or(t)
-}
-
-/// Subgroups along the tokens of [`coop_tile`]'s 32-token tiles at 32 rows a subgroup: 2 (16
-/// tokens each, every weight fragment read from workgroup memory by both) unless
-/// `GPUPORT_COOP_TOKEN_SUBGROUPS` says 1 (one subgroup with both token fragments, each
-/// weight fragment read once; half the threads a tile), for A/Bs.
-pub fn coop_token_subgroups() -> u32 {
-    static WM: OnceLock<u32> = OnceLock::new();
-    knob(&WM, "GPUPORT_COOP_TOKEN_SUBGROUPS", 2)
 }
 
 /// Whether [`coop_tile`] may choose a tile whose threads fetch one input quadruple a chunk
