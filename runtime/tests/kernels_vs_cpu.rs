@@ -480,7 +480,7 @@ fn gemv_q8_input_matches_cpu() {
     let Some(gpu) = support::gpu() else { return };
     let subgroups = support::has_subgroups(&gpu);
     // (WG, ROWS, RPT, UNROLL): 45 rows leave a partial workgroup and, at RPT 2 and 4, a
-    // partial row group.
+    // partial row group; every UNROLL branch is taken.
     let tunables: Vec<GemvTunables> = [
         (256, 64, 1, 1),
         (256, 32, 1, 1),
@@ -491,6 +491,7 @@ fn gemv_q8_input_matches_cpu() {
         (128, 16, 2, 1),
         (64, 8, 4, 2),
         (256, 64, 4, 1),
+        (64, 2, 1, 8),
     ]
     .into_iter()
     .flat_map(|(wg, rows, rpt, unroll)| {

@@ -49,6 +49,14 @@ fn q8_row_units() -> u32 {
 
 //!include q8dot/rows.wgsl
 
+// Unit `ui` of the thread's rows (starting at bytes s0..s3) against the input, zero past the
+// row's `units` (the row's last unit read in its place).
+fn unit_dots(s0: u32, s1: u32, s2: u32, s3: u32, ui: u32, units: u32) -> vec4<f32> {
+    let u = min(ui, units - 1u);
+    let d = rows_dot(row_units(s0, s1, s2, s3, u), unit_input(u, p.x_offset));
+    return select(vec4<f32>(0.0), d, ui < units);
+}
+
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let id = linear_id(l);
@@ -63,16 +71,27 @@ fn main(l: Lanes) {
     var acc = vec4<f32>(0.0);
     if row0 < p.rows {
         let units = q8_row_units();
-        // UNROLL units per iteration, branch-free: a unit past the row reads the row's last
-        // (in bounds) and adds nothing. On NVIDIA a load inside a branch waits out its latency
+        // UNROLL units per iteration, written out under constant conditions rather than as an
+        // inner loop: NVIDIA's compiler (580) kept `for (i < UNROLL)` a loop — the same binary
+        // size at UNROLL 1 to 8 (v58, kernel-stats) — so each unit's loads waited for the
+        // previous unit's sums. Branch-free: a unit past the row reads the row's last (in
+        // bounds) and adds nothing. On NVIDIA a load inside a branch waits out its latency
         // before the next branch's loads issue (docs/design/coop-gemm.md), so guarding each
-        // unrolled unit with an `if` would serialize the loads unrolling is meant to overlap.
+        // unrolled unit with a runtime `if` would serialize the loads unrolling overlaps.
         for (var u0 = lane; u0 < units; u0 += UNROLL * T) {
-            for (var i = 0u; i < UNROLL; i++) {
-                let ui = u0 + i * T;
-                let u = min(ui, units - 1u);
-                let d = rows_dot(row_units(s0, s1, s2, s3, u), unit_input(u, p.x_offset));
-                acc += select(vec4<f32>(0.0), d, ui < units);
+            acc += unit_dots(s0, s1, s2, s3, u0, units);
+            if UNROLL > 1u {
+                acc += unit_dots(s0, s1, s2, s3, u0 + T, units);
+            }
+            if UNROLL > 2u {
+                acc += unit_dots(s0, s1, s2, s3, u0 + 2u * T, units);
+                acc += unit_dots(s0, s1, s2, s3, u0 + 3u * T, units);
+            }
+            if UNROLL > 4u {
+                acc += unit_dots(s0, s1, s2, s3, u0 + 4u * T, units);
+                acc += unit_dots(s0, s1, s2, s3, u0 + 5u * T, units);
+                acc += unit_dots(s0, s1, s2, s3, u0 + 6u * T, units);
+                acc += unit_dots(s0, s1, s2, s3, u0 + 7u * T, units);
             }
         }
     }
