@@ -11,10 +11,15 @@
 #    `q6k-half-unit.patch` (`.devbin/xtask-h.xz`).
 # 2. Q6_K's GEMV at 256 MB, every variant of 32 lanes a row group at WG 128 and 256, x / u,
 #    two rounds (all variants in the JSON); Q4_K's and Q5_K's the same as time allows.
+# 2b. Whether NVIDIA's compiler takes other forms of h's subgroup variants (h crashed it in
+#    run6.sh): hu = h on u, hu2 = hu with the scales sign-extended by shifts (no unpack4xI8),
+#    hu4 = hu with the unit's raw words and the int8 words formed in unit_apply
+#    (`q6k-half-unit-raw-words.patch`); kernel-stats of their subgroup variants, then each
+#    that built timed as in 1.
 # 3. On an H200: issue 13's GEMV table through --tuned on x and u.
 set -u
 . docs/bench/device.sh
-device_setup "xtask-x xtask-u xtask-h kvc-u" ""
+device_setup "xtask-x xtask-u xtask-h xtask-hu xtask-hu2 xtask-hu4 kvc-u" ""
 timeout 20 ./.devbin/xtask-x bench --shapes large --tuned --types q4_K --kernel gemv_q8 >/dev/null 2>&1
 timeout 40 ./.devbin/xtask-u kernel-stats --filter gemv_q8.q6_K --filter WG=128.ROWS=4 >"$R/ks-q6-u.txt" 2>&1
 echo "ks q6 u rc=$? at $(el) s:"
@@ -39,6 +44,12 @@ for r in sorted(d['results'], key=lambda r: -r['ratio'])[:5]:
 ")"
     save
 }
+for b in hu hu2 hu4; do
+    timeout 30 "./.devbin/xtask-$b" kernel-stats --filter gemv_q8.q6_K.subgroup --filter WG=128.ROWS=4 >"$R/ks-q6-$b.txt" 2>&1
+    rc=$?
+    echo "ks q6 $b rc=$rc at $(el) s: $(grep -c 'Register Count' "$R/ks-q6-$b.txt") variants"
+    [ $rc = 0 ] && q6 $b 1
+done
 sweep x q6_K 1; sweep u q6_K 1; sweep x q6_K 2; sweep u q6_K 2
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
     for b in x u; do
