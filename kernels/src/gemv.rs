@@ -333,7 +333,8 @@ pub struct GemvTunables {
     pub rpt: u32,
     /// How a row's partial sums are reduced.
     pub reduction: Reduction,
-    /// Steps a thread issues per loop iteration (its loads in flight together).
+    /// Steps a thread takes per loop iteration (an inner loop of constant trip count, which a
+    /// compiler may unroll to put their loads in flight together).
     pub unroll: u32,
 }
 

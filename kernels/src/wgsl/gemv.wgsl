@@ -309,8 +309,9 @@ fn main(l: Lanes) {
         let hi = min(vec4<u32>(4u, 5u, 6u, 7u), last) * rb;
         let subs = UNIT_ELEMS / SUB_ELEMS;
         let steps = p.units_per_row * subs * SUB_STEPS;
-        // UNROLL steps per iteration (a constant trip count: unrolled, their loads issued
-        // together), branch-free: a step past the row reads the row's last and adds nothing.
+        // UNROLL steps per iteration (a constant trip count, for the compiler to unroll and
+        // issue their loads together; NVIDIA's 580 kept the int8 GEMV's same loop a loop,
+        // gemv_q8.wgsl), branch-free: a step past the row reads the row's last and adds nothing.
         // On NVIDIA a load inside a branch waits out its latency before the next branch's
         // loads issue (docs/design/coop-gemm.md), which an `if` per step would do.
         for (var j0 = lane; j0 < steps; j0 += UNROLL * T) {

@@ -19,7 +19,7 @@
 //
 // Tunables (override): WG threads per workgroup, ROWS rows per workgroup, RPT rows per thread
 // (1, 2 or 4: threads form ROWS / RPT groups of T = WG * RPT / ROWS lanes, reduced by the
-// `reduce` snippet), UNROLL units a lane issues per loop iteration. A thread with RPT rows
+// `reduce` snippet), UNROLL units a lane takes per loop iteration. A thread with RPT rows
 // loads each unit's input blocks once for all of them (q8dot/rows.wgsl): the input, read from
 // the cache by every row, is 1.4-2.7 times the weight bytes a unit decodes (48 bytes per 32
 // elements against Q8_0's 34 and Q4_K's 18), so RPT 2 halves the loads that are not weights.
@@ -49,14 +49,6 @@ fn q8_row_units() -> u32 {
 
 //!include q8dot/rows.wgsl
 
-// Unit `ui` of the thread's rows (starting at bytes s0..s3) against the input, zero past the
-// row's `units` (the row's last unit read in its place).
-fn unit_dots(s0: u32, s1: u32, s2: u32, s3: u32, ui: u32, units: u32) -> vec4<f32> {
-    let u = min(ui, units - 1u);
-    let d = rows_dot(row_units(s0, s1, s2, s3, u), unit_input(u, p.x_offset));
-    return select(vec4<f32>(0.0), d, ui < units);
-}
-
 @compute @workgroup_size(WG)
 fn main(l: Lanes) {
     let id = linear_id(l);
@@ -71,27 +63,20 @@ fn main(l: Lanes) {
     var acc = vec4<f32>(0.0);
     if row0 < p.rows {
         let units = q8_row_units();
-        // UNROLL units per iteration, written out under constant conditions rather than as an
-        // inner loop: NVIDIA's compiler (580) kept `for (i < UNROLL)` a loop — the same binary
-        // size at UNROLL 1 to 8 (v58, kernel-stats) — so each unit's loads waited for the
-        // previous unit's sums. Branch-free: a unit past the row reads the row's last (in
-        // bounds) and adds nothing. On NVIDIA a load inside a branch waits out its latency
+        // UNROLL units per iteration, branch-free: a unit past the row reads the row's last
+        // (in bounds) and adds nothing. On NVIDIA a load inside a branch waits out its latency
         // before the next branch's loads issue (docs/design/coop-gemm.md), so guarding each
-        // unrolled unit with a runtime `if` would serialize the loads unrolling overlaps.
+        // unit with an `if` would serialize their loads. NVIDIA's compiler (580) keeps the
+        // inner loop a loop (the same binary at UNROLL 1 to 8); written out under constant
+        // conditions, the unrolled units were level to 3% slower on an H100 (v58: Q4_K at
+        // UNROLL 4 0.940 → 0.912 of the ceiling, Q6_K 0.879–0.883 → 0.864–0.872), so the
+        // tables keep the loop.
         for (var u0 = lane; u0 < units; u0 += UNROLL * T) {
-            acc += unit_dots(s0, s1, s2, s3, u0, units);
-            if UNROLL > 1u {
-                acc += unit_dots(s0, s1, s2, s3, u0 + T, units);
-            }
-            if UNROLL > 2u {
-                acc += unit_dots(s0, s1, s2, s3, u0 + 2u * T, units);
-                acc += unit_dots(s0, s1, s2, s3, u0 + 3u * T, units);
-            }
-            if UNROLL > 4u {
-                acc += unit_dots(s0, s1, s2, s3, u0 + 4u * T, units);
-                acc += unit_dots(s0, s1, s2, s3, u0 + 5u * T, units);
-                acc += unit_dots(s0, s1, s2, s3, u0 + 6u * T, units);
-                acc += unit_dots(s0, s1, s2, s3, u0 + 7u * T, units);
+            for (var i = 0u; i < UNROLL; i++) {
+                let ui = u0 + i * T;
+                let u = min(ui, units - 1u);
+                let d = rows_dot(row_units(s0, s1, s2, s3, u), unit_input(u, p.x_offset));
+                acc += select(vec4<f32>(0.0), d, ui < units);
             }
         }
     }
