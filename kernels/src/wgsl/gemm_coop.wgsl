@@ -70,9 +70,9 @@ enable wgpu_cooperative_matrix;
 // initialized from others.)
 //!include common.wgsl
 
-// Subgroups along the tokens (2 or 4) and along the rows (1 or 2; 2 or 4 at RF 2), and token
-// fragments of 16 per subgroup (2, or 1: a 32-token tile at WM 2 whose multiplies are not half
-// wasted on a batch of 32 rows).
+// Subgroups along the tokens (2 or 4) and along the rows (1 or 2; 2, 4 or 8 at RF 2), and
+// token fragments of 16 per subgroup (2, or 1: a 32-token tile at WM 2 whose multiplies are
+// not half wasted on a batch of 32 rows).
 override WM: u32 = 4u;
 override WN: u32 = 2u;
 override TF: u32 = 2u;
