@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Written in v58 for the next H200 call (queue item 1, docs/design/next-kernels.md): Q6_K's
+# int8 GEMV at 256 MB through --tuned on x (`.devbin/xtask-x.xz` = 8a4b085; HEAD's kernels are
+# the same), the committed H200 entry (WG 256, 16 rows, two a thread, shared: 0.735 in v57)
+# against v57's sweep best (`tuning-q6s.json`: WG 128, 4 rows, one a thread, shared: 0.750),
+# interleaved, three rounds; then the whole int8 table through --tuned once, and a sweep of
+# Q6_K's 32-lane variants. ~2 minutes on a warm machine.
+set -u
+. docs/bench/device.sh
+device_setup "xtask-x" ""
+timeout 20 ./.devbin/xtask-x bench --shapes large --tuned --types q4_K --kernel gemv_q8 >/dev/null 2>&1
+q6() {
+    timeout 40 env $2 ./.devbin/xtask-x bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
+        --json "$R/q6-$1.json" >"$R/q6-$1.txt" 2>&1
+    echo "q6 $1 rc=$? at $(el) s: $(grep -E '^large' "$R/q6-$1.txt" | awk '{print $3, $8, $10}' | paste -sd' ')"
+    save
+}
+for r in 1 2 3; do
+    q6 "c$r" X=1
+    q6 "s$r" GPUPORT_TUNING=docs/bench/llm-v58/tuning-q6s.json
+done
+timeout 60 ./.devbin/xtask-x bench --shapes large --tuned --kernel gemv_q8 --json "$R/t-x.json" >"$R/t-x.txt" 2>&1
+echo "tuned x rc=$? at $(el) s: $(grep -E '^large' "$R/t-x.txt" | awk '{print $3, $8}' | paste -sd' ')"; save
+GPUPORT_BENCH_HOLD_MS=100 timeout 60 ./.devbin/xtask-x bench --shapes large --types q6_K --kernel gemv_q8 \
+    --wg 128,256 --lanes 32 --json "$R/sw-q6.json" >"$R/sw-q6.txt" 2>&1
+echo "sweep q6 rc=$? at $(el) s: $(python3 -c "
+import json
+d = json.load(open('$R/sw-q6.json'))
+for r in sorted(d['results'], key=lambda r: -r['ratio'])[:6]:
+    print(r['tunables'].replace(' ', ','), round(r['ratio'], 3), end='; ')
+")"
+save
+device_finish
