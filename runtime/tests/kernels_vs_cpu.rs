@@ -480,7 +480,7 @@ fn gemv_q8_input_matches_cpu() {
     let Some(gpu) = support::gpu() else { return };
     let subgroups = support::has_subgroups(&gpu);
     // (WG, ROWS, RPT, UNROLL): 45 rows leave a partial workgroup and, at RPT 2 and 4, a
-    // partial row group; every UNROLL branch is taken.
+    // partial row group; UNROLL 1, 2, 4 and 8.
     let tunables: Vec<GemvTunables> = [
         (256, 64, 1, 1),
         (256, 32, 1, 1),

@@ -72,7 +72,8 @@ fn unit_weights(row_start: u32, u: u32) -> UnitW {
     // d: 2k bytes into the group's d plane, k = the block in its group (word k / 2 of the
     // vec4, by selects as the scales).
     let dk = (q.d >> 2u) & 3u;
-    let dword = select(select(dw.x, dw.y, (dk & 1u) == 1u), select(dw.z, dw.w, (dk & 1u) == 1u), dk > 1u);
+    let odd = (dk & 1u) == 1u;
+    let dword = select(select(dw.x, dw.y, odd), select(dw.z, dw.w, odd), dk > 1u);
     let d = unpack2x16float(dword >> (8u * (q.d & 2u))).x;
     return UnitW(
         q6_words(ql0 << lo, qh0 << ha),
