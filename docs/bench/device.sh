@@ -148,6 +148,16 @@ gw() {
     save
 }
 
+# The $2 best variants (default 5) of the sweep JSON $1: tunables and ratio, one line.
+top_variants() {
+    python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in sorted(d['results'], key=lambda r: -r['ratio'])[:int(sys.argv[2])]:
+    print(r['tunables'].replace(' ', ','), round(r['ratio'], 3), end='; ')
+" "$1" "${2:-5}"
+}
+
 # Stops the clock log, counts its samples by SM clock, packs the results.
 device_finish() {
     kill "$CLOCKS"

@@ -23,11 +23,6 @@ timeout 60 ./.devbin/xtask-x bench --shapes large --tuned --kernel gemv_q8 --jso
 echo "tuned x rc=$? at $(el) s: $(grep -E '^large' "$R/t-x.txt" | awk '{print $3, $8}' | paste -sd' ')"; save
 GPUPORT_BENCH_HOLD_MS=100 timeout 60 ./.devbin/xtask-x bench --shapes large --types q6_K --kernel gemv_q8 \
     --wg 128,256 --lanes 32 --json "$R/sw-q6.json" >"$R/sw-q6.txt" 2>&1
-echo "sweep q6 rc=$? at $(el) s: $(python3 -c "
-import json
-d = json.load(open('$R/sw-q6.json'))
-for r in sorted(d['results'], key=lambda r: -r['ratio'])[:6]:
-    print(r['tunables'].replace(' ', ','), round(r['ratio'], 3), end='; ')
-")"
+echo "sweep q6 rc=$? at $(el) s: $(top_variants "$R/sw-q6.json" 6)"
 save
 device_finish
