@@ -145,6 +145,11 @@ pub const Q6K_GROUP_BLOCKS: usize = 8;
 /// GPU layout each is a plane of its group (the planes in this order).
 const Q6K_FIELDS: [(usize, usize); 4] = [(0, 128), (128, 64), (192, 16), (208, 2)];
 
+/// What the GPU layout XORs into every qh byte of Q6_K ([`gpu_layout`]): the high bit of each
+/// 2-bit field, bit 5 of the 6-bit q — so a field holds q ^ 32's, and a kernel that places q
+/// in the top six bits of a byte reads the int8 4 (q - 32) with no flip of its own.
+pub const Q6K_QH_FLIP: u8 = 0xAA;
+
 /// Bytes of a Q6_K group: eight blocks of 210 (the last field's end).
 const Q6K_GROUP_BYTES: usize = Q6K_GROUP_BLOCKS * (Q6K_FIELDS[3].0 + Q6K_FIELDS[3].1);
 
@@ -175,8 +180,10 @@ pub fn gpu_layout_bytes(ty: GgmlType, bytes: usize) -> usize {
 /// (8 × 2), the last group padded with zero blocks. Every block's ql and qh runs and scales
 /// then start on 16 bytes, and a kernel finds block k of a group from its GGUF byte offset b
 /// (relative to a group's start: the bound range must start on one) as the group at b - 210k,
-/// k = b % 1680 / 210 (`quant/q6_k_groups.wgsl`). The same bytes reordered, and at most seven
-/// zero blocks after the last.
+/// k = b % 1680 / 210 (`quant/q6_k_groups.wgsl`). The same bytes reordered but one change —
+/// every qh byte XOR [`Q6K_QH_FLIP`], the top bit of each 2-bit field flipped, so that the int8
+/// kernels' 4 (q - 32) is a mask and an OR a word (`q8dot/q6_k.wgsl`) — and at most seven zero
+/// blocks after the last (zero in every plane: with d = 0 they decode to zeros either way).
 pub fn gpu_layout(ty: GgmlType, data: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     if gpu_group_bytes(ty) == 1 {
         return std::borrow::Cow::Borrowed(data);
@@ -203,7 +210,11 @@ pub fn write_gpu_layout(ty: GgmlType, data: &[u8], mut put: impl FnMut(usize, &[
         let mut plane = 0;
         for (at, len) in Q6K_FIELDS {
             for (k, block) in blocks.chunks_exact(bb).enumerate() {
-                to[plane + k * len..plane + (k + 1) * len].copy_from_slice(&block[at..at + len]);
+                let field = &mut to[plane + k * len..plane + (k + 1) * len];
+                field.copy_from_slice(&block[at..at + len]);
+                if at == Q6K_FIELDS[1].0 {
+                    field.iter_mut().for_each(|b| *b ^= Q6K_QH_FLIP);
+                }
             }
             // A short last group's missing blocks: zeros.
             to[plane + blocks.len() / bb * len..plane + Q6K_GROUP_BLOCKS * len].fill(0);
@@ -262,7 +273,8 @@ mod tests {
     use super::*;
 
     /// The GPU layout read back the way `quant/q6_k_groups.wgsl` addresses it: each field of
-    /// block i at its plane's offset gives the block as stored.
+    /// block i at its plane's offset gives the block as stored, qh with its fields' high bits
+    /// flipped.
     #[test]
     fn q6k_groups_hold_every_field_where_the_kernels_look() {
         let ty = GgmlType::Q6K;
@@ -278,11 +290,9 @@ mod tests {
                 let planes = [(g + 128 * k, 0, 128), (g + 1024 + 64 * k, 128, 64)];
                 let fields = [(g + 1536 + 16 * k, 192, 16), (g + 1664 + 2 * k, 208, 2)];
                 for (to, at, len) in planes.into_iter().chain(fields) {
-                    assert_eq!(
-                        gpu[to..to + len],
-                        block[at..at + len],
-                        "block {i} of {blocks}"
-                    );
+                    let flip = if at == 128 { Q6K_QH_FLIP } else { 0 };
+                    let held: Vec<u8> = gpu[to..to + len].iter().map(|b| b ^ flip).collect();
+                    assert_eq!(held, block[at..at + len], "block {i} of {blocks}");
                 }
             }
             // The last group's padding blocks are zeros in every plane.

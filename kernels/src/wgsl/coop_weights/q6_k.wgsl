@@ -67,7 +67,7 @@ fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
 fn put_run_step(r: WShare, o: u32, lo: u32, hi: u32, s: u32, k: u32) {
     let q = s & 3u;
     let l4 = bytes4(lo >> (4u * (q >> 1u))) & vec4<u32>(0xFu);
-    let h4 = (bytes4(hi) >> vec4<u32>(2u * q)) & vec4<u32>(3u);
+    let h4 = (bytes4(qh_bits(hi)) >> vec4<u32>(2u * q)) & vec4<u32>(3u);
     let v = small_f32(l4 | (h4 << vec4<u32>(4u)), 32.0);
     // The step's scale byte: byte (k >> 2) of the sub-block's pair.
     let at = 8u * (r.scale_at + (k >> 2u));

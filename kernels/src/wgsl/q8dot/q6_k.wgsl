@@ -5,8 +5,8 @@
 // are quarters j and j + 2 of a half (64 elements), with the half's 32 qh bytes.
 //
 // The offset is folded into the quants: a 6-bit q placed in the top of a byte, its top bit
-// flipped, is the int8 4 (q - 32) (q * 4 - 128), with the same masks and shifts that would
-// put q at the bottom; d / 4 undoes the factor exactly. That keeps one dot4I8Packed per four
+// flipped (the flip held in qh: q6_words), is the int8 4 (q - 32) (q * 4 - 128), with the
+// same masks and shifts that would put q at the bottom; d / 4 undoes the factor exactly. That keeps one dot4I8Packed per four
 // elements (subtracting 32 * sum(qx) instead would need a second one per word: the scales
 // are per 16 elements, the input block's sum per 32). The scale multiplies stay integer (at
 // most 2 * 127 * 16 * 128 * 127).
@@ -22,9 +22,11 @@ const LANE_UNITS: u32 = 4u;
 //!include q8dot/two_blocks.wgsl
 
 // The int8 words 4 (q - 32) of 16 elements: the ql nibbles already at bits 2..6 of each
-// byte, the qh words shifted so that the pair wanted is at bits 6..8.
+// byte, the qh words shifted so that the pair wanted is at bits 6..8. The GPU holds qh with
+// each pair's high bit flipped (quant/q6_k_groups.wgsl), so the pair placed there makes the
+// byte 4 q ^ 0x80 = 4 (q - 32) as it stands: a mask and an OR a word, no flip.
 fn q6_words(l: vec4<u32>, h: vec4<u32>) -> vec4<u32> {
-    return ((l & vec4<u32>(0x3C3C3C3Cu)) | (h & vec4<u32>(0xC0C0C0C0u))) ^ vec4<u32>(0x80808080u);
+    return (l & vec4<u32>(0x3C3C3C3Cu)) | (h & vec4<u32>(0xC0C0C0C0u));
 }
 
 // Quarter j's int8 words (a0 elements 0..16, a1 16..32), quarter j + 2's (b0, b1), their

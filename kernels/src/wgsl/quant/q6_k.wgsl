@@ -26,7 +26,7 @@ fn q6_step(b: u32, s: u32, k: u32) -> StepW {
     let h = s >> 2u;
     let quarter = s & 3u;
     let l4 = bytes4(w[(q.ql + 64u * h + 32u * (quarter & 1u) + 4u * k) >> 2u] >> (4u * (quarter >> 1u))) & vec4<u32>(0xFu);
-    let h4 = (bytes4(w[(q.qh + 32u * h + 4u * k) >> 2u]) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
+    let h4 = (bytes4(qh_bits(w[(q.qh + 32u * h + 4u * k) >> 2u])) >> vec4<u32>(2u * quarter)) & vec4<u32>(3u);
     let v = small_f32(l4 | (h4 << vec4<u32>(4u)), 32.0);
     let scale = w_f16(q.d) * q6_scale(q, 8u * h + 2u * quarter + (k >> 2u));
     return StepW(v, vec4<f32>(scale));
@@ -51,7 +51,7 @@ fn dequant_elem(b: u32, e: u32) -> f32 {
     let l = r & 31u;
     let lbyte = w_u8(q.ql + 64u * h + l + 32u * (quarter & 1u));
     let low = (lbyte >> (4u * (quarter >> 1u))) & 0xFu;
-    let high = (w_u8(q.qh + 32u * h + l) >> (2u * quarter)) & 3u;
+    let high = (qh_bits(w_u8(q.qh + 32u * h + l)) >> (2u * quarter)) & 3u;
     let v = f32(low | (high << 4u)) - 32.0;
     let scale = w_f16(q.d) * q6_scale(q, 8u * h + l / 16u + 2u * quarter);
     return scale * v;

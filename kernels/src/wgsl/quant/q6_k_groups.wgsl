@@ -3,7 +3,9 @@
 // fields in planes — the eight blocks' ql, then their qh, scales and d (1,680 bytes, a
 // multiple of 16). Kernels keep a block's GGUF byte offset b (from the start of the bound
 // range, which starts on a group): block k = b % 1680 / 210 of the group at b - 210 k. Every
-// field's run starts on 16 bytes but d's (2k bytes into its plane).
+// field's run starts on 16 bytes but d's (2k bytes into its plane). Every qh byte is held XOR
+// 0xAA (`quant::Q6K_QH_FLIP`): each 2-bit field's high bit flipped, so the int8 kernels read
+// 4 (q - 32) without a flip of their own (q8dot/q6_k.wgsl); `qh_bits` gives GGUF's back.
 
 // Byte offsets of one block's fields.
 struct Q6Block {
@@ -17,4 +19,9 @@ fn q6_block(b: u32) -> Q6Block {
     let k = (b % 1680u) / 210u;
     let g = b - 210u * k;
     return Q6Block(g + 128u * k, g + 1024u + 64u * k, g + 1536u + 16u * k, g + 1664u + 2u * k);
+}
+
+// Four qh bytes as GGUF holds them, from the flipped form the GPU holds (above).
+fn qh_bits(held: u32) -> u32 {
+    return held ^ 0xAAAAAAAAu;
 }
