@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # v59 call 1 (any card; the H200 is the one that counts): Q6_K's int8 GEMV at 256 MB on
-# x (3a23fe4) and p (its unit addressed by block number: no division a unit) beside three
-# diagnostic builds whose results are wrong and whose times are not — f: x's q6_words without
-# its sign flip (what storing qh with the flip done would cost), q: p the same, n: x's decode
-# one XOR a word (what the loads and the dot products cost alone) — through the
+# x (3a23fe4), p (49678f7a: its unit addressed by block number, no division a unit) and r
+# (76a05190: p with qh held flipped, no XOR a word) beside two diagnostic builds whose results
+# are wrong and whose times are not — f: x's q6_words without its flip (r's saving on x), n:
+# x's decode one XOR a word (what the loads and the dot products cost alone) — through the
 # committed entry (X=1) and v57's sweep best (tuning-q6s.json), two rounds; then a sweep of
-# p's 32-lane variants, and the 8B's batched step at 32 rows profiled by kernel with the
+# r's 32-lane variants, and the 8B's batched step at 32 rows profiled by kernel with the
 # Llama GEMMs at 32 rows beside it (issue 15).
 set -u
 . docs/bench/device.sh
-device_setup "xtask-x xtask-p xtask-f xtask-q xtask-n" "e"
+device_setup "xtask-x xtask-p xtask-f xtask-r xtask-n" "e"
 timeout 20 ./.devbin/xtask-x bench --shapes large --tuned --types q4_K --kernel gemv_q8 >/dev/null 2>&1
 q6() {
     timeout 40 env $3 ./.devbin/xtask-$1 bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
@@ -18,14 +18,14 @@ q6() {
     save
 }
 for r in 1 2; do
-    for b in x p f q n; do
+    for b in x p r f n; do
         q6 $b "c$r" X=1
         q6 $b "s$r" GPUPORT_TUNING=docs/bench/llm-v58/tuning-q6s.json
     done
 done
 timeout 60 ./.devbin/xtask-x bench --shapes large --tuned --kernel gemv_q8 --json "$R/t-x.json" >"$R/t-x.txt" 2>&1
 echo "tuned x rc=$? at $(el) s: $(grep -E '^large' "$R/t-x.txt" | awk '{print $3, $8}' | paste -sd' ')"; save
-GPUPORT_BENCH_HOLD_MS=100 timeout 60 ./.devbin/xtask-p bench --shapes large --types q6_K --kernel gemv_q8 \
+GPUPORT_BENCH_HOLD_MS=100 timeout 60 ./.devbin/xtask-r bench --shapes large --types q6_K --kernel gemv_q8 \
     --wg 128,256 --lanes 32 --json "$R/sw-q6.json" >"$R/sw-q6.txt" 2>&1
 echo "sweep q6 rc=$? at $(el) s: $(top_variants "$R/sw-q6.json" 6)"
 save
