@@ -9,7 +9,7 @@
 # Llama GEMMs at 32 rows beside it (issue 15).
 set -u
 . docs/bench/device.sh
-device_setup "xtask-x xtask-p xtask-f xtask-r xtask-n" "e"
+device_setup "xtask-x xtask-p xtask-f xtask-r xtask-n kvc-r" "e"
 timeout 20 ./.devbin/xtask-x bench --shapes large --tuned --types q4_K --kernel gemv_q8 >/dev/null 2>&1
 q6() {
     timeout 40 env $3 ./.devbin/xtask-$1 bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
@@ -29,6 +29,9 @@ GPUPORT_BENCH_HOLD_MS=100 timeout 60 ./.devbin/xtask-r bench --shapes large --ty
     --wg 128,256 --lanes 32 --json "$R/sw-q6.json" >"$R/sw-q6.txt" 2>&1
 echo "sweep q6 rc=$? at $(el) s: $(top_variants "$R/sw-q6.json" 6)"
 save
+GPUPORT_KVC_TYPES=q6_K timeout 90 ./.devbin/kvc-r dequantization gemv_matches embedding gemv_q8 few_row_int8 \
+    tiled_int8 int8_blocks coop_gemm_matches >"$R/kvc-r.txt" 2>&1
+echo "kvc r rc=$? at $(el) s: $(grep -E '^test result' "$R/kvc-r.txt")"
 gt 32 x "" x
 wait_model e
 timeout 120 ./.devbin/xtask-x bench-llm target/m/e.gguf --steps 8 --batch 32 --json "$R/e-b32.json" >"$R/e-b32.txt" 2>&1
