@@ -5,11 +5,10 @@
 # are wrong and whose times are not — f: x's q6_words without its flip (r's saving on x), n:
 # x's decode one XOR a word (what the loads and the dot products cost alone) — through the
 # committed entry (X=1) and v57's sweep best (tuning-q6s.json), two rounds; then a sweep of
-# r's 32-lane variants, and the 8B's batched step at 32 rows profiled by kernel with the
-# Llama GEMMs at 32 rows beside it (issue 15).
+# r's 32-lane variants. The 8B's file is rebuilt meanwhile for run11.sh.
 set -u
 . docs/bench/device.sh
-device_setup "xtask-x xtask-p xtask-f xtask-r xtask-n kvc-r" "e"
+device_setup "xtask-x xtask-p xtask-f xtask-r xtask-n" "e"
 timeout 20 ./.devbin/xtask-x bench --shapes large --tuned --types q4_K --kernel gemv_q8 >/dev/null 2>&1
 q6() {
     timeout 40 env $3 ./.devbin/xtask-$1 bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
@@ -28,13 +27,5 @@ echo "tuned x rc=$? at $(el) s: $(grep -E '^large' "$R/t-x.txt" | awk '{print $3
 GPUPORT_BENCH_HOLD_MS=100 timeout 60 ./.devbin/xtask-r bench --shapes large --types q6_K --kernel gemv_q8 \
     --wg 128,256 --lanes 32 --json "$R/sw-q6.json" >"$R/sw-q6.txt" 2>&1
 echo "sweep q6 rc=$? at $(el) s: $(top_variants "$R/sw-q6.json" 6)"
-save
-GPUPORT_KVC_TYPES=q6_K timeout 90 ./.devbin/kvc-r dequantization gemv_matches embedding gemv_q8 few_row_int8 \
-    tiled_int8 int8_blocks coop_gemm_matches >"$R/kvc-r.txt" 2>&1
-echo "kvc r rc=$? at $(el) s: $(grep -E '^test result' "$R/kvc-r.txt")"
-gt 32 x "" x
-wait_model e
-timeout 120 ./.devbin/xtask-x bench-llm target/m/e.gguf --steps 8 --batch 32 --json "$R/e-b32.json" >"$R/e-b32.txt" 2>&1
-echo "e batch 32 rc=$? at $(el) s"; grep -A14 "one step" "$R/e-b32.txt" | head -30
 save
 device_finish
