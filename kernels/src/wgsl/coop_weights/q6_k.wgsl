@@ -7,8 +7,8 @@
 // its two scale bytes and the word with d — and decodes them after the multiplies, when the
 // chunk is published: 6 loads a chunk at NWS 8 (18 as words, v51–v55) where a step at a time
 // issues 6 a step (48). A row past the matrix loads the last row and keeps d = 0 (every
-// weight decodes to zero), so the loads stay branch-free. The values are `step_weights'` bit
-// for bit (see `coop_publish_weights`).
+// weight decodes to zero), so the loads stay branch-free. The values are `step_weights`' (the
+// same operations in the same order).
 //
 // RUN 0: a step at a time (`fetch_steps`), as the other types.
 
@@ -63,52 +63,43 @@ fn coop_fetch_weights(c: u32, n0: u32, lid: u32) -> WShare {
     return r;
 }
 
-// A step's word as four int8 4 (q - 32) — quarter q's nibbles at bits 2..6 of each byte (the
-// low ones shifted up, the high ones down), its qh pairs at bits 6..8; with the GPU's flipped
-// qh that is the signed byte as it stands (q8dot/q6_k.wgsl's q6_words) — as floats. Masks on
-// whole words and one sign-extending unpack, where a byte at a time took three operations a
-// field.
-fn run_step(lo: u32, hi: u32, q: u32) -> vec4<f32> {
-    let l = select(lo << 2u, lo >> 2u, q > 1u);
-    let h = hi << (6u - 2u * q);
-    return vec4<f32>(unpack4xI8((l & 0x3C3C3C3Cu) | (h & 0xC0C0C0C0u)));
+// Step k of sub-block s from its low-bit and high-bit words: `step_weights` of quant/q6_k.wgsl.
+fn put_run_step(r: WShare, o: u32, lo: u32, hi: u32, s: u32, k: u32) {
+    let q = s & 3u;
+    let l4 = bytes4(lo >> (4u * (q >> 1u))) & vec4<u32>(0xFu);
+    let h4 = (bytes4(qh_bits(hi)) >> vec4<u32>(2u * q)) & vec4<u32>(3u);
+    let v = small_f32(l4 | (h4 << vec4<u32>(4u)), 32.0);
+    // The step's scale byte: byte (k >> 2) of the sub-block's pair.
+    let at = 8u * (r.scale_at + (k >> 2u));
+    let sc = f32(bitcast<i32>(((r.scales >> at) & 0xFFu) << 24u) >> 24u);
+    let d = unpack2x16float(r.d).x;
+    put4(o, vec4<f16>((d * sc) * v));
 }
 
-// Byte i of `word` as a signed scale.
-fn scale_byte(word: u32, i: u32) -> f32 {
-    return f32(bitcast<i32>(word << (24u - 8u * i)) >> 24u);
-}
-
-// The share into the weight tile at `wbase`; zeros where `keep` is false (d = 0). A step's
-// values are (d sc / 4) * 4 (q - 32): the same exact product as `step_weights`' (d sc) * (q -
-// 32), so the same f32 and the same f16 (a quarter and a factor of four are exact). Steps k0..
-// k0 + 3 take the scale byte k0 / 4 of the sub-block's pair, k0 + 4.. the next (NWS is 4 or 8,
-// and k0 a multiple of it).
+// The share into the weight tile at `wbase`; zeros where `keep` is false (d = 0).
 fn coop_publish_weights(share: WShare, c: u32, wbase: u32, lid: u32, keep: bool) {
     if RUN == 0u {
         publish_steps(share.steps, c, wbase, lid, keep);
         return;
     }
-    let q = (c % 8u) & 3u;
+    var r = share;
+    r.d = select(0u, share.d, keep);
+    let s = c % 8u;
     let at = run_at(c, 0u, lid);
     let k0 = at.k0;
     let o = wbase + at.o + 4u * k0;
-    let d = unpack2x16float(select(0u, share.d, keep)).x;
-    let first = share.scale_at + (k0 >> 2u);
-    let da = vec4<f32>(0.25 * (d * scale_byte(share.scales, first)));
-    let l = share.l0;
-    let h = share.h0;
-    put4(o, vec4<f16>(da * run_step(l.x, h.x, q)));
-    put4(o + 4u, vec4<f16>(da * run_step(l.y, h.y, q)));
-    put4(o + 8u, vec4<f16>(da * run_step(l.z, h.z, q)));
-    put4(o + 12u, vec4<f16>(da * run_step(l.w, h.w, q)));
+    let l = r.l0;
+    let hh = r.h0;
+    put_run_step(r, o, l.x, hh.x, s, k0);
+    put_run_step(r, o + 4u, l.y, hh.y, s, k0 + 1u);
+    put_run_step(r, o + 8u, l.z, hh.z, s, k0 + 2u);
+    put_run_step(r, o + 12u, l.w, hh.w, s, k0 + 3u);
     if NWS > 4u {
-        let db = vec4<f32>(0.25 * (d * scale_byte(share.scales, first + 1u)));
-        let l1 = share.l1;
-        let h1 = share.h1;
-        put4(o + 16u, vec4<f16>(db * run_step(l1.x, h1.x, q)));
-        put4(o + 20u, vec4<f16>(db * run_step(l1.y, h1.y, q)));
-        put4(o + 24u, vec4<f16>(db * run_step(l1.z, h1.z, q)));
-        put4(o + 28u, vec4<f16>(db * run_step(l1.w, h1.w, q)));
+        let l1 = r.l1;
+        let h1 = r.h1;
+        put_run_step(r, o + 16u, l1.x, h1.x, s, k0 + 4u);
+        put_run_step(r, o + 20u, l1.y, h1.y, s, k0 + 5u);
+        put_run_step(r, o + 24u, l1.z, h1.z, s, k0 + 6u);
+        put_run_step(r, o + 28u, l1.w, h1.w, s, k0 + 7u);
     }
 }
