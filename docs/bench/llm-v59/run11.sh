@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # v59 call 2 (after run10.sh on the warm machine): r's and s's Q6_K kernels against the CPU on
-# the GPU (s = 20a843f2: the tensor-core tile's Q6_K words decoded as whole words), the Llama
+# the GPU (s = r with docs/bench/llm-v59/q6k-coop-words.patch, 20a843f2: the tensor-core
+# tile's Q6_K words decoded as whole words; build xtask-s and kvc-s from it), the Llama
 # GEMMs at 32 rows on r and s, the 8B's 32 / 64 streams r / s / s / r (equal ids digests
 # expected), and the 8B's batched step at 32 rows profiled by kernel.
 set -u
