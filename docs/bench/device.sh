@@ -158,6 +158,31 @@ for r in sorted(d['results'], key=lambda r: -r['ratio'])[:int(sys.argv[2])]:
 " "$1" "${2:-5}"
 }
 
+# Q6_K's int8 GEMV at 256 MB through --tuned with binary xtask-$1 (env $3), results tagged
+# $1$2: type, ratio of the ceiling, tunables.
+q6() {
+    timeout 40 env $3 "./.devbin/xtask-$1" bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
+        --json "$R/q6-$1$2.json" >"$R/q6-$1$2.txt" 2>&1
+    echo "q6 $1$2 rc=$? at $(el) s: $(grep -E '^large' "$R/q6-$1$2.txt" | awk '{print $3, $8, $10}' | paste -sd' ')"
+    save
+}
+
+# Every type's int8 GEMV at 256 MB through --tuned with binary xtask-$1: type and ratio.
+tuned_q8() {
+    timeout 60 "./.devbin/xtask-$1" bench --shapes large --tuned --kernel gemv_q8 --json "$R/t-$1.json" \
+        >"$R/t-$1.txt" 2>&1
+    echo "tuned $1 rc=$? at $(el) s: $(grep -E '^large' "$R/t-$1.txt" | awk '{print $3, $8}' | paste -sd' ')"
+    save
+}
+
+# A sweep of Q6_K's 32-lane int8 GEMV variants at 256 MB with binary xtask-$1: the six best.
+q6_sweep() {
+    GPUPORT_BENCH_HOLD_MS=100 timeout 60 "./.devbin/xtask-$1" bench --shapes large --types q6_K \
+        --kernel gemv_q8 --wg 128,256 --lanes 32 --json "$R/sw-q6-$1.json" >"$R/sw-q6-$1.txt" 2>&1
+    echo "sweep q6 $1 rc=$? at $(el) s: $(top_variants "$R/sw-q6-$1.json" 6)"
+    save
+}
+
 # Stops the clock log, counts its samples by SM clock, packs the results.
 device_finish() {
     kill "$CLOCKS"

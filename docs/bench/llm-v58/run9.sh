@@ -9,20 +9,10 @@ set -u
 . docs/bench/device.sh
 device_setup "xtask-x" ""
 timeout 20 ./.devbin/xtask-x bench --shapes large --tuned --types q4_K --kernel gemv_q8 >/dev/null 2>&1
-q6() {
-    timeout 40 env $2 ./.devbin/xtask-x bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
-        --json "$R/q6-$1.json" >"$R/q6-$1.txt" 2>&1
-    echo "q6 $1 rc=$? at $(el) s: $(grep -E '^large' "$R/q6-$1.txt" | awk '{print $3, $8, $10}' | paste -sd' ')"
-    save
-}
 for r in 1 2 3; do
-    q6 "c$r" X=1
-    q6 "s$r" GPUPORT_TUNING=docs/bench/llm-v58/tuning-q6s.json
+    q6 x "c$r" X=1
+    q6 x "s$r" GPUPORT_TUNING=docs/bench/llm-v58/tuning-q6s.json
 done
-timeout 60 ./.devbin/xtask-x bench --shapes large --tuned --kernel gemv_q8 --json "$R/t-x.json" >"$R/t-x.txt" 2>&1
-echo "tuned x rc=$? at $(el) s: $(grep -E '^large' "$R/t-x.txt" | awk '{print $3, $8}' | paste -sd' ')"; save
-GPUPORT_BENCH_HOLD_MS=100 timeout 60 ./.devbin/xtask-x bench --shapes large --types q6_K --kernel gemv_q8 \
-    --wg 128,256 --lanes 32 --json "$R/sw-q6.json" >"$R/sw-q6.txt" 2>&1
-echo "sweep q6 rc=$? at $(el) s: $(top_variants "$R/sw-q6.json" 6)"
-save
+tuned_q8 x
+q6_sweep x
 device_finish

@@ -10,22 +10,12 @@ set -u
 . docs/bench/device.sh
 device_setup "xtask-x xtask-p xtask-f xtask-r xtask-n" "e"
 timeout 20 ./.devbin/xtask-x bench --shapes large --tuned --types q4_K --kernel gemv_q8 >/dev/null 2>&1
-q6() {
-    timeout 40 env $3 ./.devbin/xtask-$1 bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
-        --json "$R/q6-$1$2.json" >"$R/q6-$1$2.txt" 2>&1
-    echo "q6 $1$2 rc=$? at $(el) s: $(grep -E '^large' "$R/q6-$1$2.txt" | awk '{print $3, $8, $10}' | paste -sd' ')"
-    save
-}
 for r in 1 2; do
     for b in x p r f n; do
         q6 $b "c$r" X=1
         q6 $b "s$r" GPUPORT_TUNING=docs/bench/llm-v58/tuning-q6s.json
     done
 done
-timeout 60 ./.devbin/xtask-x bench --shapes large --tuned --kernel gemv_q8 --json "$R/t-x.json" >"$R/t-x.txt" 2>&1
-echo "tuned x rc=$? at $(el) s: $(grep -E '^large' "$R/t-x.txt" | awk '{print $3, $8}' | paste -sd' ')"; save
-GPUPORT_BENCH_HOLD_MS=100 timeout 60 ./.devbin/xtask-r bench --shapes large --types q6_K --kernel gemv_q8 \
-    --wg 128,256 --lanes 32 --json "$R/sw-q6.json" >"$R/sw-q6.txt" 2>&1
-echo "sweep q6 rc=$? at $(el) s: $(top_variants "$R/sw-q6.json" 6)"
-save
+tuned_q8 x
+q6_sweep r
 device_finish

@@ -14,12 +14,6 @@ timeout 20 ./.devbin/xtask-r bench --shapes large --tuned --types q4_K --kernel 
 GPUPORT_KVC_TYPES=q6_K timeout 100 ./.devbin/kvc-r dequantization gemv_matches embedding gemv_q8 \
     few_row_int8 tiled_int8 int8_blocks coop_gemm_matches >"$R/kvc-r.txt" 2>&1
 echo "kvc r rc=$? at $(el) s: $(grep -E 'test result|panicked' "$R/kvc-r.txt" | head -3)"; save
-q6() {
-    timeout 40 env $3 ./.devbin/xtask-$1 bench --shapes large --tuned --types q6_K --kernel gemv_q8 \
-        --json "$R/q6-$1$2.json" >"$R/q6-$1$2.txt" 2>&1
-    echo "q6 $1$2 rc=$? at $(el) s: $(grep -E '^large' "$R/q6-$1$2.txt" | awk '{print $3, $8, $10}' | paste -sd' ')"
-    save
-}
 for r in 1 2; do
     for b in x r n; do
         q6 $b "c$r" X=1
