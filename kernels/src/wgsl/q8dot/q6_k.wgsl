@@ -6,10 +6,10 @@
 //
 // The offset is folded into the quants: a 6-bit q placed in the top of a byte, its top bit
 // flipped (the flip held in qh: q6_words), is the int8 4 (q - 32) (q * 4 - 128), with the
-// same masks and shifts that would put q at the bottom; d / 4 undoes the factor exactly. That keeps one dot4I8Packed per four
-// elements (subtracting 32 * sum(qx) instead would need a second one per word: the scales
-// are per 16 elements, the input block's sum per 32). The scale multiplies stay integer (at
-// most 2 * 127 * 16 * 128 * 127).
+// same masks and shifts that would put q at the bottom; d / 4 undoes the factor exactly.
+// That keeps one dot4I8Packed per four elements (subtracting 32 * sum(qx) instead would need
+// a second one per word: the scales are per 16 elements, the input block's sum per 32). The
+// scale multiplies stay integer (at most 2 * 127 * 16 * 128 * 127).
 //
 // The GPU holds Q6_K in groups of eight blocks with each field in a plane
 // (quant/q6_k_groups.wgsl), so a unit's ql and qh runs are two 16-byte loads each, its
