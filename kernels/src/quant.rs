@@ -179,8 +179,8 @@ pub fn gpu_layout_bytes(ty: GgmlType, bytes: usize) -> usize {
 /// planes: the eight blocks' ql (8 × 128 bytes), then their qh (8 × 64), scales (8 × 16) and d
 /// (8 × 2), the last group padded with zero blocks. Every block's ql and qh runs and scales
 /// then start on 16 bytes, and a kernel finds block k of a group from its GGUF byte offset b
-/// (relative to a group's start: the bound range must start on one) as the group at b - 210k,
-/// k = b % 1680 / 210 (`quant/q6_k_groups.wgsl`). The same bytes reordered but one change —
+/// (relative to a group's start: the bound range must start on one) as block k = n % 8 of
+/// group n / 8, n = b / 210 (`quant/q6_k_groups.wgsl`). The same bytes reordered but one change —
 /// every qh byte XOR [`Q6K_QH_FLIP`], the top bit of each 2-bit field flipped, so that the int8
 /// kernels' 4 (q - 32) is a mask and an OR a word (`q8dot/q6_k.wgsl`) — and at most seven zero
 /// blocks after the last (zero in every plane: with d = 0 they decode to zeros either way).

@@ -19,6 +19,7 @@ const LANE_UNITS: u32 = 4u;
 
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
 
+//!include quant/q6_k_groups.wgsl
 //!include q8dot/two_blocks.wgsl
 
 // The int8 words 4 (q - 32) of 16 elements: the ql nibbles already at bits 2..6 of each
@@ -48,24 +49,24 @@ fn unit_input(u: u32, xb: u32) -> UnitX {
 
 // Unit u of the row: block u / 4, half (u / 2) % 2, ql half j = u % 2. The row starts on a
 // whole block of a range that starts on a group, so its blocks are numbered through the range
-// by one division a row (hoisted out of the unit loop), and each field's place in the block's
-// group follows from the block's number by shifts: no division a unit.
+// by one division a row (hoisted out of the unit loop) and found by shifts (`q6_block_at`):
+// no division a unit.
 fn unit_weights(row_start: u32, u: u32) -> UnitW {
     let h = (u >> 1u) & 1u;
     let j = u & 1u;
-    let block = row_start / 210u + (u >> 2u);
-    // The group's first vec4 (105 a group) and the block's place k in it; the planes start at
-    // vec4s 0 (ql, 8 a block), 64 (qh, 4 a block), 96 (scales, 1) and 104 (d, 2 bytes a block).
-    let g = 105u * (block >> 3u);
-    let k = block & 7u;
-    let l = g + 8u * k + 4u * h + 2u * j;
-    let hq = g + 64u + 4u * k + 2u * h;
+    let n = row_start / 210u + (u >> 2u);
+    let q = q6_block_at(n);
+    // Every field but d starts on 16 bytes.
+    let l = (q.ql >> 4u) + 4u * h + 2u * j;
+    let hq = (q.qh >> 4u) + 2u * h;
     let ql0 = w[l];
     let ql1 = w[l + 1u];
     let qh0 = w[hq];
     let qh1 = w[hq + 1u];
-    let sc = w[g + 96u + k];
-    let dw = w[g + 104u];
+    let sc = w[q.scales >> 4u];
+    let dw = w[q.d >> 4u];
+    // The block's place in its group.
+    let k = n & 7u;
     // Quarter j: low nibbles, qh bits 2j moved to 6..8; quarter j + 2: high nibbles, bits
     // 2j + 4.
     let lo = vec4<u32>(2u);
